@@ -1,0 +1,198 @@
+/// The scheduling state of one `OperationQueue`, guarded by the queue's lock.
+///
+/// Workers are Dispatch work items that each drain ready operations in a loop, so a burst
+/// of small operations costs a few Dispatch hops, not one per operation. A worker holds
+/// a slot (0..<64) for as long as it runs; the slot names the serial Dispatch "lane" it
+/// runs on and the lane of a timeline. The number of operations started and not finished
+/// (`executing`) is what `maxConcurrentOperationCount` bounds; an asynchronous operation
+/// keeps its slot in that count after its worker moved on.
+struct QueueCore {
+    static let maximumWorkers = 64
+    static let processorCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    var ready = ReadyList()
+    var members = MemberList()
+    var executing = 0
+    var workers = 0
+    var busySlots: UInt64 = 0
+    var maxConcurrent: Int
+    var isSuspended = false
+    var isMain: Bool
+    /// With the default limit: how many workers may run. Starts at the processor count;
+    /// the watchdog raises it while workers are blocked, and it falls back when idle.
+    var grownWorkerLimit = QueueCore.processorCount
+    /// Counts operation starts; the watchdog compares it to see whether workers progress.
+    var progressStamp: UInt64 = 0
+    var isWatchdogArmed = false
+    var waiters: [DispatchSemaphore] = []
+    /// The newest barrier not yet finished: operations added after it wait for it.
+    var pendingBarrier: Operation?
+    var name: String?
+    var qualityOfService: QualityOfService
+    var underlyingQueue: DispatchQueue?
+    var lanes: [DispatchQueue?] = []
+
+    init(isMain: Bool) {
+        self.isMain = isMain
+        maxConcurrent = isMain ? 1 : OperationQueue.defaultMaxConcurrentOperationCount
+        qualityOfService = isMain ? .userInteractive : .background
+    }
+
+    var executionLimit: Int { maxConcurrent < 0 ? Int.max : maxConcurrent }
+
+    var workerLimit: Int {
+        if isMain { return 1 }
+        if maxConcurrent < 0 { return grownWorkerLimit }
+        return min(maxConcurrent, Self.maximumWorkers)
+    }
+
+    // MARK: Admission
+
+    enum Refusal {
+        case inThisQueue, inAnotherQueue, executing, finished
+    }
+
+    /// Whether `operation` may be added (read only; nothing changes).
+    func refusal(for operation: Operation, queue: OperationQueue) -> Refusal? {
+        operation.core.withLock { state in
+            if let owner = state.queue { return owner === queue ? .inThisQueue : .inAnotherQueue }
+            switch state.phase {
+            case .idle: return nil
+            case .enqueued, .dispatched: return .inAnotherQueue
+            case .executing: return .executing
+            case .finished: return .finished
+            }
+        }
+    }
+
+    /// Adds a validated operation. Returns the barrier it must wait for, if any (its count
+    /// is already raised; the caller registers the edge once the lock is released), or
+    /// false when the operation turned out to be listed twice.
+    mutating func admit(_ operation: Operation, queue: OperationQueue) -> (admitted: Bool, barrier: Operation?) {
+        let barrier = pendingBarrier === operation ? nil : pendingBarrier
+        let admitted = operation.core.withLock { state in
+            guard state.queue == nil else { return false }
+            state.queue = queue
+            state.phase = .enqueued
+            if barrier != nil { state.pendingDependencyCount += 1 }
+            return true
+        }
+        guard admitted else { return (false, nil) }
+        members.append(operation)
+        return (true, barrier)
+    }
+
+    /// Undoes `admit` for an operation of a batch that is being refused.
+    mutating func unadmit(_ operation: Operation, hadBarrier: Bool) {
+        members.remove(operation)
+        operation.core.withLock { state in
+            state.queue = nil
+            state.phase = .idle
+            if hadBarrier { state.pendingDependencyCount -= 1 }
+        }
+    }
+
+    // MARK: Workers
+
+    /// Slots of the workers to start now, and the lane each runs on.
+    mutating func workersToStart() -> [(slot: Int, lane: DispatchQueue)] {
+        guard !isSuspended, ready.count > 0 else { return [] }
+        let wanted = min(workerLimit - workers, ready.count, executionLimit - executing)
+        guard wanted > 0 else { return [] }
+        var started: [(slot: Int, lane: DispatchQueue)] = []
+        for _ in 0..<wanted {
+            let slot = (~busySlots).trailingZeroBitCount
+            guard slot < Self.maximumWorkers else { break }
+            busySlots |= 1 << UInt64(slot)
+            workers += 1
+            started.append((slot, lane(slot)))
+        }
+        return started
+    }
+
+    private mutating func lane(_ slot: Int) -> DispatchQueue {
+        if isMain { return DispatchQueue.main }
+        if let underlyingQueue { return underlyingQueue }
+        if lanes.isEmpty { lanes = Array(repeating: nil, count: Self.maximumWorkers) }
+        if let lane = lanes[slot] { return lane }
+        let lane = DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(qualityOfService))
+        lanes[slot] = lane
+        return lane
+    }
+
+    /// A worker asks for its next operation. Returns nil after retiring the worker when
+    /// there is none it may start, and whether to arm the watchdog.
+    mutating func nextOperation(retiringSlot slot: Int) -> (operation: Operation?, armWatchdog: UInt64?) {
+        if !isSuspended && executing < executionLimit && workers <= workerLimit {
+            while let operation = ready.pop() {
+                guard operation.core.withLock({ $0.claimForQueue() }) else { continue }
+                executing += 1
+                progressStamp &+= 1
+                return (operation, armWatchdogIfBlocked())
+            }
+        }
+        workers -= 1
+        busySlots &= ~(1 << UInt64(slot))
+        return (nil, nil)
+    }
+
+    /// With the default limit, operations may block (sleep, wait for I/O). While ready
+    /// operations wait and every worker is busy, check again shortly; if no operation
+    /// started meanwhile, the workers are blocked and one more is allowed.
+    private mutating func armWatchdogIfBlocked() -> UInt64? {
+        guard maxConcurrent < 0, !isMain, ready.count > 0, workers >= grownWorkerLimit,
+            grownWorkerLimit < Self.maximumWorkers, !isWatchdogArmed
+        else { return nil }
+        isWatchdogArmed = true
+        return progressStamp
+    }
+
+    mutating func watchdogFired(stamp: UInt64) -> (start: [(slot: Int, lane: DispatchQueue)], rearm: UInt64?) {
+        isWatchdogArmed = false
+        guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return ([], nil) }
+        if stamp == progressStamp, grownWorkerLimit < Self.maximumWorkers {
+            grownWorkerLimit += 1
+        }
+        let start = workersToStart()
+        return (start, armWatchdogIfBlocked())
+    }
+
+    // MARK: Finishing
+
+    struct Departure {
+        var start: [(slot: Int, lane: DispatchQueue)] = []
+        var waiters: [DispatchSemaphore] = []
+    }
+
+    /// An operation of this queue finished: free its slot, and (when `leaves`) take it out.
+    mutating func operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> Departure {
+        var departure = Departure()
+        if releasesSlot {
+            executing -= 1
+            progressStamp &+= 1
+        }
+        if leaves {
+            members.remove(operation)
+            if operation === pendingBarrier { pendingBarrier = nil }
+            if members.count == 0 {
+                departure.waiters = waiters
+                waiters = []
+            }
+        }
+        if executing == 0 && ready.count == 0 { grownWorkerLimit = Self.processorCount }
+        departure.start = workersToStart()
+        return departure
+    }
+}
+
+extension DispatchQoS {
+    init(_ quality: QualityOfService) {
+        switch quality {
+        case .userInteractive: self = .userInteractive
+        case .userInitiated: self = .userInitiated
+        case .utility: self = .utility
+        case .background: self = .background
+        default: self = .default
+        }
+    }
+}

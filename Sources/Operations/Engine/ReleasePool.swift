@@ -1,0 +1,33 @@
+/// Releases the operations a dying operation held, iteratively.
+///
+/// An operation holds its dependencies (and, until it finishes, its dependents). Dropping
+/// the last reference to the end of a long chain would otherwise release the chain
+/// recursively, one stack frame per operation, and overflow the stack. The outermost
+/// `deinit` on a thread drains a per-thread list; nested ones only append to it.
+enum ReleasePool {
+    /// The list being drained on this thread.
+    /// - Note: `@unchecked Sendable`: only ever touched by the thread whose thread-local
+    ///   slot points at it.
+    private final class Pending: @unchecked Sendable {
+        var arrays: [[Operation]] = []
+    }
+
+    private static let current = ThreadLocalPointer()
+
+    static func release(_ first: consuming [Operation], _ second: consuming [Operation]) {
+        if let pointer = current.value {
+            let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
+            pending.arrays.append(first)
+            pending.arrays.append(second)
+            return
+        }
+        let pending = Pending()
+        pending.arrays = [first, second]
+        current.set(Unmanaged.passUnretained(pending).toOpaque())
+        while let next = pending.arrays.popLast() {
+            _ = consume next
+        }
+        current.set(nil)
+        withExtendedLifetime(pending) {}
+    }
+}

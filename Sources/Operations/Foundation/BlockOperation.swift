@@ -1,0 +1,59 @@
+/// An operation that runs one or more closures: Foundation's `BlockOperation`.
+///
+/// The blocks run **concurrently** (as on Darwin; Linux's Foundation runs them one after
+/// another), each on its own thread except the first, which runs on the thread that
+/// called `start()`. The operation finishes, and `start()` returns, when all have returned.
+/// The blocks are released once they have run.
+///
+/// - Note: `@unchecked Sendable`: the blocks are guarded by `blocks`' lock.
+open class BlockOperation: Operation, @unchecked Sendable {
+    private let blocks = Locked<[@Sendable () -> Void]>([])
+
+    public override init() {
+        super.init()
+    }
+
+    public convenience init(block: @escaping @Sendable () -> Void) {
+        self.init()
+        blocks.withLock { $0.append(block) }
+    }
+
+    /// Adds a block.
+    /// - Important: Adding a block once the operation started is a programmer error.
+    open func addExecutionBlock(_ block: @escaping @Sendable () -> Void) {
+        let started = core.withLock { $0.phase == .executing || $0.phase == .finished }
+        if started {
+            Misuse.fail("addExecutionBlock: \(_misuseName) has already started; blocks can only be added before it starts")
+        }
+        blocks.withLock { $0.append(block) }
+    }
+
+    /// The blocks, until they have run.
+    open var executionBlocks: [@Sendable () -> Void] { blocks.withLock { $0 } }
+
+    open override func main() {
+        let blocks = self.blocks.withLock { blocks in
+            defer { blocks = [] }
+            return blocks
+        }
+        guard let first = blocks.first else { return }
+        if blocks.count == 1 {
+            first()
+            return
+        }
+        // Each further block gets a serial queue of its own: serial queues run on
+        // Dispatch's overcommitting pool, so blocks that sleep or wait still overlap.
+        let group = DispatchGroup()
+        let current = OperationQueue._current.value.map { UInt(bitPattern: $0) }
+        for (index, block) in blocks.enumerated().dropFirst() {
+            let lane = DispatchQueue(label: "swift-operations.block.\(index)", qos: DispatchQoS(qualityOfService))
+            lane.async(group: group) {
+                OperationQueue._current.set(current.flatMap { UnsafeMutableRawPointer(bitPattern: $0) })
+                block()
+                OperationQueue._current.set(nil)
+            }
+        }
+        first()
+        group.wait()
+    }
+}

@@ -1,0 +1,218 @@
+/// A single unit of work: Foundation's `Operation`, with Darwin's semantics on every platform.
+///
+/// Subclass it and override ``main()`` for synchronous work, or override ``start()``,
+/// ``isAsynchronous``, ``isExecuting`` and ``isFinished`` and announce changes with
+/// `willChangeValue(forKey:)`/`didChangeValue(forKey:)` for asynchronous work.
+/// An operation runs at most once and belongs to at most one queue, ever.
+///
+/// - Note: `@unchecked Sendable` (as Foundation's): all mutable state is in `core`, guarded
+///   by its lock, except the queue links, which only the lock of the queue the operation
+///   was added to guards.
+open class Operation: NSObject, @unchecked Sendable {
+    let core = Locked(OperationCore())
+
+    // Queue links, guarded by the owning queue's lock.
+    /// Next in the queue's ready list of the same priority.
+    final var _nextReady: Operation?
+    /// Next in the queue's list of members (the order in which they were added).
+    final var _nextMember: Operation?
+    final unowned(unsafe) var _previousMember: Operation?
+
+    public override init() {
+        super.init()
+    }
+
+    deinit {
+        let (dependencies, dependents) = core.withLock { ($0.dependencies, $0.dependents) }
+        if !dependencies.isEmpty || !dependents.isEmpty {
+            ReleasePool.release(dependencies, dependents)
+        }
+    }
+
+    // MARK: State
+
+    /// Whether ``cancel()`` was called.
+    open var isCancelled: Bool { core.withLock { $0.isCancelled } }
+
+    /// Whether the base ``start()`` is running ``main()``.
+    open var isExecuting: Bool { core.withLock { $0.phase == .executing } }
+
+    /// Whether the operation has finished.
+    open var isFinished: Bool { core.withLock { $0.phase == .finished } }
+
+    /// Deprecated alias of ``isAsynchronous``; subclasses may override either.
+    open var isConcurrent: Bool { false }
+
+    /// Whether the operation finishes after ``start()`` returns. Queues ignore it (they
+    /// always call ``start()``); the base ``start()`` does not finish an asynchronous
+    /// operation when ``main()`` returns, but waits for `isFinished` to be announced.
+    open var isAsynchronous: Bool { isConcurrent }
+
+    /// True when every dependency has finished, or the operation was cancelled.
+    /// Overrides must combine `super.isReady` and announce changes with
+    /// `didChangeValue(forKey: "isReady")`.
+    open var isReady: Bool { core.withLock { $0.isInternallyReady } }
+
+    // MARK: Properties
+
+    open var name: String? {
+        get { core.withLock { $0.name } }
+        set { core.withLock { $0.name = newValue } }
+    }
+
+    /// The relative order among ready operations of one queue. Never overrides dependencies.
+    open var queuePriority: QueuePriority {
+        get { core.withLock { $0.queuePriority } }
+        set { core.withLock { $0.queuePriority = newValue } }
+    }
+
+    /// Defaults to `.default`; when set, it wins over the queue's.
+    open var qualityOfService: QualityOfService {
+        get { core.withLock { $0.qualityOfService } }
+        set { core.withLock { $0.qualityOfService = newValue } }
+    }
+
+    /// Deprecated; stored and reported, with no effect on scheduling.
+    open var threadPriority: Double {
+        get { core.withLock { $0.threadPriority } }
+        set { core.withLock { $0.threadPriority = newValue } }
+    }
+
+    /// Runs once after the operation finishes (also when it was cancelled), on an
+    /// unspecified thread, and is then released.
+    open var completionBlock: (@Sendable () -> Void)? {
+        get { core.withLock { $0.completionBlock } }
+        set { core.withLock { $0.completionBlock = newValue } }
+    }
+
+    // MARK: Running
+
+    /// Runs the operation on the calling thread: calls ``main()`` unless cancelled, and
+    /// finishes it when ``main()`` returns (unless ``isAsynchronous``).
+    /// - Important: Calling it on an executing operation, or by hand on one that is not
+    ///   ready, is a programmer error.
+    open func start() {
+        let fromQueue = core.withLock { $0.phase == .dispatched }
+        let reportedReady: Bool? = fromQueue || isCancelled ? nil : isReady
+        switch core.withLock({ $0.start(reportedReady: reportedReady) }) {
+        case .ignore:
+            return
+        case .misuseExecuting:
+            Misuse.fail("start() called on \(_misuseName), which is already executing; an operation runs at most once")
+        case .misuseNotReady:
+            Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)")
+        case .finishCancelled:
+            _finish(wasExecuting: false)
+        case .run:
+            _announceWillChange("isExecuting")
+            _announceDidChange("isExecuting")
+            main()
+            if !isAsynchronous {
+                _finish(wasExecuting: true)
+            }
+        }
+    }
+
+    /// The work. The base implementation does nothing.
+    open func main() {}
+
+    /// Sets ``isCancelled``. Running code stops only if it checks; a pending operation
+    /// becomes ready at once and finishes without running ``main()``.
+    open func cancel() {
+        guard core.withLock({ !$0.isCancelled && $0.phase != .finished }) else { return }
+        let observed = _hasObservers
+        if observed {
+            _announceWillChange("isCancelled")
+            _announceWillChange("isReady")
+        }
+        core.withLock { $0.isCancelled = true }
+        if observed {
+            _announceDidChange("isCancelled")
+            _announceDidChange("isReady")
+        }
+        _readinessChanged()
+    }
+
+    /// Blocks the calling thread until the operation has finished and its completion
+    /// block has run.
+    open func waitUntilFinished() {
+        let semaphore: DispatchSemaphore? = core.withLock { state in
+            guard !state.isCompleted else { return nil }
+            let semaphore = DispatchSemaphore(value: 0)
+            state.waiters.append(semaphore)
+            return semaphore
+        }
+        semaphore?.wait()
+    }
+
+    // MARK: Dependencies
+
+    /// The operations this one waits for, in the order added.
+    open var dependencies: [Operation] { core.withLock { $0.dependencies } }
+
+    /// Makes this operation wait until `operation` has finished (or was cancelled and
+    /// finished). Works across queues and for operations in no queue. Adding the same
+    /// dependency twice has no effect.
+    /// - Important: Making an operation depend on itself is a programmer error.
+    open func addDependency(_ operation: Operation) {
+        _addEdge(from: operation, visible: true)
+    }
+
+    /// Removes a dependency. If it had not finished and nothing else holds this operation,
+    /// the operation becomes ready at once.
+    open func removeDependency(_ operation: Operation) {
+        let wasListed = core.withLock { state in
+            guard let index = state.dependencies.firstIndex(where: { $0 === operation }) else { return false }
+            state.dependencies.remove(at: index)
+            return true
+        }
+        guard wasListed else { return }
+        _removeEdge(from: operation)
+    }
+
+    // MARK: Observation
+
+    /// Subclasses announce their own state (the classic asynchronous operation); the engine
+    /// listens here as well as delivering to observers.
+    open override func didChangeValue(forKey key: String) {
+        super.didChangeValue(forKey: key)
+        _stateAnnounced(key)
+    }
+
+    #if !canImport(ObjectiveC)
+    override func _observableValue(forKey key: String) -> Any? {
+        switch key {
+        case "isReady": isReady
+        case "isExecuting": isExecuting
+        case "isFinished": isFinished
+        case "isCancelled": isCancelled
+        case "isAsynchronous": isAsynchronous
+        case "isConcurrent": isConcurrent
+        case "name": name as Any
+        case "queuePriority": queuePriority.rawValue
+        default: nil
+        }
+    }
+    #endif
+
+    /// How misuse messages name the operation.
+    final var _misuseName: String {
+        if let name { return "operation \"\(name)\" (\(type(of: self)))" }
+        return "operation <\(type(of: self)): \(_address)>"
+    }
+
+    final var _address: String {
+        "0x" + String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16)
+    }
+}
+
+extension Operation {
+    /// The relative order in which a queue starts ready operations.
+    public enum QueuePriority: Int, Sendable {
+        case veryLow = -8
+        case low = -4
+        case normal = 0
+        case high = 4
+        case veryHigh = 8
+    }
+}

@@ -1,0 +1,209 @@
+/// Runs operations: Foundation's `OperationQueue`, with Darwin's semantics on every platform.
+///
+/// Among ready operations the highest ``Operation/queuePriority`` starts first, and equal
+/// priorities start in the order added. A queue keeps its operations, and itself, alive
+/// until they finish.
+///
+/// - Note: `@unchecked Sendable` (as Foundation's): all mutable state is in `core`, guarded
+///   by its lock (and the progress by `progressLock`).
+open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
+    /// "As many as the system sees fit": operations that block overlap well beyond the
+    /// processor count (the queue adds workers while the running ones are blocked).
+    public static let defaultMaxConcurrentOperationCount: Int = -1
+
+    let core: Locked<QueueCore>
+    let _progress = Progress(parent: nil, userInfo: nil)
+    let progressLock = Locked(())
+
+    public override init() {
+        core = Locked(QueueCore(isMain: false))
+        super.init()
+    }
+
+    init(mainQueue: Void) {
+        var state = QueueCore(isMain: true)
+        state.name = "NSOperationQueue Main Queue"
+        core = Locked(state)
+        super.init()
+    }
+
+    // MARK: Adding
+
+    /// Adds an operation.
+    /// - Important: Adding an operation that is already in a queue (this one or another),
+    ///   executing or finished is a programmer error.
+    open func addOperation(_ op: Operation) {
+        _add(CollectionOfOne(op))
+    }
+
+    /// Adds operations, all or none: if any is refused, none is added. With
+    /// `waitUntilFinished: true`, returns when all of them have finished.
+    open func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
+        _add(ops)
+        if wait {
+            for operation in ops { operation.waitUntilFinished() }
+        }
+    }
+
+    /// Wraps `block` in a ``BlockOperation`` with the queue's quality of service and adds it.
+    open func addOperation(_ block: @escaping @Sendable () -> Void) {
+        let operation = BlockOperation(block: block)
+        operation.qualityOfService = qualityOfService
+        _add(CollectionOfOne(operation))
+    }
+
+    // MARK: Barriers
+
+    /// Runs `barrier` after every operation added before it has finished; no operation
+    /// added after it starts until it has run (like a Dispatch barrier).
+    ///
+    /// The barrier is a ``BlockOperation`` with hidden dependencies: on the operations in
+    /// the queue now, and, from every operation added after it, on the barrier.
+    open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
+        let operation = BlockOperation(block: barrier)
+        operation.qualityOfService = qualityOfService
+        let earlier = core.withLock { state in
+            state.pendingBarrier = operation
+            return state.members.all
+        }
+        for member in earlier {
+            operation._addEdge(from: member, visible: false)
+        }
+        _add(CollectionOfOne(operation))
+    }
+
+    // MARK: State
+
+    /// How many operations may execute at once; ``defaultMaxConcurrentOperationCount`` (−1)
+    /// lets the queue decide. 1 makes a serial FIFO queue (priorities still apply among
+    /// ready operations). A change affects only operations not yet started.
+    /// - Important: A negative value other than −1 is a programmer error.
+    open var maxConcurrentOperationCount: Int {
+        get { core.withLock { $0.maxConcurrent } }
+        set {
+            if newValue < -1 {
+                Misuse.fail("maxConcurrentOperationCount of queue \"\(name ?? "?")\" set to \(newValue); it must be at least 0, or -1 (defaultMaxConcurrentOperationCount)")
+            }
+            _change("maxConcurrentOperationCount") { $0.maxConcurrent = newValue }
+        }
+    }
+
+    /// While true, no operation starts; running ones continue.
+    open var isSuspended: Bool {
+        get { core.withLock { $0.isSuspended } }
+        set { _change("isSuspended") { $0.isSuspended = newValue } }
+    }
+
+    /// Defaults to `"NSOperationQueue 0x…"`.
+    open var name: String? {
+        get { core.withLock { $0.name } ?? "NSOperationQueue \(_address)" }
+        set { _change("name") { $0.name = newValue } }
+    }
+
+    /// Defaults to `.background` for queues you create and `.userInteractive` for
+    /// ``main``. An operation's own quality of service, when set, wins.
+    open var qualityOfService: QualityOfService {
+        get { core.withLock { $0.qualityOfService } }
+        set { _change("qualityOfService") { $0.qualityOfService = newValue } }
+    }
+
+    /// The Dispatch queue the operations run on; nil means the queue's own threads.
+    /// - Important: Setting it while the queue has operations, or to the main dispatch
+    ///   queue, is a programmer error.
+    open var underlyingQueue: DispatchQueue? {
+        get { core.withLock { $0.isMain ? DispatchQueue.main : $0.underlyingQueue } }
+        set {
+            if newValue === DispatchQueue.main {
+                Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be the main dispatch queue; use OperationQueue.main")
+            }
+            let refusal: String? = core.withLock { state in
+                if state.isMain { return "the main queue's underlyingQueue cannot be changed" }
+                if state.members.count > 0 { return "it has \(state.members.count) operations; set it only while the queue is empty" }
+                state.underlyingQueue = newValue
+                return nil
+            }
+            if let refusal { Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be set: \(refusal)") }
+        }
+    }
+
+    /// The operations that have not finished yet, in the order added.
+    /// - Note: Racy by nature, as on Darwin, where it is deprecated.
+    open var operations: [Operation] { core.withLock { $0.members.all } }
+
+    /// The number of operations that have not finished yet.
+    open var operationCount: Int { core.withLock { $0.members.count } }
+
+    /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
+    /// adds one completed unit.
+    open var progress: Progress { _progress }
+
+    var _progressIfCounting: Progress? {
+        _progress.totalUnitCount > 0 ? _progress : nil
+    }
+
+    /// Cancels every operation in the queue. Cancelled operations still pass through
+    /// `start()` to finished, and their completion blocks run.
+    open func cancelAllOperations() {
+        for operation in operations { operation.cancel() }
+    }
+
+    /// Blocks until the queue has no operations, including operations added while waiting
+    /// and asynchronous ones, and their completion blocks have run.
+    open func waitUntilAllOperationsAreFinished() {
+        let semaphore: DispatchSemaphore? = core.withLock { state in
+            guard state.members.count > 0 else { return nil }
+            let semaphore = DispatchSemaphore(value: 0)
+            state.waiters.append(semaphore)
+            return semaphore
+        }
+        semaphore?.wait()
+    }
+
+    /// Changes the state under the lock, announcing `key` around it, and starts workers
+    /// the change allows.
+    fileprivate func _change(_ key: String, _ body: (inout QueueCore) -> Void) {
+        _announceWillChange(key)
+        let start = core.withLock { state in
+            body(&state)
+            return state.workersToStart()
+        }
+        _announceDidChange(key)
+        _startWorkers(start)
+    }
+
+    final var _address: String {
+        "0x" + String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16)
+    }
+
+    #if !canImport(ObjectiveC)
+    override func _observableValue(forKey key: String) -> Any? {
+        switch key {
+        case "operationCount": operationCount
+        case "operations": operations
+        case "isSuspended": isSuspended
+        case "maxConcurrentOperationCount": maxConcurrentOperationCount
+        case "name": name as Any
+        case "qualityOfService": qualityOfService
+        default: nil
+        }
+    }
+    #endif
+
+    // MARK: Main and current
+
+    /// The serial queue that runs operations on the main thread (`DispatchQueue.main`),
+    /// with quality of service `.userInteractive`. ``cancelAllOperations()`` and the other
+    /// rules work on it as on any queue.
+    public static let main = OperationQueue(mainQueue: ())
+
+    /// The queue running the current operation; ``main`` on the main thread; nil elsewhere.
+    open class var current: OperationQueue? {
+        if let pointer = _current.value {
+            return Unmanaged<OperationQueue>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        return Thread.isMainThread ? main : nil
+    }
+
+    /// The queue whose worker runs on this thread (unretained; the worker keeps it alive).
+    static let _current = ThreadLocalPointer()
+}
