@@ -12,20 +12,49 @@ extension _KeyValueCodingAndObserving where Self: Operation {
         _ keyPath: KeyPath<Self, Value>, options: NSKeyValueObservingOptions = [],
         changeHandler: @escaping (Self, NSKeyValueObservedChange<Value>) -> Void
     ) -> NSKeyValueObservation {
-        _observe(key: Self._observableKey(keyPath), options: options) { object, change in
-            changeHandler(object as! Self, NSKeyValueObservedChange(change))
+        if let key = Self._observableKey(keyPath) {
+            return _observe(keys: [key], options: options) { object, change in
+                changeHandler(object as! Self, NSKeyValueObservedChange(change))
+            }
         }
+        // A key path that cannot be named (an override in a final class refers to its own
+        // getter): follow every state key and report the changes of this key path's value.
+        guard Value.self == Bool.self else {
+            Misuse.fail("key path \(keyPath) of \(Self.self) is not observable on this platform; observable keys: isReady, isExecuting, isFinished, isCancelled, isAsynchronous, isConcurrent")
+        }
+        let last = Locked<Bool?>(self[keyPath: keyPath] as? Bool)
+        let observation = _observe(keys: Operation._stateKeys, options: options.subtracting([.initial, .prior])) {
+            object, _ in
+            let object = object as! Self
+            let new = object[keyPath: keyPath]
+            let newFlag = new as? Bool
+            let old = last.withLock { last in
+                defer { last = newFlag }
+                return last
+            }
+            guard old != newFlag else { return }
+            changeHandler(object, NSKeyValueObservedChange(
+                new: options.contains(.new) ? new : nil, old: options.contains(.old) ? old as? Value : nil))
+        }
+        if options.contains(.initial) {
+            changeHandler(self, NSKeyValueObservedChange(new: options.contains(.new) ? self[keyPath: keyPath] : nil, old: nil))
+        }
+        return observation
     }
 
     public func willChangeValue<Value>(for keyPath: KeyPath<Self, Value>) {
-        willChangeValue(forKey: Self._observableKey(keyPath))
+        for key in Self._observableKey(keyPath).map({ [$0] }) ?? Operation._stateKeys {
+            willChangeValue(forKey: key)
+        }
     }
 
     public func didChangeValue<Value>(for keyPath: KeyPath<Self, Value>) {
-        didChangeValue(forKey: Self._observableKey(keyPath))
+        for key in Self._observableKey(keyPath).map({ [$0] }) ?? Operation._stateKeys {
+            didChangeValue(forKey: key)
+        }
     }
 
-    private static func _observableKey(_ keyPath: AnyKeyPath) -> String {
+    private static func _observableKey(_ keyPath: AnyKeyPath) -> String? {
         switch keyPath {
         case \Self.isReady: "isReady"
         case \Self.isExecuting: "isExecuting"
@@ -33,9 +62,14 @@ extension _KeyValueCodingAndObserving where Self: Operation {
         case \Self.isCancelled: "isCancelled"
         case \Self.isAsynchronous: "isAsynchronous"
         case \Self.isConcurrent: "isConcurrent"
-        default: Misuse.fail("key path \(keyPath) of \(Self.self) is not observable on this platform; observable keys: isReady, isExecuting, isFinished, isCancelled, isAsynchronous, isConcurrent")
+        default: nil
         }
     }
+}
+
+extension Operation {
+    /// The keys announced for a key path that cannot be named.
+    static let _stateKeys = ["isReady", "isExecuting", "isFinished", "isCancelled"]
 }
 
 extension _KeyValueCodingAndObserving where Self: OperationQueue {
@@ -45,7 +79,7 @@ extension _KeyValueCodingAndObserving where Self: OperationQueue {
         _ keyPath: KeyPath<Self, Value>, options: NSKeyValueObservingOptions = [],
         changeHandler: @escaping (Self, NSKeyValueObservedChange<Value>) -> Void
     ) -> NSKeyValueObservation {
-        _observe(key: Self._observableKey(keyPath), options: options) { object, change in
+        _observe(keys: [Self._observableKey(keyPath)], options: options) { object, change in
             changeHandler(object as! Self, NSKeyValueObservedChange(change))
         }
     }

@@ -44,6 +44,14 @@ public struct NSKeyValueObservedChange<Value> {
     public let indexes: IndexSet?
     public let isPrior: Bool
 
+    init(new: Value?, old: Value?) {
+        kind = .setting
+        newValue = new
+        oldValue = old
+        indexes = nil
+        isPrior = false
+    }
+
     init(_ change: [NSKeyValueChangeKey: Any]) {
         kind = (change[.kindKey] as? UInt).flatMap(Kind.init(rawValue:)) ?? .setting
         newValue = change[.newKey] as? Value

@@ -91,13 +91,17 @@ open class NSObject: Foundation.NSObject {
 
     /// Registers a change handler; used by `observe(_:options:changeHandler:)`.
     final func _observe(
-        key: String, options: NSKeyValueObservingOptions,
+        keys: [String], options: NSKeyValueObservingOptions,
         handler: @escaping (NSObject, [NSKeyValueChangeKey: Any]) -> Void
     ) -> NSKeyValueObservation {
         let registry = _makeRegistry()
-        let entry = registry.add(observer: nil, keyPath: key, options: options, context: nil, handler: handler)
-        let observation = NSKeyValueObservation(object: self, id: entry.id)
-        if options.contains(.initial) { registry.deliverInitial(entry, object: self) }
+        let entries = keys.map { key in
+            registry.add(observer: nil, keyPath: key, options: options, context: nil, handler: handler)
+        }
+        let observation = NSKeyValueObservation(registry: registry, ids: entries.map(\.id))
+        if options.contains(.initial) {
+            for entry in entries { registry.deliverInitial(entry, object: self) }
+        }
         return observation
     }
 }
@@ -105,19 +109,19 @@ open class NSObject: Foundation.NSObject {
 /// The token returned by `observe(_:options:changeHandler:)`; the observation lasts until it
 /// is invalidated or released.
 public final class NSKeyValueObservation: Sendable {
-    private let object: Locked<(registry: ObservationRegistry?, id: UInt64)>
+    private let registration: Locked<(registry: ObservationRegistry?, ids: [UInt64])>
 
-    init(object: NSObject, id: UInt64) {
-        self.object = Locked((object._observationRegistry, id))
+    init(registry: ObservationRegistry, ids: [UInt64]) {
+        registration = Locked((registry, ids))
     }
 
     /// Stops the observation. Safe to call more than once.
     public func invalidate() {
-        let (registry, id) = object.withLock { state in
+        let (registry, ids) = registration.withLock { state in
             defer { state.registry = nil }
-            return (state.registry, state.id)
+            return (state.registry, state.ids)
         }
-        registry?.remove(id: id)
+        for id in ids { registry?.remove(id: id) }
     }
 
     deinit {

@@ -1,0 +1,128 @@
+import Operations
+import Testing
+
+@Suite("The classic asynchronous subclass (rule 4)")
+struct AsyncOperationTests {
+    @Test("the queue learns it finished from didChangeValue(forKey: \"isFinished\") on another thread")
+    func finishesFromAnotherThread() {
+        let release = Gate()
+        let operation = DeferredOperation { op in
+            DispatchQueue.global().async {
+                release.wait()
+                op.finish()
+            }
+        }
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        #expect(operation.started.wait())
+        #expect(operation.isExecuting)
+        #expect(queue.operationCount == 1)
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished)
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test("finishing before start() returns works")
+    func finishesInsideStart() {
+        let operation = DeferredOperation { op in op.finish() }
+        let completed = Gate()
+        operation.completionBlock = { completed.open() }
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(completed.wait())
+        #expect(operation.isFinished)
+    }
+
+    @Test("an asynchronous operation keeps its slot until it finishes")
+    func occupiesSlot() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let release = Gate()
+        let first = DeferredOperation { op in
+            DispatchQueue.global().async { release.wait(); op.finish() }
+        }
+        let secondRan = Shared(false)
+        let second = BlockOperation { secondRan.update { $0 = true } }
+        queue.addOperations([first, second], waitUntilFinished: false)
+        #expect(first.started.wait())
+        #expect(!second.isFinished)
+        #expect(!secondRan())
+        release.open()
+        second.waitUntilFinished()
+        #expect(secondRan())
+        #expect(first.isFinished)
+    }
+
+    @Test("Apple's documented style, with key-path and short key spellings")
+    func documentedStyle() {
+        let operation = DocumentedAsyncOperation { finish in
+            DispatchQueue.global().async { finish() }
+        }
+        let dependent = BlockOperation {}
+        dependent.addDependency(operation)
+        let queue = OperationQueue()
+        queue.addOperations([dependent, operation], waitUntilFinished: true)
+        #expect(operation.isFinished && dependent.isFinished)
+    }
+
+    @Test("a cancelled asynchronous operation finishes through its own start()")
+    func cancelledBeforeStart() {
+        let operation = DocumentedAsyncOperation { _ in Issue.record("work ran although cancelled") }
+        operation.cancel()
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished)
+    }
+
+    @Test("cancelling a running tutorial operation finishes it")
+    func cancelWhileRunning() {
+        let operation = DeferredOperation()
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        #expect(operation.started.wait())
+        operation.cancel()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished && operation.isCancelled)
+    }
+
+    @Test("an asynchronous operation that overrides only main() finishes when it announces it")
+    func asyncViaMain() {
+        final class MainStyle: Operation, @unchecked Sendable {
+            let done = Shared(false)
+            override var isAsynchronous: Bool { true }
+            override var isFinished: Bool { done() }
+            override func main() {
+                DispatchQueue.global().async { [self] in
+                    willChangeValue(forKey: "isFinished")
+                    done.update { $0 = true }
+                    didChangeValue(forKey: "isFinished")
+                }
+            }
+        }
+        let operation = MainStyle()
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished)
+    }
+
+    @Test("dependents of an asynchronous operation wait for its announced finish")
+    func dependentsWait() {
+        let log = Shared<[String]>([])
+        let release = Gate()
+        let download = DeferredOperation { op in
+            DispatchQueue.global().async { release.wait(); log.append("downloaded"); op.finish() }
+        }
+        let use = BlockOperation { log.append("used") }
+        use.addDependency(download)
+        let queue = OperationQueue()
+        queue.addOperations([use, download], waitUntilFinished: false)
+        #expect(download.started.wait())
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == ["downloaded", "used"])
+    }
+}

@@ -1,0 +1,162 @@
+import Operations
+import Testing
+
+@Suite("Dependencies and readiness (rules 2, 6)")
+struct DependencyTests {
+    @Test("an operation is ready only when every dependency has finished")
+    func readyAfterDependencies() {
+        let a = Operation(), b = Operation(), c = Operation()
+        c.addDependency(a)
+        c.addDependency(b)
+        #expect(!c.isReady)
+        a.start()
+        #expect(!c.isReady)
+        b.start()
+        #expect(c.isReady)
+    }
+
+    @Test("a cancelled dependency counts as finished")
+    func cancelledDependency() {
+        let a = Operation(), b = Operation()
+        b.addDependency(a)
+        let queue = OperationQueue()
+        a.cancel()
+        queue.addOperations([b, a], waitUntilFinished: true)
+        #expect(a.isFinished && b.isFinished)
+    }
+
+    @Test("a dependency that finished before addDependency does not hold the operation")
+    func finishedBeforeAdd() {
+        let a = Operation()
+        a.start()
+        let b = Operation()
+        b.addDependency(a)
+        #expect(b.isReady)
+        #expect(b.dependencies == [a])
+    }
+
+    @Test("dependencies are listed in the order added, once each")
+    func order() {
+        let a = Operation(), b = Operation(), c = Operation(), d = Operation()
+        d.addDependency(b)
+        d.addDependency(a)
+        d.addDependency(c)
+        d.addDependency(a)
+        #expect(d.dependencies == [b, a, c])
+        d.removeDependency(a)
+        #expect(d.dependencies == [b, c])
+    }
+
+    @Test("removing an unfinished dependency makes the operation ready at once")
+    func removeUnfinished() {
+        let blocker = Operation(), operation = Operation()
+        operation.addDependency(blocker)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        #expect(!operation.isReady)
+        operation.removeDependency(blocker)
+        #expect(operation.isReady)
+        operation.waitUntilFinished()
+        #expect(operation.isFinished)
+        #expect(!blocker.isFinished)
+    }
+
+    @Test("removing one of two unfinished dependencies keeps the operation waiting")
+    func removeOneOfTwo() {
+        let first = Operation(), second = Operation(), operation = Operation()
+        operation.addDependency(first)
+        operation.addDependency(second)
+        operation.removeDependency(first)
+        #expect(!operation.isReady)
+        second.start()
+        #expect(operation.isReady)
+    }
+
+    @Test("dependencies order operations absolutely, across queues")
+    func acrossQueues() {
+        let log = Shared<[String]>([])
+        let q1 = OperationQueue(), q2 = OperationQueue()
+        let load = ClosureOperation { _ in log.append("load") }
+        let filter = ClosureOperation { _ in log.append("filter") }
+        let output = ClosureOperation { _ in log.append("output") }
+        filter.addDependency(load)
+        output.addDependency(filter)
+        output.queuePriority = .veryHigh
+        load.queuePriority = .veryLow
+        q2.addOperation(output)
+        q1.addOperation(filter)
+        q2.addOperation(load)
+        output.waitUntilFinished()
+        #expect(log() == ["load", "filter", "output"])
+    }
+
+    @Test("a dependency that is never started holds its dependent forever")
+    func neverStarted() {
+        let blocker = Operation(), operation = Operation()
+        operation.addDependency(blocker)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        let finished = Gate()
+        operation.completionBlock = { finished.open() }
+        #expect(!finished.wait(timeout: 0.2))
+        #expect(queue.operationCount == 1)
+        blocker.start()
+        #expect(finished.wait())
+    }
+
+    @Test("a cancelled pending operation ignores its unfinished dependencies")
+    func cancelledIgnoresDependencies() {
+        let blocker = Operation()
+        let ran = Shared(false)
+        let operation = ClosureOperation { _ in ran.update { $0 = true } }
+        operation.addDependency(blocker)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.cancel()
+        #expect(operation.isReady)
+        operation.waitUntilFinished()
+        #expect(operation.isFinished)
+        #expect(!ran())
+        #expect(!blocker.isFinished)
+    }
+
+    @Test("an overridden isReady holds the operation until it announces a change")
+    func overriddenIsReady() {
+        final class Conditional: Operation, @unchecked Sendable {
+            let allowed = Shared(false)
+            let ran = Shared(false)
+            override var isReady: Bool { super.isReady && allowed() }
+            func allow() {
+                willChangeValue(forKey: "isReady")
+                allowed.update { $0 = true }
+                didChangeValue(forKey: "isReady")
+            }
+            override func main() { ran.update { $0 = true } }
+        }
+        let operation = Conditional()
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        let done = Gate()
+        operation.completionBlock = { done.open() }
+        #expect(!done.wait(timeout: 0.1))
+        #expect(!operation.ran())
+        operation.allow()
+        #expect(done.wait())
+        #expect(operation.ran())
+    }
+
+    @Test("the \"ready\" spelling announces readiness too")
+    func readySpelling() {
+        final class Conditional: Operation, @unchecked Sendable {
+            let allowed = Shared(false)
+            override var isReady: Bool { super.isReady && allowed() }
+        }
+        let operation = Conditional()
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.allowed.update { $0 = true }
+        operation.didChangeValue(forKey: "ready")
+        operation.waitUntilFinished()
+        #expect(operation.isFinished)
+    }
+}

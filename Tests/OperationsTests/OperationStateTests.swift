@@ -1,0 +1,160 @@
+import Operations
+import Testing
+
+@Suite("Operation state (rules 1, 3, 5, 7, 8, 9)")
+struct OperationStateTests {
+    @Test("a new operation is ready, not executing, not finished, not cancelled")
+    func initialState() {
+        let operation = Operation()
+        #expect(operation.isReady)
+        #expect(!operation.isExecuting)
+        #expect(!operation.isFinished)
+        #expect(!operation.isCancelled)
+        #expect(!operation.isAsynchronous)
+        #expect(!operation.isConcurrent)
+        #expect(operation.queuePriority == .normal)
+        #expect(operation.qualityOfService == .default)
+        #expect(operation.threadPriority == 0.5)
+        #expect(operation.name == nil)
+        #expect(operation.dependencies.isEmpty)
+    }
+
+    @Test("start() runs main() synchronously on the calling thread and finishes")
+    func startRunsMain() {
+        let seen = Shared<(executing: Bool, thread: Thread?)>((false, nil))
+        let operation = ClosureOperation { op in seen.update { $0 = (op.isExecuting, Thread.current) } }
+        operation.start()
+        #expect(seen().executing)
+        #expect(seen().thread === Thread.current)
+        #expect(operation.isFinished)
+        #expect(!operation.isExecuting)
+    }
+
+    @Test("state moves forward only: pending → executing → finished")
+    func forwardOnly() {
+        let phases = Shared<[String]>([])
+        let operation = ClosureOperation { op in
+            phases.append("main executing=\(op.isExecuting) finished=\(op.isFinished)")
+        }
+        phases.append("before executing=\(operation.isExecuting) finished=\(operation.isFinished)")
+        operation.start()
+        phases.append("after executing=\(operation.isExecuting) finished=\(operation.isFinished)")
+        operation.cancel()
+        #expect(!operation.isCancelled, "cancelling a finished operation does nothing")
+        #expect(phases() == [
+            "before executing=false finished=false",
+            "main executing=true finished=false",
+            "after executing=false finished=true",
+        ])
+    }
+
+    @Test("a cancelled operation's start() finishes it without calling main()")
+    func cancelledStartSkipsMain() {
+        let ran = Shared(false)
+        let operation = ClosureOperation { _ in ran.update { $0 = true } }
+        operation.cancel()
+        #expect(operation.isCancelled)
+        operation.start()
+        #expect(!ran())
+        #expect(operation.isFinished)
+    }
+
+    @Test("start() on a finished operation does nothing")
+    func startTwice() {
+        let runs = Shared(0)
+        let operation = ClosureOperation { _ in runs.increment() }
+        operation.start()
+        operation.start()
+        #expect(runs() == 1)
+    }
+
+    @Test("cancel() only sets the flag; running code stops only if it checks")
+    func cancelWhileRunning() {
+        let started = Gate(), cancelled = Gate()
+        let sawCancel = Shared(false)
+        let operation = ClosureOperation { op in
+            started.open()
+            cancelled.wait()
+            sawCancel.update { $0 = op.isCancelled }
+        }
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        #expect(started.wait())
+        operation.cancel()
+        #expect(operation.isCancelled)
+        #expect(operation.isExecuting)
+        cancelled.open()
+        operation.waitUntilFinished()
+        #expect(sawCancel())
+        #expect(operation.isFinished)
+    }
+
+    @Test("cancelling an operation cancels neither its dependencies nor its dependents")
+    func cancelDoesNotSpread() {
+        let a = Operation(), b = Operation(), c = Operation()
+        b.addDependency(a)
+        c.addDependency(b)
+        b.cancel()
+        #expect(!a.isCancelled)
+        #expect(!c.isCancelled)
+    }
+
+    @Test("the completion block runs once after finishing, also when cancelled, then is released")
+    func completionBlock() {
+        for cancelFirst in [false, true] {
+            let runs = Shared(0)
+            let finishedWhenRun = Shared(false)
+            let operation = Operation()
+            operation.completionBlock = { [unowned operation] in
+                runs.increment()
+                finishedWhenRun.update { $0 = operation.isFinished }
+            }
+            if cancelFirst { operation.cancel() }
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            queue.waitUntilAllOperationsAreFinished()
+            #expect(runs() == 1)
+            #expect(finishedWhenRun())
+            #expect(operation.completionBlock == nil)
+        }
+    }
+
+    @Test("waitUntilFinished() blocks until the operation finished")
+    func waitUntilFinished() {
+        let release = Gate()
+        let operation = ClosureOperation { _ in release.wait() }
+        OperationQueue().addOperation(operation)
+        let waiterDone = Gate()
+        DispatchQueue.global().async {
+            operation.waitUntilFinished()
+            waiterDone.open()
+        }
+        #expect(!operation.isFinished)
+        release.open()
+        #expect(waiterDone.wait())
+        #expect(operation.isFinished)
+    }
+
+    @Test("properties keep what is set", arguments: [
+        Operation.QueuePriority.veryLow, .low, .normal, .high, .veryHigh,
+    ])
+    func properties(priority: Operation.QueuePriority) {
+        let operation = Operation()
+        operation.queuePriority = priority
+        operation.qualityOfService = .utility
+        operation.threadPriority = 0.25
+        operation.name = "named"
+        #expect(operation.queuePriority == priority)
+        #expect(operation.qualityOfService == .utility)
+        #expect(operation.threadPriority == 0.25)
+        #expect(operation.name == "named")
+        #expect(Operation.QueuePriority.veryLow.rawValue == -8)
+        #expect(Operation.QueuePriority.veryHigh.rawValue == 8)
+    }
+
+    @Test("isConcurrent and isAsynchronous follow each other")
+    func concurrentAlias() {
+        final class Concurrent: Operation, @unchecked Sendable { override var isConcurrent: Bool { true } }
+        #expect(Concurrent().isAsynchronous)
+    }
+}

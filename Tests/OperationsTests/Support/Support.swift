@@ -1,0 +1,91 @@
+import Operations
+import Testing
+
+/// How long a test waits for an event before it fails. Generous: the machine is small and
+/// may be loaded (sanitizers, parallel tests); a correct run never comes near it.
+let eventTimeout: TimeInterval = 20
+
+/// A one-shot event a test can wait for, with a timeout.
+final class Gate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func open(_ count: Int = 1) {
+        for _ in 0..<count { semaphore.signal() }
+    }
+
+    /// True when opened before the timeout.
+    @discardableResult
+    func wait(timeout: TimeInterval = eventTimeout) -> Bool {
+        semaphore.wait(timeout: .now() + timeout) == .success
+    }
+}
+
+/// A value shared between threads of a test.
+/// - Note: `@unchecked Sendable`: every access goes through `lock`.
+final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func callAsFunction() -> Value { lock.withLock { value } }
+
+    @discardableResult
+    func update<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
+}
+
+extension Shared where Value == [String] {
+    func append(_ element: String) { update { $0.append(element) } }
+}
+
+extension Shared where Value == Int {
+    @discardableResult
+    func increment() -> Int { update { $0 += 1; return $0 } }
+}
+
+/// Arrivals that wait until `count` parties have arrived: proves that `count` pieces of
+/// work run at the same time (it times out if they cannot).
+final class Rendezvous: Sendable {
+    private let arrived = Shared(0)
+    private let everyone = Gate()
+    let count: Int
+
+    init(count: Int) { self.count = count }
+
+    /// Arrives and waits for the others; false on timeout.
+    @discardableResult
+    func arriveAndWait(timeout: TimeInterval = eventTimeout) -> Bool {
+        if arrived.increment() == count { everyone.open(count) }
+        return everyone.wait(timeout: timeout)
+    }
+}
+
+/// Tracks how many pieces of work run at once, and the most seen.
+final class ConcurrencyMeter: Sendable {
+    private let state = Shared((now: 0, most: 0))
+    func enter() { state.update { $0.now += 1; $0.most = max($0.most, $0.now) } }
+    func leave() { state.update { $0.now -= 1 } }
+    var most: Int { state().most }
+    var now: Int { state().now }
+}
+
+/// Polls `condition` (for state that announces nothing) until it holds or the timeout passes.
+func eventually(timeout: TimeInterval = eventTimeout, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(1_000)
+    }
+    return true
+}
+
+/// An operation whose `main()` calls a closure: the tutorials' synchronous subclass.
+final class ClosureOperation: Operation, @unchecked Sendable {
+    private let body: @Sendable (ClosureOperation) -> Void
+    init(name: String? = nil, _ body: @escaping @Sendable (ClosureOperation) -> Void = { _ in }) {
+        self.body = body
+        super.init()
+        self.name = name
+    }
+    override func main() { body(self) }
+}
