@@ -43,8 +43,9 @@ struct OperationCore {
     var queue: OperationQueue?
     var completionBlock: (@Sendable () -> Void)?
     var dependencies: [Operation] = []
-    /// Operations that wait for this one, visible or hidden (barriers, conditions).
-    var dependents: [Operation] = []
+    /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
+    /// nobody holds (never enqueued, abandoned) must be able to go away.
+    var dependents: [WeakOperation] = []
     var waiters: [DispatchSemaphore] = []
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
@@ -124,7 +125,7 @@ struct OperationCore {
     // MARK: Finish
 
     struct Completion {
-        var dependents: [Operation]
+        var dependents: [WeakOperation]
         var completionBlock: (@Sendable () -> Void)?
         var queue: OperationQueue?
         var startedByQueue: Bool
@@ -146,4 +147,9 @@ struct OperationCore {
             dependents: dependents, completionBlock: completionBlock, queue: queue,
             startedByQueue: startedByQueue, waiters: waiters)
     }
+}
+
+/// A weak reference to an operation, for the dependents list.
+struct WeakOperation {
+    weak var operation: Operation?
 }

@@ -1,6 +1,6 @@
 /// Releases the operations a dying operation held, iteratively.
 ///
-/// An operation holds its dependencies (and, until it finishes, its dependents). Dropping
+/// An operation holds its dependencies. Dropping
 /// the last reference to the end of a long chain would otherwise release the chain
 /// recursively, one stack frame per operation, and overflow the stack. The outermost
 /// `deinit` on a thread drains a per-thread list; nested ones only append to it.
@@ -14,15 +14,14 @@ enum ReleasePool {
 
     private static let current = ThreadLocalPointer()
 
-    static func release(_ first: consuming [Operation], _ second: consuming [Operation]) {
+    static func release(_ operations: consuming [Operation]) {
         if let pointer = current.value {
             let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
-            pending.arrays.append(first)
-            pending.arrays.append(second)
+            pending.arrays.append(consume operations)
             return
         }
         let pending = Pending()
-        pending.arrays = [first, second]
+        pending.arrays.append(consume operations)
         current.set(Unmanaged.passUnretained(pending).toOpaque())
         while let next = pending.arrays.popLast() {
             _ = consume next

@@ -20,7 +20,7 @@ extension Operation {
         if observed { _announceWillChange("isReady") }
         let registered = operation.core.withLock { state in
             guard !state.isCompleted else { return false }
-            state.dependents.append(self)
+            state.dependents.append(WeakOperation(operation: self))
             return true
         }
         if !registered {
@@ -33,7 +33,7 @@ extension Operation {
     /// Removes the edge `operation → self`, if the dependency has not released it yet.
     final func _removeEdge(from operation: Operation) {
         let unregistered = operation.core.withLock { state in
-            guard let index = state.dependents.firstIndex(where: { $0 === self }) else { return false }
+            guard let index = state.dependents.firstIndex(where: { $0.operation === self }) else { return false }
             state.dependents.remove(at: index)
             return true
         }
@@ -48,7 +48,7 @@ extension Operation {
     final func _registerHiddenEdge(from dependency: Operation) {
         let registered = dependency.core.withLock { state in
             guard !state.isCompleted else { return false }
-            state.dependents.append(self)
+            state.dependents.append(WeakOperation(operation: self))
             return true
         }
         if !registered { _dependencyFinished() }

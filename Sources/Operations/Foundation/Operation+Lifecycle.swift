@@ -58,14 +58,15 @@ extension Operation {
     /// The work done exactly once when the operation finishes: release dependents, free
     /// the queue slot, run the completion block, leave the queue, wake waiters.
     final func _complete() {
-        guard let completion = core.withLock({ $0.complete() }) else { return }
+        guard var completion = core.withLock({ $0.complete() }) else { return }
         for dependent in completion.dependents {
-            dependent._dependencyFinished()
+            dependent.operation?._dependencyFinished()
         }
         let queue = completion.queue
-        if let block = completion.completionBlock {
+        if completion.completionBlock != nil {
             queue?._operationFinished(self, releasesSlot: completion.startedByQueue, leaves: false)
-            block()
+            // Taken out so that it is released before anyone waiting is woken.
+            completion.completionBlock.take()!()
             queue?._operationFinished(self, releasesSlot: false, leaves: true)
         } else {
             queue?._operationFinished(self, releasesSlot: completion.startedByQueue, leaves: true)

@@ -23,10 +23,13 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     deinit {
-        let (dependencies, dependents) = core.withLock { ($0.dependencies, $0.dependents) }
-        if !dependencies.isEmpty || !dependents.isEmpty {
-            ReleasePool.release(dependencies, dependents)
+        // Taken, not copied: the pool must hold the last reference.
+        let dependencies = core.withLock { state in
+            defer { state.dependencies = [] }
+            return state.dependencies
         }
+        guard !dependencies.isEmpty else { return }
+        ReleasePool.release(consume dependencies)
     }
 
     // MARK: State
@@ -188,7 +191,7 @@ open class Operation: NSObject, @unchecked Sendable {
         case "isCancelled": isCancelled
         case "isAsynchronous": isAsynchronous
         case "isConcurrent": isConcurrent
-        case "name": name as Any
+        case "name": name.map { $0 as Any } ?? NSNull()
         case "queuePriority": queuePriority.rawValue
         default: nil
         }

@@ -113,7 +113,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     open var underlyingQueue: DispatchQueue? {
         get { core.withLock { $0.isMain ? DispatchQueue.main : $0.underlyingQueue } }
         set {
-            if newValue === DispatchQueue.main {
+            if let newValue, newValue.label == DispatchQueue.main.label {
                 Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be the main dispatch queue; use OperationQueue.main")
             }
             let refusal: String? = core.withLock { state in
@@ -182,7 +182,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         case "operations": operations
         case "isSuspended": isSuspended
         case "maxConcurrentOperationCount": maxConcurrentOperationCount
-        case "name": name as Any
+        case "name": name.map { $0 as Any } ?? NSNull()
         case "qualityOfService": qualityOfService
         default: nil
         }

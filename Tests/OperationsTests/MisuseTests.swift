@@ -1,0 +1,158 @@
+import Operations
+import Testing
+
+/// Every misuse stops the process with a message naming the operation and the rule.
+/// Exit tests run each body in a child process.
+@Suite("Misuse")
+struct MisuseTests {
+    @Test("adding an operation twice to one queue")
+    func addTwice() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            let operation = Operation()
+            operation.name = "twice"
+            queue.addOperation(operation)
+            queue.addOperation(operation)
+        }.map { $0.standardErrorContent.containsText("\"twice\"", "already in queue") }.check()
+    }
+
+    @Test("adding an operation to two queues")
+    func addToTwoQueues() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = Operation()
+            operation.name = "shared"
+            let first = OperationQueue(), second = OperationQueue()
+            first.isSuspended = true
+            first.addOperation(operation)
+            second.addOperation(operation)
+        }.map { $0.standardErrorContent.containsText("\"shared\"", "another queue") }.check()
+    }
+
+    @Test("adding a finished operation")
+    func addFinished() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = Operation()
+            operation.name = "done"
+            operation.start()
+            OperationQueue().addOperation(operation)
+        }.map { $0.standardErrorContent.containsText("\"done\"", "has finished") }.check()
+    }
+
+    @Test("adding an executing operation")
+    func addExecuting() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ClosureOperation(name: "busy") { op in OperationQueue().addOperation(op) }
+            operation.start()
+        }.map { $0.standardErrorContent.containsText("\"busy\"", "is executing") }.check()
+    }
+
+    @Test("addOperations with one invalid operation adds none")
+    func addOperationsAllOrNothing() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let finished = Operation()
+            finished.name = "finished-one"
+            finished.start()
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            // Checked in the child before it stops: nothing was added.
+            let fresh = Operation()
+            queue.addOperations([fresh, finished], waitUntilFinished: false)
+        }.map { $0.standardErrorContent.containsText("\"finished-one\"") }.check()
+    }
+
+    @Test("a batch listing one operation twice")
+    func duplicateInBatch() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = Operation()
+            operation.name = "dup"
+            OperationQueue().addOperations([operation, operation], waitUntilFinished: false)
+        }.map { $0.standardErrorContent.containsText("\"dup\"", "only once") }.check()
+    }
+
+    @Test("addExecutionBlock after start")
+    func blockAfterStart() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = BlockOperation {}
+            operation.name = "started"
+            operation.start()
+            operation.addExecutionBlock {}
+        }.map { $0.standardErrorContent.containsText("\"started\"", "already started") }.check()
+    }
+
+    @Test("start() while executing")
+    func startWhileExecuting() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ClosureOperation(name: "reentrant") { op in op.start() }
+            operation.start()
+        }.map { $0.standardErrorContent.containsText("\"reentrant\"", "already executing") }.check()
+    }
+
+    @Test("start() by hand on an operation that is not ready")
+    func startNotReady() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = Operation()
+            operation.name = "waiting"
+            operation.addDependency(Operation())
+            operation.start()
+        }.map { $0.standardErrorContent.containsText("\"waiting\"", "not ready") }.check()
+    }
+
+    @Test("a negative concurrency limit other than -1")
+    func negativeLimit() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "limited"
+            queue.maxConcurrentOperationCount = -2
+        }.map { $0.standardErrorContent.containsText("\"limited\"", "-2", "at least 0, or -1") }.check()
+    }
+
+    @Test("setting underlyingQueue on a non-empty queue")
+    func underlyingOnNonEmpty() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "busy-queue"
+            queue.isSuspended = true
+            queue.addOperation {}
+            queue.underlyingQueue = DispatchQueue(label: "late")
+        }.map { $0.standardErrorContent.containsText("\"busy-queue\"", "only while the queue is empty") }.check()
+    }
+
+    @Test("setting underlyingQueue to the main dispatch queue")
+    func underlyingMain() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            OperationQueue().underlyingQueue = DispatchQueue.main
+        }.map { $0.standardErrorContent.containsText("main dispatch queue") }.check()
+    }
+
+    @Test("an operation depending on itself")
+    func selfDependency() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = Operation()
+            operation.name = "narcissus"
+            operation.addDependency(operation)
+        }.map { $0.standardErrorContent.containsText("\"narcissus\"", "dependency cycle") }.check()
+    }
+
+    @Test("removing an observer that is not registered")
+    func removeUnknownObserver() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            Operation().removeObserver(StateObserver(), forKeyPath: "isFinished")
+        }.map { $0.standardErrorContent.containsText("not registered as an observer") }.check()
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Whether the bytes, read as UTF-8, contain every fragment.
+    func containsText(_ fragments: String...) -> Bool {
+        let text = String(decoding: self, as: UTF8.self)
+        return fragments.allSatisfy { text.contains($0) }
+    }
+}
+
+extension Optional where Wrapped == Bool {
+    /// Records an issue unless the exit test ran and its output matched.
+    func check(sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(self == true, "the child's standard error lacks the expected message", sourceLocation: sourceLocation)
+    }
+}

@@ -1,0 +1,209 @@
+import Operations
+import Testing
+
+@Suite("OperationQueue: cancel, wait, barriers, progress, properties (rules 15–19)")
+struct QueueControlTests {
+    @Test("cancelAllOperations() cancels every operation; each still finishes and completes")
+    func cancelAll() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let ran = Shared(0), completed = Shared(0)
+        var operations: [Operation] = []
+        for _ in 0..<50 {
+            let operation = BlockOperation { ran.increment() }
+            operation.completionBlock = { completed.increment() }
+            operations.append(operation)
+        }
+        // A chain, as in Foundation's crash report: dependents added first.
+        for (earlier, later) in zip(operations, operations.dropFirst()) { later.addDependency(earlier) }
+        queue.addOperations(operations.reversed(), waitUntilFinished: false)
+        queue.cancelAllOperations()
+        #expect(operations.allSatisfy { $0.isCancelled })
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(ran() == 0)
+        #expect(completed() == 50)
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+
+    @Test("waitUntilAllOperationsAreFinished() includes asynchronous operations and operations added while waiting")
+    func waitIncludesLateAdds() {
+        let queue = OperationQueue()
+        let release = Gate()
+        let lateRan = Shared(false)
+        let asyncOperation = DeferredOperation { op in
+            DispatchQueue.global().async {
+                release.wait()
+                queue.addOperation { usleep(1_000); lateRan.update { $0 = true } }
+                op.finish()
+            }
+        }
+        queue.addOperation(asyncOperation)
+        let waited = Gate()
+        DispatchQueue.global().async {
+            queue.waitUntilAllOperationsAreFinished()
+            waited.open()
+        }
+        #expect(!waited.wait(timeout: 0.05))
+        release.open()
+        #expect(waited.wait())
+        #expect(lateRan())
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test("a barrier runs after everything added before it, and before everything added after it")
+    func barrier() {
+        let queue = OperationQueue()
+        let log = Shared<[String]>([])
+        let release = Gate()
+        for index in 0..<5 {
+            queue.addOperation {
+                if index == 0 { release.wait() }
+                log.append("before")
+            }
+        }
+        queue.addBarrierBlock { log.append("barrier") }
+        for _ in 0..<5 {
+            queue.addOperation { log.append("after") }
+        }
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+        let expected = Array(repeating: "before", count: 5) + ["barrier"] + Array(repeating: "after", count: 5)
+        #expect(log() == expected)
+    }
+
+    @Test("a barrier on an empty queue runs; two barriers keep their order")
+    func barriers() {
+        let queue = OperationQueue()
+        let log = Shared<[String]>([])
+        queue.addBarrierBlock { log.append("b1") }
+        queue.addOperation { log.append("op") }
+        queue.addBarrierBlock { log.append("b2") }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == ["b1", "op", "b2"])
+    }
+
+    @Test("progress reports nothing until totalUnitCount is set; then one unit per finished operation")
+    func progress() {
+        let queue = OperationQueue()
+        queue.addOperation {}
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(queue.progress.completedUnitCount == 0)
+        queue.progress.totalUnitCount = 10
+        for _ in 0..<10 { queue.addOperation {} }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(queue.progress.completedUnitCount == 10)
+        #expect(queue.progress.fractionCompleted == 1)
+    }
+
+    @Test("a new queue: background QoS, default name, no underlying queue, empty")
+    func defaults() {
+        let queue = OperationQueue()
+        #expect(queue.qualityOfService == .background)
+        #expect(queue.name?.hasPrefix("NSOperationQueue 0x") == true)
+        #expect(queue.underlyingQueue == nil)
+        #expect(queue.operations.isEmpty)
+        #expect(queue.operationCount == 0)
+        #expect(!queue.isSuspended)
+        queue.name = "images"
+        #expect(queue.name == "images")
+        queue.qualityOfService = .userInitiated
+        #expect(queue.qualityOfService == .userInitiated)
+    }
+
+    @Test("operations lists unfinished operations in the order added")
+    func operationsList() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let a = Operation(), b = Operation(), c = Operation()
+        queue.addOperations([a, b], waitUntilFinished: false)
+        queue.addOperation(c)
+        #expect(queue.operations == [a, b, c])
+        #expect(queue.operationCount == 3)
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(queue.operations.isEmpty)
+    }
+
+    @Test("operations run on the underlying queue when one is set")
+    func underlyingQueue() {
+        let key = DispatchSpecificKey<String>()
+        let dispatchQueue = DispatchQueue(label: "underlying")
+        dispatchQueue.setSpecific(key: key, value: "underlying")
+        let queue = OperationQueue()
+        queue.underlyingQueue = dispatchQueue
+        #expect(queue.underlyingQueue === dispatchQueue)
+        let seen = Shared<[String?]>([])
+        for _ in 0..<3 {
+            queue.addOperation { seen.update { $0.append(DispatchQueue.getSpecific(key: key)) } }
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(seen() == ["underlying", "underlying", "underlying"])
+    }
+
+    @Test("an operation's own QoS is kept when added to a queue")
+    func operationQoSWins() {
+        let queue = OperationQueue()
+        let operation = BlockOperation {}
+        operation.qualityOfService = .userInitiated
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.qualityOfService == .userInitiated)
+    }
+}
+
+@Suite("OperationQueue.main and .current (rule 20)")
+struct MainQueueTests {
+    static let mainKey = DispatchSpecificKey<Bool>()
+
+    @Test("main is serial, userInteractive, runs on DispatchQueue.main, and is current there")
+    func mainQueue() {
+        DispatchQueue.main.setSpecific(key: Self.mainKey, value: true)
+        let main = OperationQueue.main
+        #expect(main === OperationQueue.main)
+        #expect(main.maxConcurrentOperationCount == 1)
+        #expect(main.qualityOfService == .userInteractive)
+        let seen = Shared<[String]>([])
+        let done = Gate()
+        main.addOperation {
+            let onMain = DispatchQueue.getSpecific(key: Self.mainKey) == true
+            seen.append("onMain=\(onMain) current=\(OperationQueue.current === OperationQueue.main)")
+            done.open()
+        }
+        #expect(done.wait())
+        #expect(seen() == ["onMain=true current=true"])
+    }
+
+    @Test("cancelAllOperations() works on the main queue")
+    func cancelOnMain() {
+        let main = OperationQueue.main
+        let hold = Gate(), holding = Gate()
+        main.addOperation { holding.open(); hold.wait() }
+        #expect(holding.wait())
+        let ran = Shared(false)
+        let completed = Gate()
+        let operation = BlockOperation { ran.update { $0 = true } }
+        operation.completionBlock = { completed.open() }
+        main.addOperation(operation)
+        main.cancelAllOperations()
+        hold.open()
+        #expect(completed.wait())
+        #expect(operation.isCancelled && operation.isFinished)
+        #expect(!ran())
+    }
+
+    @Test("current is the queue running the operation, nil on other threads")
+    func current() {
+        let queue = OperationQueue()
+        let seen = Shared<[Bool]>([])
+        queue.addOperation { seen.update { $0.append(OperationQueue.current === queue) } }
+        queue.waitUntilAllOperationsAreFinished()
+        let other = Gate()
+        Thread.detachNewThread {
+            seen.update { $0.append(OperationQueue.current == nil) }
+            other.open()
+        }
+        #expect(other.wait())
+        #expect(seen() == [true, true])
+    }
+}
