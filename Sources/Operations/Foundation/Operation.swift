@@ -205,7 +205,7 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     final var _address: String {
-        "0x" + String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16)
+        "0x" + String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16)
     }
 }
 

@@ -172,7 +172,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     }
 
     final var _address: String {
-        "0x" + String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16)
+        "0x" + String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16)
     }
 
     #if !canImport(ObjectiveC)
