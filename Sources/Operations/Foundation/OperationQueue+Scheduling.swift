@@ -13,11 +13,12 @@ extension OperationQueue {
 
     /// Called (no lock held) when one of this queue's operations finished.
     final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) {
+        // Counted before leaving, so that whoever sees the queue empty sees the progress.
+        if leaves { _countProgress() }
         let observed = leaves && _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         let departure = core.withLock { $0.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves) }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
-        if leaves { _countProgress() }
         _startWorkers(departure.start)
         for waiter in departure.waiters { waiter.signal() }
     }
