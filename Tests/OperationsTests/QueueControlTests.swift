@@ -152,7 +152,8 @@ struct QueueControlTests {
     }
 }
 
-@Suite("OperationQueue.main and .current (rule 20)")
+// Serialized: one test cancels everything on the (shared) main queue.
+@Suite("OperationQueue.main and .current (rule 20)", .serialized)
 struct MainQueueTests {
     static let mainKey = DispatchSpecificKey<Bool>()
 

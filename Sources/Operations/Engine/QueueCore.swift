@@ -94,20 +94,28 @@ struct QueueCore {
 
     // MARK: Workers
 
-    /// Slots of the workers to start now, and the lane each runs on.
-    mutating func workersToStart() -> [(slot: Int, lane: DispatchQueue)] {
-        guard !isSuspended, ready.count > 0 else { return [] }
+    /// What the queue must do once its lock is released: start workers (each with its
+    /// slot and the lane it runs on) and arm the watchdog.
+    struct Wakeup {
+        var workers: [(slot: Int, lane: DispatchQueue)] = []
+        var watchdog: UInt64?
+    }
+
+    /// Starts the workers the state allows; arms the watchdog when ready operations wait
+    /// for a worker that the limit does not allow yet.
+    mutating func wakeup() -> Wakeup {
+        var wakeup = Wakeup()
+        guard !isSuspended, ready.count > 0 else { return wakeup }
         let wanted = min(workerLimit - workers, ready.count, executionLimit - executing)
-        guard wanted > 0 else { return [] }
-        var started: [(slot: Int, lane: DispatchQueue)] = []
-        for _ in 0..<wanted {
+        for _ in 0..<max(wanted, 0) {
             let slot = (~busySlots).trailingZeroBitCount
             guard slot < Self.maximumWorkers else { break }
             busySlots |= 1 << UInt64(slot)
             workers += 1
-            started.append((slot, lane(slot)))
+            wakeup.workers.append((slot, lane(slot)))
         }
-        return started
+        wakeup.watchdog = armWatchdogIfBlocked()
+        return wakeup
     }
 
     private mutating func lane(_ slot: Int) -> DispatchQueue {
@@ -122,7 +130,7 @@ struct QueueCore {
 
     /// A worker asks for its next operation. Returns nil after retiring the worker when
     /// there is none it may start, and whether to arm the watchdog.
-    mutating func nextOperation(retiringSlot slot: Int) -> (operation: Operation?, armWatchdog: UInt64?) {
+    mutating func nextOperation(retiringSlot slot: Int) -> (operation: Operation?, watchdog: UInt64?) {
         if !isSuspended && executing < executionLimit && workers <= workerLimit {
             while let operation = ready.pop() {
                 guard operation.core.withLock({ $0.claimForQueue() }) else { continue }
@@ -147,20 +155,19 @@ struct QueueCore {
         return progressStamp
     }
 
-    mutating func watchdogFired(stamp: UInt64) -> (start: [(slot: Int, lane: DispatchQueue)], rearm: UInt64?) {
+    mutating func watchdogFired(stamp: UInt64) -> Wakeup {
         isWatchdogArmed = false
-        guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return ([], nil) }
+        guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
         if stamp == progressStamp, grownWorkerLimit < Self.maximumWorkers {
             grownWorkerLimit += 1
         }
-        let start = workersToStart()
-        return (start, armWatchdogIfBlocked())
+        return wakeup()
     }
 
     // MARK: Finishing
 
     struct Departure {
-        var start: [(slot: Int, lane: DispatchQueue)] = []
+        var wakeup = Wakeup()
         var waiters: [DispatchSemaphore] = []
     }
 
@@ -180,7 +187,7 @@ struct QueueCore {
             }
         }
         if executing == 0 && ready.count == 0 { grownWorkerLimit = Self.processorCount }
-        departure.start = workersToStart()
+        departure.wakeup = wakeup()
         return departure
     }
 }

@@ -4,11 +4,11 @@
 extension OperationQueue {
     /// Called (no lock held) when one of this queue's operations becomes ready.
     final func _operationBecameReady(_ operation: Operation, priority: Operation.QueuePriority) {
-        let start = core.withLock { state in
+        let wakeup = core.withLock { state in
             state.ready.push(operation, priority: priority)
-            return state.workersToStart()
+            return state.wakeup()
         }
-        _startWorkers(start)
+        _perform(wakeup)
     }
 
     /// Called (no lock held) when one of this queue's operations finished.
@@ -19,14 +19,15 @@ extension OperationQueue {
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         let departure = core.withLock { $0.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves) }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
-        _startWorkers(departure.start)
+        _perform(departure.wakeup)
         for waiter in departure.waiters { waiter.signal() }
     }
 
-    final func _startWorkers(_ workers: [(slot: Int, lane: DispatchQueue)]) {
-        for (slot, lane) in workers {
+    final func _perform(_ wakeup: QueueCore.Wakeup) {
+        for (slot, lane) in wakeup.workers {
             lane.async { self._runWorker(slot: slot) }
         }
+        if let stamp = wakeup.watchdog { _armWatchdog(stamp: stamp) }
     }
 
     /// A worker: runs ready operations until there is none it may start.
@@ -45,9 +46,7 @@ extension OperationQueue {
     private func _armWatchdog(stamp: UInt64) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(4)) { [weak self] in
             guard let self else { return }
-            let (start, rearm) = self.core.withLock { $0.watchdogFired(stamp: stamp) }
-            self._startWorkers(start)
-            if let rearm { self._armWatchdog(stamp: rearm) }
+            self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp) })
         }
     }
 

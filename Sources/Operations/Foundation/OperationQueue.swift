@@ -163,12 +163,12 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// the change allows.
     fileprivate func _change(_ key: String, _ body: (inout QueueCore) -> Void) {
         _announceWillChange(key)
-        let start = core.withLock { state in
+        let wakeup = core.withLock { state in
             body(&state)
-            return state.workersToStart()
+            return state.wakeup()
         }
         _announceDidChange(key)
-        _startWorkers(start)
+        _perform(wakeup)
     }
 
     final var _address: String {
