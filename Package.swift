@@ -8,10 +8,12 @@ let package = Package(
     products: [
         .library(name: "Operations", targets: ["Operations"]),
         .executable(name: "operations-demo", targets: ["operations-demo"]),
+        .executable(name: "operations-benchmark", targets: ["operations-benchmark"]),
     ],
     targets: [
         .target(name: "Operations"),
         .executableTarget(name: "operations-demo", dependencies: ["Operations"]),
+        .executableTarget(name: "operations-benchmark", dependencies: ["Operations"]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
     ],
     swiftLanguageModes: [.v6]

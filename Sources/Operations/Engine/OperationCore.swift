@@ -68,8 +68,9 @@ struct OperationCore {
         }
     }
 
-    enum CheckOutcome: Equatable {
-        case deliver, done
+    enum CheckOutcome {
+        case deliver(OperationQueue?, Operation.QueuePriority)
+        case done
         case retry(UInt32)
     }
 
@@ -84,7 +85,7 @@ struct OperationCore {
             return .retry(readinessGeneration)
         }
         readiness = isReady ? .delivered : .parked
-        return isReady ? .deliver : .done
+        return isReady ? .deliver(queue, queuePriority) : .done
     }
 
     /// A queue worker popped the operation from the ready list. False when it must be

@@ -31,6 +31,7 @@ struct QueueCore {
     var qualityOfService: QualityOfService
     var underlyingQueue: DispatchQueue?
     var lanes: [DispatchQueue?] = []
+    var progress: Progress?
 
     init(isMain: Bool) {
         self.isMain = isMain
@@ -65,29 +66,64 @@ struct QueueCore {
         }
     }
 
-    /// Adds a validated operation. Returns the barrier it must wait for, if any (its count
-    /// is already raised; the caller registers the edge once the lock is released), or
-    /// false when the operation turned out to be listed twice.
-    mutating func admit(_ operation: Operation, queue: OperationQueue) -> (admitted: Bool, barrier: Operation?) {
-        let barrier = pendingBarrier === operation ? nil : pendingBarrier
-        let admitted = operation.core.withLock { state in
-            guard state.queue == nil else { return false }
+    /// What `admit` saw of an operation's readiness before the lock: the readiness
+    /// generation, then what the (possibly overridden) `isReady` getter said.
+    struct ReadinessReading {
+        var generation: UInt32
+        var isReady: Bool
+    }
+
+    enum Admission {
+        case refused(Refusal)
+        /// Added; `delivered` when it went straight into the ready list.
+        case admitted(delivered: Bool)
+    }
+
+    /// Adds an operation: claims it, makes it wait for `barrier` (its count raised here;
+    /// the caller registers the edge once the lock is released), gives it the queue's
+    /// QoS when asked, and puts it in the ready list at once when it is ready and nothing
+    /// changed since `reading` was taken. Refuses it, changing nothing, when it cannot be
+    /// added.
+    mutating func admit(
+        _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool,
+        reading: ReadinessReading?
+    ) -> Admission {
+        let quality = qualityOfService
+        let outcome = operation.core.withLock { state -> (Refusal?, Operation.QueuePriority?) in
+            if let owner = state.queue { return (owner === queue ? .inThisQueue : .inAnotherQueue, nil) }
+            switch state.phase {
+            case .idle: break
+            case .enqueued, .dispatched: return (.inAnotherQueue, nil)
+            case .executing: return (.executing, nil)
+            case .finished: return (.finished, nil)
+            }
             state.queue = queue
             state.phase = .enqueued
             if barrier != nil { state.pendingDependencyCount += 1 }
-            return true
+            if inheritQoS { state.qualityOfService = quality }
+            guard let reading, reading.isReady, reading.generation == state.readinessGeneration,
+                state.isInternallyReady, state.readiness == .waiting
+            else { return (nil, nil) }
+            state.readiness = .delivered
+            return (nil, state.queuePriority)
         }
-        guard admitted else { return (false, nil) }
+        if let refusal = outcome.0 { return .refused(refusal) }
         members.append(operation)
-        return (true, barrier)
+        if let priority = outcome.1 {
+            ready.push(operation, priority: priority)
+            return .admitted(delivered: true)
+        }
+        return .admitted(delivered: false)
     }
 
     /// Undoes `admit` for an operation of a batch that is being refused.
-    mutating func unadmit(_ operation: Operation, hadBarrier: Bool) {
+    mutating func unadmit(_ operation: Operation, hadBarrier: Bool, wasDelivered: Bool) {
         members.remove(operation)
+        if wasDelivered { ready.remove(operation) }
         operation.core.withLock { state in
             state.queue = nil
             state.phase = .idle
+            state.readiness = .waiting
             if hadBarrier { state.pendingDependencyCount -= 1 }
         }
     }
@@ -103,10 +139,16 @@ struct QueueCore {
 
     /// Starts the workers the state allows; arms the watchdog when ready operations wait
     /// for a worker that the limit does not allow yet.
-    mutating func wakeup() -> Wakeup {
+    ///
+    /// With an explicit limit, workers start eagerly up to it (the limit is exact). With
+    /// the default limit, a worker starts only for ready operations beyond one per running
+    /// worker: small operations are drained by few workers that do not contend for the
+    /// lock, and the watchdog adds workers when the running ones are blocked.
+    mutating func wakeup(force: Bool = false) -> Wakeup {
         var wakeup = Wakeup()
         guard !isSuspended, ready.count > 0 else { return wakeup }
-        let wanted = min(workerLimit - workers, ready.count, executionLimit - executing)
+        let backlog = maxConcurrent < 0 && !force ? ready.count - workers : ready.count
+        let wanted = min(workerLimit - workers, backlog, executionLimit - executing)
         for _ in 0..<max(wanted, 0) {
             let slot = (~busySlots).trailingZeroBitCount
             guard slot < Self.maximumWorkers else { break }
@@ -148,8 +190,7 @@ struct QueueCore {
     /// operations wait and every worker is busy, check again shortly; if no operation
     /// started meanwhile, the workers are blocked and one more is allowed.
     private mutating func armWatchdogIfBlocked() -> UInt64? {
-        guard maxConcurrent < 0, !isMain, ready.count > 0, workers >= grownWorkerLimit,
-            grownWorkerLimit < Self.maximumWorkers, !isWatchdogArmed
+        guard maxConcurrent < 0, !isMain, ready.count > 0, workers < Self.maximumWorkers, !isWatchdogArmed
         else { return nil }
         isWatchdogArmed = true
         return progressStamp
@@ -158,22 +199,18 @@ struct QueueCore {
     mutating func watchdogFired(stamp: UInt64) -> Wakeup {
         isWatchdogArmed = false
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
-        if stamp == progressStamp, grownWorkerLimit < Self.maximumWorkers {
-            grownWorkerLimit += 1
-        }
-        return wakeup()
+        guard stamp == progressStamp else { return wakeup() }
+        // No operation started since the watchdog was armed: the workers are blocked.
+        grownWorkerLimit = min(max(grownWorkerLimit, workers + 1), Self.maximumWorkers)
+        return wakeup(force: true)
     }
 
     // MARK: Finishing
 
-    struct Departure {
-        var wakeup = Wakeup()
-        var waiters: [DispatchSemaphore] = []
-    }
-
     /// An operation of this queue finished: free its slot, and (when `leaves`) take it out.
-    mutating func operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> Departure {
-        var departure = Departure()
+    /// Returns the waiters to wake when the queue became empty.
+    mutating func operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> [DispatchSemaphore] {
+        var waitersToWake: [DispatchSemaphore] = []
         if releasesSlot {
             executing -= 1
             progressStamp &+= 1
@@ -182,13 +219,12 @@ struct QueueCore {
             members.remove(operation)
             if operation === pendingBarrier { pendingBarrier = nil }
             if members.count == 0 {
-                departure.waiters = waiters
+                waitersToWake = waiters
                 waiters = []
             }
         }
         if executing == 0 && ready.count == 0 { grownWorkerLimit = Self.processorCount }
-        departure.wakeup = wakeup()
-        return departure
+        return waitersToWake
     }
 }
 

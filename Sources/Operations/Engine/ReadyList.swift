@@ -33,6 +33,25 @@ struct ReadyList {
         count += 1
     }
 
+    /// Removes a given operation (O(n) in its level; only for undoing a refused batch).
+    mutating func remove(_ operation: Operation) {
+        for level in levels.indices {
+            var previous: Operation?
+            var cursor = levels[level].head
+            while let current = cursor {
+                if current === operation {
+                    if let previous { previous._nextReady = current._nextReady } else { levels[level].head = current._nextReady }
+                    if levels[level].tail === current { levels[level].tail = previous }
+                    current._nextReady = nil
+                    count -= 1
+                    return
+                }
+                previous = current
+                cursor = current._nextReady
+            }
+        }
+    }
+
     /// The oldest operation of the highest priority level.
     mutating func pop() -> Operation? {
         guard count > 0 else { return nil }

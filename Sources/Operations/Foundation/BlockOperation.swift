@@ -7,7 +7,30 @@
 ///
 /// - Note: `@unchecked Sendable`: the blocks are guarded by `blocks`' lock.
 open class BlockOperation: Operation, @unchecked Sendable {
-    private let blocks = Locked<[@Sendable () -> Void]>([])
+    /// One block inline (the common case: no array to allocate), or several.
+    private enum Blocks {
+        case none
+        case one(@Sendable () -> Void)
+        case many([@Sendable () -> Void])
+
+        var all: [@Sendable () -> Void] {
+            switch self {
+            case .none: []
+            case .one(let block): [block]
+            case .many(let blocks): blocks
+            }
+        }
+
+        mutating func append(_ block: @escaping @Sendable () -> Void) {
+            switch self {
+            case .none: self = .one(block)
+            case .one(let first): self = .many([first, block])
+            case .many(let blocks): self = .many(blocks + [block])
+            }
+        }
+    }
+
+    private let blocks = Locked<Blocks>(.none)
 
     public override init() {
         super.init()
@@ -29,18 +52,22 @@ open class BlockOperation: Operation, @unchecked Sendable {
     }
 
     /// The blocks, until they have run.
-    open var executionBlocks: [@Sendable () -> Void] { blocks.withLock { $0 } }
+    open var executionBlocks: [@Sendable () -> Void] { blocks.withLock { $0.all } }
 
     open override func main() {
-        let blocks = self.blocks.withLock { blocks in
-            defer { blocks = [] }
+        let taken = self.blocks.withLock { blocks in
+            defer { blocks = .none }
             return blocks
         }
-        guard let first = blocks.first else { return }
-        if blocks.count == 1 {
-            first()
+        let blocks: [@Sendable () -> Void]
+        switch taken {
+        case .none: return
+        case .one(let block):
+            block()
             return
+        case .many(let all): blocks = all
         }
+        let first = blocks[0]
         // Each further block gets a serial queue of its own: serial queues run on
         // Dispatch's overcommitting pool, so blocks that sleep or wait still overlap.
         let group = DispatchGroup()

@@ -38,8 +38,7 @@ extension Operation {
                 return
             case .retry(let next):
                 generation = next
-            case .deliver:
-                let (queue, priority) = core.withLock { ($0.queue, $0.queuePriority) }
+            case .deliver(let queue, let priority):
                 queue?._operationBecameReady(self, priority: priority)
                 return
             }

@@ -95,9 +95,13 @@ open class Operation: NSObject, @unchecked Sendable {
     /// - Important: Calling it on an executing operation, or by hand on one that is not
     ///   ready, is a programmer error.
     open func start() {
-        let fromQueue = core.withLock { $0.phase == .dispatched }
-        let reportedReady: Bool? = fromQueue || isCancelled ? nil : isReady
-        switch core.withLock({ $0.start(reportedReady: reportedReady) }) {
+        // Started by a queue: it was ready when claimed; one lock decides.
+        var action = core.withLock { state in state.phase == .dispatched ? state.start(reportedReady: nil) : nil }
+        if action == nil {
+            let reportedReady: Bool? = isCancelled ? nil : isReady
+            action = core.withLock { $0.start(reportedReady: reportedReady) }
+        }
+        switch action! {
         case .ignore:
             return
         case .misuseExecuting:

@@ -1,45 +1,64 @@
 // Admission: validating and adding operations, all or nothing.
 
 extension OperationQueue {
-    enum AddOutcome {
-        /// Per operation, the barrier it must wait for.
-        case added([Operation?])
+    private enum AddOutcome {
+        case added(barrier: Operation?, undelivered: [Operation], wakeup: QueueCore.Wakeup)
         case refused(Operation, QueueCore.Refusal)
     }
 
-    final func _add(_ operations: some Collection<Operation>) {
+    /// Adds operations, all or none. `inheritQoS` gives them the queue's quality of service
+    /// (for the ones the queue made from blocks).
+    final func _add(_ operations: some Collection<Operation>, inheritQoS: Bool = false) {
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        // Read readiness before the lock (the getter may be user code), so that a ready
+        // operation goes straight into the ready list under the one lock acquisition.
+        let single = operations.count == 1 ? Self._readiness(of: operations.first!) : nil
+        let readings = single == nil ? operations.map(Self._readiness(of:)) : []
         let outcome = core.withLock { state -> AddOutcome in
-            // Validate everything before changing anything: all or nothing.
-            for operation in operations {
-                if let refusal = state.refusal(for: operation, queue: self) { return .refused(operation, refusal) }
-            }
-            var barriers: [Operation?] = []
-            barriers.reserveCapacity(operations.count)
-            for operation in operations {
-                let (admitted, barrier) = state.admit(operation, queue: self)
-                guard admitted else {
-                    // Listed twice in one batch: undo the batch, then refuse.
-                    for (earlier, barrier) in zip(operations, barriers) {
-                        state.unadmit(earlier, hadBarrier: barrier != nil)
-                    }
-                    return .refused(operation, .inThisQueue)
+            // Validate everything before changing anything: all or nothing. (A single
+            // operation is validated by `admit` itself.)
+            if operations.count > 1 {
+                for operation in operations {
+                    if let refusal = state.refusal(for: operation, queue: self) { return .refused(operation, refusal) }
                 }
-                barriers.append(barrier)
             }
-            return .added(barriers)
+            let barrier = state.pendingBarrier
+            var undelivered: [Operation] = []
+            var admitted: [(Operation, delivered: Bool)] = []
+            for (index, operation) in operations.enumerated() {
+                let reading = single ?? readings[index]
+                let operationBarrier = barrier === operation ? nil : barrier
+                switch state.admit(operation, queue: self, barrier: operationBarrier, inheritQoS: inheritQoS, reading: reading) {
+                case .refused(let refusal):
+                    // Listed twice in one batch (or refused alone): undo, then refuse.
+                    for (earlier, delivered) in admitted.reversed() {
+                        state.unadmit(earlier, hadBarrier: barrier != nil && earlier !== barrier, wasDelivered: delivered)
+                    }
+                    return .refused(operation, operations.count > 1 ? .inThisQueue : refusal)
+                case .admitted(let delivered):
+                    if operations.count > 1 { admitted.append((operation, delivered)) }
+                    if !delivered { undelivered.append(operation) }
+                }
+            }
+            return .added(barrier: barrier, undelivered: undelivered, wakeup: state.wakeup())
         }
         switch outcome {
         case .refused(let operation, let refusal):
             _refuse(operation, refusal)
-        case .added(let barriers):
+        case .added(let barrier, let undelivered, let wakeup):
             if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
-            for (operation, barrier) in zip(operations, barriers) {
-                if let barrier { operation._registerHiddenEdge(from: barrier) }
-                operation._readinessChanged()
+            if let barrier {
+                for operation in operations where operation !== barrier { operation._registerHiddenEdge(from: barrier) }
             }
+            for operation in undelivered { operation._readinessChanged() }
+            _perform(wakeup)
         }
+    }
+
+    private static func _readiness(of operation: Operation) -> QueueCore.ReadinessReading {
+        let generation = operation.core.withLock { $0.readinessGeneration }
+        return QueueCore.ReadinessReading(generation: generation, isReady: operation.isReady)
     }
 
     private func _refuse(_ operation: Operation, _ refusal: QueueCore.Refusal) -> Never {

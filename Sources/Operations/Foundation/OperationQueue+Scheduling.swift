@@ -16,11 +16,19 @@ extension OperationQueue {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers
+        if releasesSlot && leaves && !observed, let context = WorkerContext.current,
+            context.operation === operation, context.queue === self
+        {
+            context.finishedHere = true
+            return
+        }
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        let departure = core.withLock { $0.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves) }
+        let (waiters, wakeup) = core.withLock { state in
+            (state.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves), state.wakeup())
+        }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
-        _perform(departure.wakeup)
-        for waiter in departure.waiters { waiter.signal() }
+        _perform(wakeup)
+        for waiter in waiters { waiter.signal() }
     }
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
@@ -32,27 +40,44 @@ extension OperationQueue {
 
     /// A worker: runs ready operations until there is none it may start.
     private func _runWorker(slot: Int) {
+        let context = WorkerContext(queue: self)
         let previous = OperationQueue._current.value
-        OperationQueue._current.set(Unmanaged.passUnretained(self).toOpaque())
+        OperationQueue._current.set(Unmanaged.passUnretained(context).toOpaque())
         defer { OperationQueue._current.set(previous) }
+        var finished: Operation?
         while true {
-            let (operation, watchdog) = core.withLock { $0.nextOperation(retiringSlot: slot) }
+            let (operation, watchdog, waiters, wakeup) = core.withLock { state in
+                let waiters = finished.map { state.operationFinished($0, releasesSlot: true, leaves: true) } ?? []
+                let (operation, watchdog) = state.nextOperation(retiringSlot: slot)
+                return (operation, watchdog, waiters, finished == nil ? nil : state.wakeup())
+            }
+            finished = nil
+            if let wakeup { _perform(wakeup) }
+            for waiter in waiters { waiter.signal() }
             if let watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation else { return }
+            context.operation = operation
             operation.start()
+            context.operation = nil
+            if context.finishedHere {
+                context.finishedHere = false
+                finished = operation
+            }
         }
     }
 
     private func _armWatchdog(stamp: UInt64) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(4)) { [weak self] in
-            guard let self else { return }
+        // Holds the queue for a few milliseconds (no weak reference: a weak reference would
+        // give the queue a side table and slow every retain of it).
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(4)) {
             self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp) })
         }
     }
 
     private func _countProgress() {
-        let progress = _progressIfCounting
-        guard let progress else { return }
+        guard isProgressRequested.load(ordering: .acquiring) else { return }
+        let progress = core.withLock { $0.progress }
+        guard let progress, progress.totalUnitCount > 0 else { return }
         progressLock.withLock { _ in progress.completedUnitCount += 1 }
     }
 }

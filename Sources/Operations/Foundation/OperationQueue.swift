@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Runs operations: Foundation's `OperationQueue`, with Darwin's semantics on every platform.
 ///
 /// Among ready operations the highest ``Operation/queuePriority`` starts first, and equal
@@ -12,7 +14,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     public static let defaultMaxConcurrentOperationCount: Int = -1
 
     let core: Locked<QueueCore>
-    let _progress = Progress(parent: nil, userInfo: nil)
+    /// Set once ``progress`` was read: until then finishing operations skip it.
+    let isProgressRequested = Atomic<Bool>(false)
     let progressLock = Locked(())
 
     public override init() {
@@ -47,9 +50,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Wraps `block` in a ``BlockOperation`` with the queue's quality of service and adds it.
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        let operation = BlockOperation(block: block)
-        operation.qualityOfService = qualityOfService
-        _add(CollectionOfOne(operation))
+        _add(CollectionOfOne(BlockOperation(block: block)), inheritQoS: true)
     }
 
     // MARK: Barriers
@@ -61,7 +62,6 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// the queue now, and, from every operation added after it, on the barrier.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let operation = BlockOperation(block: barrier)
-        operation.qualityOfService = qualityOfService
         let earlier = core.withLock { state in
             state.pendingBarrier = operation
             return state.members.all
@@ -69,7 +69,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         for member in earlier {
             operation._addEdge(from: member, visible: false)
         }
-        _add(CollectionOfOne(operation))
+        _add(CollectionOfOne(operation), inheritQoS: true)
     }
 
     // MARK: State
@@ -135,10 +135,13 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
     /// adds one completed unit.
-    open var progress: Progress { _progress }
-
-    var _progressIfCounting: Progress? {
-        _progress.totalUnitCount > 0 ? _progress : nil
+    open var progress: Progress {
+        let progress = core.withLock { state in
+            if state.progress == nil { state.progress = Progress(parent: nil, userInfo: nil) }
+            return state.progress!
+        }
+        isProgressRequested.store(true, ordering: .releasing)
+        return progress
     }
 
     /// Cancels every operation in the queue. Cancelled operations still pass through
@@ -198,12 +201,11 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// The queue running the current operation; ``main`` on the main thread; nil elsewhere.
     open class var current: OperationQueue? {
-        if let pointer = _current.value {
-            return Unmanaged<OperationQueue>.fromOpaque(pointer).takeUnretainedValue()
-        }
+        if let context = WorkerContext.current { return context.queue }
         return Thread.isMainThread ? main : nil
     }
 
-    /// The queue whose worker runs on this thread (unretained; the worker keeps it alive).
+    /// The `WorkerContext` of the worker running on this thread (unretained; the worker
+    /// keeps it alive).
     static let _current = ThreadLocalPointer()
 }

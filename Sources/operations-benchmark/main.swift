@@ -1,0 +1,161 @@
+// Benchmark: each workload on Operations, Foundation's OperationQueue and raw Dispatch,
+// interleaved in rounds in one process; prints medians, ratios and the targets.
+//
+//   swift run -c release operations-benchmark            # the full table (≈1–2 min)
+//   swift run -c release operations-benchmark --quick    # small N, one round: checks only
+import Foundation
+
+let arguments = CommandLine.arguments.dropFirst()
+
+// Child mode: measure pending memory alone in a fresh process.
+if let which = arguments.drop(while: { $0 != "--memory" }).dropFirst().first,
+   let n = Int(arguments.drop(while: { $0 != "--n" }).dropFirst().first ?? "") {
+    print(which == "Foundation" ? Workloads<FoundationQueue>.pendingMemory(n) : Workloads<OursQueue>.pendingMemory(n))
+    exit(0)
+}
+let quick = arguments.contains("--quick")
+let rounds = quick ? 1 : Int(arguments.drop { $0 != "--rounds" }.dropFirst().first ?? "") ?? 5
+let scale = quick ? 20 : 1
+
+/// One implementation's run of a workload at some N.
+struct Runner {
+    let n: Int
+    let run: (Int) throws -> UInt64
+}
+
+struct Workload {
+    let name: String
+    let ours: Runner
+    let foundation: Runner?
+    let dispatch: Runner?
+    /// Also measured at 2N, for growth.
+    let doubles: Bool
+}
+
+func r(_ n: Int, _ run: @escaping (Int) throws -> UInt64) -> Runner { Runner(n: max(n / scale, 10), run: run) }
+
+typealias O = Workloads<OursQueue>
+typealias F = Workloads<FoundationQueue>
+typealias D = DispatchWorkloads
+
+// Foundation's dependency graphs are quadratic: they get a smaller N so that a run ends.
+let workloads: [Workload] = [
+    Workload(name: "tiny", ours: r(200_000, O.tiny), foundation: r(200_000, F.tiny), dispatch: r(200_000, D.tiny), doubles: false),
+    Workload(name: "tiny-blockop", ours: r(200_000, O.tinyBlockOperations), foundation: r(200_000, F.tinyBlockOperations), dispatch: r(200_000, D.tiny), doubles: false),
+    Workload(name: "serial", ours: r(200_000, O.serial), foundation: r(200_000, F.serial), dispatch: r(200_000, D.serial), doubles: false),
+    Workload(name: "chain", ours: r(100_000, O.chain), foundation: r(2_000, F.chain), dispatch: nil, doubles: true),
+    Workload(name: "fanin", ours: r(100_000, O.fanIn), foundation: r(4_000, F.fanIn), dispatch: nil, doubles: true),
+    Workload(name: "fanout", ours: r(100_000, O.fanOut), foundation: r(4_000, F.fanOut), dispatch: nil, doubles: true),
+    Workload(name: "diamond", ours: r(64_000, { try O.diamond($0) }), foundation: r(2_048, { try F.diamond($0) }), dispatch: nil, doubles: true),
+    Workload(name: "cancel", ours: r(200_000, O.cancel), foundation: r(200_000, F.cancel), dispatch: r(200_000, D.cancel), doubles: false),
+    Workload(name: "priority", ours: r(100_000, O.priority), foundation: r(100_000, F.priority), dispatch: nil, doubles: false),
+    Workload(name: "contended add", ours: r(200_000, O.contendedAdd), foundation: r(200_000, F.contendedAdd), dispatch: r(200_000, D.contendedAdd), doubles: false),
+]
+
+// Profile mode: run only this package's side of one workload, for perf or callgrind.
+if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first {
+    guard let workload = workloads.first(where: { $0.name == name }) else {
+        print("unknown workload \(name)")
+        exit(2)
+    }
+    for _ in 0..<rounds {
+        let elapsed = try workload.ours.run(workload.ours.n)
+        print("\(name): \(Double(elapsed) / Double(workload.ours.n)) ns per operation")
+    }
+    exit(0)
+}
+
+/// Median ns per operation for each (implementation, N).
+struct Result {
+    var ours = 0.0, foundation = Double.nan, dispatch = Double.nan
+    var oursGrowth = Double.nan, foundationGrowth = Double.nan
+}
+
+func measure(_ runner: Runner, n: Int, into samples: inout [Double]) throws {
+    samples.append(Double(try runner.run(n)) / Double(n))
+}
+
+var results: [String: Result] = [:]
+do {
+    for workload in workloads {
+        var ours: [Double] = [], foundation: [Double] = [], dispatch: [Double] = []
+        var ours2: [Double] = [], foundation2: [Double] = []
+        for _ in 0..<rounds {
+            try measure(workload.ours, n: workload.ours.n, into: &ours)
+            if let runner = workload.foundation { try measure(runner, n: runner.n, into: &foundation) }
+            if let runner = workload.dispatch { try measure(runner, n: runner.n, into: &dispatch) }
+            if workload.doubles {
+                try measure(workload.ours, n: workload.ours.n * 2, into: &ours2)
+                if let runner = workload.foundation { try measure(runner, n: runner.n * 2, into: &foundation2) }
+            }
+        }
+        var result = Result(ours: median(ours), foundation: median(foundation), dispatch: median(dispatch))
+        if workload.doubles {
+            // Total time at 2N over total time at N.
+            result.oursGrowth = 2 * median(ours2) / result.ours
+            result.foundationGrowth = 2 * median(foundation2) / result.foundation
+        }
+        results[workload.name] = result
+        FileHandle.standardError.write("measured \(workload.name)\n".data(using: .utf8)!)
+    }
+} catch {
+    print("CHECK FAILED: \(error)")
+    exit(1)
+}
+
+let memoryN = 500_000 / scale
+func memory(_ which: String) -> Double {
+    let output = (try? runChild(["--memory", which, "--n", "\(memoryN)"])) ?? ""
+    return Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan
+}
+let oursMemory = memory("Operations")
+let foundationMemory = memory("Foundation")
+
+// MARK: Table
+
+func f(_ value: Double, _ digits: Int = 0) -> String {
+    value.isNaN ? "—" : String(format: "%.\(digits)f", value)
+}
+
+let tinyPerOp = results["tiny"]!.ours
+nonisolated(unsafe) var failures: [String] = []
+func target(_ name: String, _ met: Bool, _ text: String) -> String {
+    if !met { failures.append("\(name): \(text)") }
+    return (met ? "met: " : "MISSED: ") + text
+}
+
+print("")
+print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.operatingSystemVersionString); rounds: \(rounds), medians of ns per operation\(quick ? " (QUICK: small N, numbers not meaningful)" : "")")
+print("")
+print("| workload | N (ours / Foundation) | Operations | Foundation | Dispatch | Foundation ÷ Operations | Operations ÷ Dispatch | growth at 2N (ours / Foundation) | target |")
+print("|---|---|---:|---:|---:|---:|---:|---|---|")
+for workload in workloads {
+    let result = results[workload.name]!
+    let speedup = result.foundation / result.ours
+    let versusDispatch = result.ours / result.dispatch
+    let growth = workload.doubles ? "\(f(result.oursGrowth, 2)) / \(f(result.foundationGrowth, 2))" : "—"
+    let text: String
+    switch workload.name {
+    case "tiny":
+        text = target(workload.name, versusDispatch <= 1.0 && speedup >= 8, "≤ 1.0 × Dispatch and ≥ 8 × faster than Foundation")
+    case "serial":
+        text = target(workload.name, versusDispatch <= 1.0, "≤ 1.0 × serial DispatchQueue")
+    case "chain", "fanin", "fanout", "diamond":
+        text = target(workload.name, result.oursGrowth <= 2.3 && result.ours <= 3 * tinyPerOp, "growth ≤ 2.3 and ≤ 3 × tiny (\(f(3 * tinyPerOp)) ns)")
+    case "cancel":
+        text = target(workload.name, speedup >= 5, "≥ 5 × faster than Foundation")
+    case "contended add":
+        text = target(workload.name, speedup >= 4, "≥ 4 × faster than Foundation")
+    default:
+        text = "—"
+    }
+    let n = workload.foundation.map { "\(workload.ours.n) / \($0.n)" } ?? "\(workload.ours.n)"
+    print("| \(workload.name) | \(n) | \(f(result.ours)) | \(f(result.foundation)) | \(f(result.dispatch)) | \(f(speedup, 1)) | \(f(versusDispatch, 2)) | \(growth) | \(text) |")
+}
+let memoryText = target("pending memory", oursMemory <= 256, "≤ 256 bytes")
+print("| pending memory (bytes per BlockOperation) | \(memoryN) | \(f(oursMemory)) | \(f(foundationMemory)) | — | \(f(foundationMemory / oursMemory, 1)) | — | — | \(memoryText) |")
+print("")
+print("All self-checks passed (nothing lost, dependency order, FIFO, priority order, cancelled operations not run).")
+if !failures.isEmpty {
+    print("Targets missed: \(failures.count): " + failures.joined(separator: "; "))
+}
