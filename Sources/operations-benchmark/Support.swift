@@ -44,21 +44,12 @@ final class Counter: @unchecked Sendable {
 
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-#if canImport(Glibc)
-let RUSAGE_SELF_WHO = RUSAGE_SELF.rawValue
-#else
-let RUSAGE_SELF_WHO = RUSAGE_SELF
-#endif
-
-/// The process's peak resident memory, in bytes.
-func peakResidentBytes() -> Int {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF_WHO, &usage)
-    #if canImport(Darwin)
-    return usage.ru_maxrss
-    #else
-    return usage.ru_maxrss * 1024
-    #endif
+/// The process's resident memory now, in bytes (Linux: /proc/self/statm). Not the peak
+/// from getrusage: Linux carries a parent's peak into a child across execve.
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
 }
 
 /// Runs this executable again with `arguments` and returns what it printed.

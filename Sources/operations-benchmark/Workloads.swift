@@ -152,15 +152,15 @@ enum Workloads<Q: QueueAPI> {
         return elapsed
     }
 
-    /// Bytes per pending operation: the growth of peak resident memory while `n`
+    /// Bytes per pending operation: the growth of resident memory while `n`
     /// BlockOperations wait in a suspended queue. Run alone in a child process.
     static func pendingMemory(_ n: Int) -> Double {
         let queue = Q()
         queue.isSuspended = true
         queue.addBlock {}  // warm up the queue's own structures
-        let before = peakResidentBytes()
+        let before = residentBytes()
         for _ in 0..<n { queue.add([Q.make {}], waitUntilFinished: false) }
-        let after = peakResidentBytes()
+        let after = residentBytes()
         queue.cancelAll()
         queue.isSuspended = false
         queue.waitAll()

@@ -47,6 +47,21 @@ struct DependencyTests {
         #expect(d.dependencies == [b, c])
     }
 
+    @Test("a long dependency list still ignores duplicates and removes in order")
+    func longDependencyList() {
+        let sink = Operation()
+        let sources = (0..<40).map { _ in Operation() }
+        for source in sources + sources.reversed() { sink.addDependency(source) }
+        #expect(sink.dependencies.count == 40)
+        #expect(sink.dependencies.elementsEqual(sources, by: ===))
+        sink.removeDependency(sources[3])
+        sink.addDependency(sources[3])
+        #expect(sink.dependencies.last === sources[3])
+        #expect(sink.dependencies.count == 40)
+        for source in sources { source.start() }
+        #expect(sink.isReady)
+    }
+
     @Test("removing an unfinished dependency makes the operation ready at once")
     func removeUnfinished() {
         let blocker = Operation(), operation = Operation()

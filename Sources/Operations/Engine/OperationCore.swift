@@ -43,6 +43,9 @@ struct OperationCore {
     var queue: OperationQueue?
     var completionBlock: (@Sendable () -> Void)?
     var dependencies: [Operation] = []
+    /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
+    /// N operations costs O(N) rather than O(N²) to build.
+    var dependencyIndex: Set<ObjectIdentifier>?
     /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
     /// nobody holds (never enqueued, abandoned) must be able to go away.
     var dependents: [WeakOperation] = []
@@ -50,6 +53,46 @@ struct OperationCore {
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
     var isInternallyReady: Bool { isCancelled || pendingDependencyCount == 0 }
+
+    /// Bits of the state the base getters report without the lock.
+    enum VisibleFlags {
+        static let executing: UInt8 = 1
+        static let finished: UInt8 = 2
+        static let cancelled: UInt8 = 4
+        static let ready: UInt8 = 8
+    }
+
+    var visibleFlags: UInt8 {
+        (phase == .executing ? VisibleFlags.executing : 0) | (phase == .finished ? VisibleFlags.finished : 0)
+            | (isCancelled ? VisibleFlags.cancelled : 0) | (isInternallyReady ? VisibleFlags.ready : 0)
+    }
+
+    // MARK: Dependencies
+
+    /// Lists `operation` as a dependency; false when it already is one.
+    mutating func appendDependency(_ operation: Operation) -> Bool {
+        let identity = ObjectIdentifier(operation)
+        if let index = dependencyIndex {
+            guard !index.contains(identity) else { return false }
+        } else if dependencies.contains(where: { $0 === operation }) {
+            return false
+        }
+        dependencies.append(operation)
+        if dependencyIndex != nil {
+            dependencyIndex!.insert(identity)
+        } else if dependencies.count > 16 {
+            dependencyIndex = Set(dependencies.lazy.map(ObjectIdentifier.init))
+        }
+        return true
+    }
+
+    /// Unlists `operation`; false when it was not a dependency.
+    mutating func removeDependency(_ operation: Operation) -> Bool {
+        guard let position = dependencies.firstIndex(where: { $0 === operation }) else { return false }
+        dependencies.remove(at: position)
+        dependencyIndex?.remove(ObjectIdentifier(operation))
+        return true
+    }
 
     // MARK: Readiness
 

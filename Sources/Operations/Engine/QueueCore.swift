@@ -55,7 +55,7 @@ struct QueueCore {
 
     /// Whether `operation` may be added (read only; nothing changes).
     func refusal(for operation: Operation, queue: OperationQueue) -> Refusal? {
-        operation.core.withLock { state in
+        operation._update { state in
             if let owner = state.queue { return owner === queue ? .inThisQueue : .inAnotherQueue }
             switch state.phase {
             case .idle: return nil
@@ -89,7 +89,7 @@ struct QueueCore {
         reading: ReadinessReading?
     ) -> Admission {
         let quality = qualityOfService
-        let outcome = operation.core.withLock { state -> (Refusal?, Operation.QueuePriority?) in
+        let outcome = operation._update { state -> (Refusal?, Operation.QueuePriority?) in
             if let owner = state.queue { return (owner === queue ? .inThisQueue : .inAnotherQueue, nil) }
             switch state.phase {
             case .idle: break
@@ -120,7 +120,7 @@ struct QueueCore {
     mutating func unadmit(_ operation: Operation, hadBarrier: Bool, wasDelivered: Bool) {
         members.remove(operation)
         if wasDelivered { ready.remove(operation) }
-        operation.core.withLock { state in
+        operation._update { state in
             state.queue = nil
             state.phase = .idle
             state.readiness = .waiting
@@ -175,7 +175,7 @@ struct QueueCore {
     mutating func nextOperation(retiringSlot slot: Int) -> (operation: Operation?, watchdog: UInt64?) {
         if !isSuspended && executing < executionLimit && workers <= workerLimit {
             while let operation = ready.pop() {
-                guard operation.core.withLock({ $0.claimForQueue() }) else { continue }
+                guard operation._update({ $0.claimForQueue() }) else { continue }
                 executing += 1
                 progressStamp &+= 1
                 return (operation, armWatchdogIfBlocked())

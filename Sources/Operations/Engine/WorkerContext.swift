@@ -8,8 +8,8 @@
 ///   `BlockOperation`'s blocks read `queue`, which never changes).
 final class WorkerContext: @unchecked Sendable {
     unowned let queue: OperationQueue
-    /// The operation whose `start()` the worker is in.
-    var operation: Operation?
+    /// The operation whose `start()` the worker is in (the worker holds it meanwhile).
+    unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
     var finishedHere = false
 

@@ -44,7 +44,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
     /// Adds a block.
     /// - Important: Adding a block once the operation started is a programmer error.
     open func addExecutionBlock(_ block: @escaping @Sendable () -> Void) {
-        let started = core.withLock { $0.phase == .executing || $0.phase == .finished }
+        let started = _update { $0.phase == .executing || $0.phase == .finished }
         if started {
             Misuse.fail("addExecutionBlock: \(_misuseName) has already started; blocks can only be added before it starts")
         }

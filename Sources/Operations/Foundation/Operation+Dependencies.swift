@@ -7,24 +7,21 @@ extension Operation {
         }
         // Count it first, so that a dependency finishing meanwhile cannot make the count
         // reach zero early; take it back if the dependency had already finished.
-        let added = core.withLock { state in
-            if visible {
-                if state.dependencies.contains(where: { $0 === operation }) { return false }
-                state.dependencies.append(operation)
-            }
+        let added = _update { state in
+            if visible, !state.appendDependency(operation) { return false }
             state.pendingDependencyCount += 1
             return true
         }
         guard added else { return }
         let observed = _hasObservers
         if observed { _announceWillChange("isReady") }
-        let registered = operation.core.withLock { state in
+        let registered = operation._update { state in
             guard !state.isCompleted else { return false }
             state.dependents.append(WeakOperation(operation: self))
             return true
         }
         if !registered {
-            core.withLock { $0.pendingDependencyCount -= 1 }
+            _update { $0.pendingDependencyCount -= 1 }
         }
         if observed { _announceDidChange("isReady") }
         if !registered { _readinessChanged() }
@@ -32,7 +29,7 @@ extension Operation {
 
     /// Removes the edge `operation → self`, if the dependency has not released it yet.
     final func _removeEdge(from operation: Operation) {
-        let unregistered = operation.core.withLock { state in
+        let unregistered = operation._update { state in
             guard let index = state.dependents.firstIndex(where: { $0.operation === self }) else { return false }
             state.dependents.remove(at: index)
             return true
@@ -46,7 +43,7 @@ extension Operation {
     /// Registers the edge `dependency → self` whose count the queue already raised when it
     /// admitted this operation (the wait for a pending barrier).
     final func _registerHiddenEdge(from dependency: Operation) {
-        let registered = dependency.core.withLock { state in
+        let registered = dependency._update { state in
             guard !state.isCompleted else { return false }
             state.dependents.append(WeakOperation(operation: self))
             return true

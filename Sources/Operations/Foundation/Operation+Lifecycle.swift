@@ -6,7 +6,7 @@ extension Operation {
     final func _finish(wasExecuting: Bool) {
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
-        core.withLock { $0.phase = .finished }
+        _update { $0.phase = .finished }
         if wasExecuting { _announceDidChange("isExecuting") }
         _announceDidChange("isFinished")
         _stateAnnounced("isFinished")
@@ -30,10 +30,10 @@ extension Operation {
     /// held) and hand the operation to its queue when it reads true. A change announced
     /// while a check is under way makes that check run again, so none is lost.
     final func _readinessChanged() {
-        guard var generation = core.withLock({ $0.readinessTrigger() }) else { return }
+        guard var generation = _update({ $0.readinessTrigger() }) else { return }
         while true {
             let ready = isReady
-            switch core.withLock({ $0.readinessChecked(generation: generation, isReady: ready) }) {
+            switch _update({ $0.readinessChecked(generation: generation, isReady: ready) }) {
             case .done:
                 return
             case .retry(let next):
@@ -49,7 +49,7 @@ extension Operation {
     final func _dependencyFinished() {
         let observed = _hasObservers
         if observed { _announceWillChange("isReady") }
-        core.withLock { $0.pendingDependencyCount -= 1 }
+        _update { $0.pendingDependencyCount -= 1 }
         if observed { _announceDidChange("isReady") }
         _readinessChanged()
     }
@@ -57,7 +57,7 @@ extension Operation {
     /// The work done exactly once when the operation finishes: release dependents, free
     /// the queue slot, run the completion block, leave the queue, wake waiters.
     final func _complete() {
-        guard var completion = core.withLock({ $0.complete() }) else { return }
+        guard var completion = _update({ $0.complete() }) else { return }
         for dependent in completion.dependents {
             dependent.operation?._dependencyFinished()
         }

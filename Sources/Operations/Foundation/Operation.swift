@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A single unit of work: Foundation's `Operation`, with Darwin's semantics on every platform.
 ///
 /// Subclass it and override ``main()`` for synchronous work, or override ``start()``,
@@ -9,7 +11,12 @@
 ///   by its lock, except the queue links, which only the lock of the queue the operation
 ///   was added to guards.
 open class Operation: NSObject, @unchecked Sendable {
+    /// The state; reach it through `_update`, which publishes `visible`.
     let core = Locked(OperationCore())
+    /// The state the base getters report (`OperationCore.VisibleFlags`), published under
+    /// the lock at every change so that the getters need no lock: tutorial loops check
+    /// `isCancelled` on every iteration.
+    private let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
 
     // Queue links, guarded by the owning queue's lock.
     /// Next in the queue's ready list of the same priority.
@@ -24,7 +31,7 @@ open class Operation: NSObject, @unchecked Sendable {
 
     deinit {
         // Taken, not copied: the pool must hold the last reference.
-        let dependencies = core.withLock { state in
+        let dependencies = _update { state in
             defer { state.dependencies = [] }
             return state.dependencies
         }
@@ -35,13 +42,13 @@ open class Operation: NSObject, @unchecked Sendable {
     // MARK: State
 
     /// Whether ``cancel()`` was called.
-    open var isCancelled: Bool { core.withLock { $0.isCancelled } }
+    open var isCancelled: Bool { _visible(OperationCore.VisibleFlags.cancelled) }
 
     /// Whether the base ``start()`` is running ``main()``.
-    open var isExecuting: Bool { core.withLock { $0.phase == .executing } }
+    open var isExecuting: Bool { _visible(OperationCore.VisibleFlags.executing) }
 
     /// Whether the operation has finished.
-    open var isFinished: Bool { core.withLock { $0.phase == .finished } }
+    open var isFinished: Bool { _visible(OperationCore.VisibleFlags.finished) }
 
     /// Deprecated alias of ``isAsynchronous``; subclasses may override either.
     open var isConcurrent: Bool { false }
@@ -54,38 +61,38 @@ open class Operation: NSObject, @unchecked Sendable {
     /// True when every dependency has finished, or the operation was cancelled.
     /// Overrides must combine `super.isReady` and announce changes with
     /// `didChangeValue(forKey: "isReady")`.
-    open var isReady: Bool { core.withLock { $0.isInternallyReady } }
+    open var isReady: Bool { _visible(OperationCore.VisibleFlags.ready) }
 
     // MARK: Properties
 
     open var name: String? {
-        get { core.withLock { $0.name } }
-        set { core.withLock { $0.name = newValue } }
+        get { _update { $0.name } }
+        set { _update { $0.name = newValue } }
     }
 
     /// The relative order among ready operations of one queue. Never overrides dependencies.
     open var queuePriority: QueuePriority {
-        get { core.withLock { $0.queuePriority } }
-        set { core.withLock { $0.queuePriority = newValue } }
+        get { _update { $0.queuePriority } }
+        set { _update { $0.queuePriority = newValue } }
     }
 
     /// Defaults to `.default`; when set, it wins over the queue's.
     open var qualityOfService: QualityOfService {
-        get { core.withLock { $0.qualityOfService } }
-        set { core.withLock { $0.qualityOfService = newValue } }
+        get { _update { $0.qualityOfService } }
+        set { _update { $0.qualityOfService = newValue } }
     }
 
     /// Deprecated; stored and reported, with no effect on scheduling.
     open var threadPriority: Double {
-        get { core.withLock { $0.threadPriority } }
-        set { core.withLock { $0.threadPriority = newValue } }
+        get { _update { $0.threadPriority } }
+        set { _update { $0.threadPriority = newValue } }
     }
 
     /// Runs once after the operation finishes (also when it was cancelled), on an
     /// unspecified thread, and is then released.
     open var completionBlock: (@Sendable () -> Void)? {
-        get { core.withLock { $0.completionBlock } }
-        set { core.withLock { $0.completionBlock = newValue } }
+        get { _update { $0.completionBlock } }
+        set { _update { $0.completionBlock = newValue } }
     }
 
     // MARK: Running
@@ -96,10 +103,10 @@ open class Operation: NSObject, @unchecked Sendable {
     ///   ready, is a programmer error.
     open func start() {
         // Started by a queue: it was ready when claimed; one lock decides.
-        var action = core.withLock { state in state.phase == .dispatched ? state.start(reportedReady: nil) : nil }
+        var action = _update { state in state.phase == .dispatched ? state.start(reportedReady: nil) : nil }
         if action == nil {
             let reportedReady: Bool? = isCancelled ? nil : isReady
-            action = core.withLock { $0.start(reportedReady: reportedReady) }
+            action = _update { $0.start(reportedReady: reportedReady) }
         }
         switch action! {
         case .ignore:
@@ -126,13 +133,13 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Sets ``isCancelled``. Running code stops only if it checks; a pending operation
     /// becomes ready at once and finishes without running ``main()``.
     open func cancel() {
-        guard core.withLock({ !$0.isCancelled && $0.phase != .finished }) else { return }
+        guard _update({ !$0.isCancelled && $0.phase != .finished }) else { return }
         let observed = _hasObservers
         if observed {
             _announceWillChange("isCancelled")
             _announceWillChange("isReady")
         }
-        core.withLock { $0.isCancelled = true }
+        _update { $0.isCancelled = true }
         if observed {
             _announceDidChange("isCancelled")
             _announceDidChange("isReady")
@@ -143,7 +150,7 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Blocks the calling thread until the operation has finished and its completion
     /// block has run.
     open func waitUntilFinished() {
-        let semaphore: DispatchSemaphore? = core.withLock { state in
+        let semaphore: DispatchSemaphore? = _update { state in
             guard !state.isCompleted else { return nil }
             let semaphore = DispatchSemaphore(value: 0)
             state.waiters.append(semaphore)
@@ -155,7 +162,7 @@ open class Operation: NSObject, @unchecked Sendable {
     // MARK: Dependencies
 
     /// The operations this one waits for, in the order added.
-    open var dependencies: [Operation] { core.withLock { $0.dependencies } }
+    open var dependencies: [Operation] { _update { $0.dependencies } }
 
     /// Makes this operation wait until `operation` has finished (or was cancelled and
     /// finished). Works across queues and for operations in no queue. Adding the same
@@ -168,12 +175,7 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Removes a dependency. If it had not finished and nothing else holds this operation,
     /// the operation becomes ready at once.
     open func removeDependency(_ operation: Operation) {
-        let wasListed = core.withLock { state in
-            guard let index = state.dependencies.firstIndex(where: { $0 === operation }) else { return false }
-            state.dependencies.remove(at: index)
-            return true
-        }
-        guard wasListed else { return }
+        guard _update({ $0.removeDependency(operation) }) else { return }
         _removeEdge(from: operation)
     }
 
@@ -201,6 +203,21 @@ open class Operation: NSObject, @unchecked Sendable {
         }
     }
     #endif
+
+    /// Runs `body` under the operation's lock and publishes the state the getters report.
+    @inline(__always)
+    final func _update<Result>(_ body: (inout OperationCore) -> Result) -> Result {
+        core.withLock { state in
+            let result = body(&state)
+            visible.store(state.visibleFlags, ordering: .releasing)
+            return result
+        }
+    }
+
+    @inline(__always)
+    private func _visible(_ flag: UInt8) -> Bool {
+        visible.load(ordering: .acquiring) & flag != 0
+    }
 
     /// How misuse messages name the operation.
     final var _misuseName: String {

@@ -8,12 +8,16 @@ extension OperationQueue {
 
     /// Adds operations, all or none. `inheritQoS` gives them the queue's quality of service
     /// (for the ones the queue made from blocks).
-    final func _add(_ operations: some Collection<Operation>, inheritQoS: Bool = false) {
+    /// `fresh`: the queue just made the operations itself (from blocks), so nobody else
+    /// has seen them and they are ready.
+    final func _add(_ operations: some Collection<Operation>, inheritQoS: Bool = false, fresh: Bool = false) {
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         // Read readiness before the lock (the getter may be user code), so that a ready
         // operation goes straight into the ready list under the one lock acquisition.
-        let single = operations.count == 1 ? Self._readiness(of: operations.first!) : nil
+        let single =
+            fresh ? QueueCore.ReadinessReading(generation: 0, isReady: true)
+            : operations.count == 1 ? Self._readiness(of: operations.first!) : nil
         let readings = single == nil ? operations.map(Self._readiness(of:)) : []
         let outcome = core.withLock { state -> AddOutcome in
             // Validate everything before changing anything: all or nothing. (A single
@@ -57,7 +61,7 @@ extension OperationQueue {
     }
 
     private static func _readiness(of operation: Operation) -> QueueCore.ReadinessReading {
-        let generation = operation.core.withLock { $0.readinessGeneration }
+        let generation = operation._update { $0.readinessGeneration }
         return QueueCore.ReadinessReading(generation: generation, isReady: operation.isReady)
     }
 
