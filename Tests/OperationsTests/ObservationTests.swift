@@ -150,6 +150,7 @@ struct ObservationTests {
         queue.addOperation {}
         queue.isSuspended = false
         queue.waitUntilAllOperationsAreFinished()
+        #expect(eventually { observer.values(for: "operationCount").count == 2 })
         #expect(observer.values(for: "isSuspended") == ["true", "false"])
         #expect(observer.values(for: "maxConcurrentOperationCount") == ["2"])
         #expect(observer.values(for: "name") == ["observed"])
@@ -163,11 +164,14 @@ struct ObservationTests {
     func queueKeyPath() {
         let queue = OperationQueue()
         let counts = Shared<[Int?]>([])
+        let emptied = Gate()
         let token = queue.observe(\.operationCount, options: [.new]) { _, change in
             counts.update { $0.append(change.newValue) }
+            if change.newValue == 0 { emptied.open() }
         }
         queue.addOperation {}
-        queue.waitUntilAllOperationsAreFinished()
+        // The notification follows the change; waiting for the queue does not order it.
+        #expect(emptied.wait())
         #expect(counts() == [1, 0])
         token.invalidate()
     }
