@@ -14,7 +14,7 @@ if let which = arguments.drop(while: { $0 != "--memory" }).dropFirst().first,
     exit(0)
 }
 let quick = arguments.contains("--quick")
-let rounds = quick ? 1 : Int(arguments.drop { $0 != "--rounds" }.dropFirst().first ?? "") ?? 5
+let rounds = quick ? 1 : Int(arguments.drop { $0 != "--rounds" }.dropFirst().first ?? "") ?? 7
 let scale = quick ? 20 : 1
 
 /// One implementation's run of a workload at some N.
@@ -71,8 +71,10 @@ struct Result {
     var oursGrowth = Double.nan, foundationGrowth = Double.nan
 }
 
-func measure(_ runner: Runner, n: Int, into samples: inout [Double]) throws {
-    samples.append(Double(try runner.run(n)) / Double(n))
+func measure(_ runner: Runner, n: Int, into samples: inout [Double], label: String = "") throws {
+    let sample = Double(try runner.run(n)) / Double(n)
+    samples.append(sample)
+    FileHandle.standardError.write("  \(label) n=\(n): \(Int(sample)) ns/op\n".data(using: .utf8)!)
 }
 
 var results: [String: Result] = [:]
@@ -81,9 +83,9 @@ do {
         var ours: [Double] = [], foundation: [Double] = [], dispatch: [Double] = []
         var ours2: [Double] = [], foundation2: [Double] = []
         for _ in 0..<rounds {
-            try measure(workload.ours, n: workload.ours.n, into: &ours)
-            if let runner = workload.foundation { try measure(runner, n: runner.n, into: &foundation) }
-            if let runner = workload.dispatch { try measure(runner, n: runner.n, into: &dispatch) }
+            try measure(workload.ours, n: workload.ours.n, into: &ours, label: "\(workload.name) Operations")
+            if let runner = workload.foundation { try measure(runner, n: runner.n, into: &foundation, label: "\(workload.name) Foundation") }
+            if let runner = workload.dispatch { try measure(runner, n: runner.n, into: &dispatch, label: "\(workload.name) Dispatch") }
             if workload.doubles {
                 try measure(workload.ours, n: workload.ours.n * 2, into: &ours2)
                 if let runner = workload.foundation { try measure(runner, n: runner.n * 2, into: &foundation2) }
