@@ -53,7 +53,7 @@ struct DependencyTests {
         let sources = (0..<40).map { _ in Operation() }
         for source in sources + sources.reversed() { sink.addDependency(source) }
         #expect(sink.dependencies.count == 40)
-        #expect(sink.dependencies.elementsEqual(sources, by: ===))
+        #expect(zip(sink.dependencies, sources).allSatisfy { $0 === $1 })
         sink.removeDependency(sources[3])
         sink.addDependency(sources[3])
         #expect(sink.dependencies.last === sources[3])

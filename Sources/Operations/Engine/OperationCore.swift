@@ -46,6 +46,8 @@ struct OperationCore {
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
     /// N operations costs O(N) rather than O(N²) to build.
     var dependencyIndex: Set<ObjectIdentifier>?
+    /// Dependencies that `dependencies` does not list (barriers), until this finishes.
+    var hiddenDependencies: [Operation] = []
     /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
     /// nobody holds (never enqueued, abandoned) must be able to go away.
     var dependents: [WeakOperation] = []
@@ -183,6 +185,7 @@ struct OperationCore {
         phase = .finished
         defer {
             dependents = []
+            hiddenDependencies = []
             completionBlock = nil
             queue = nil
             waiters = []

@@ -3,23 +3,23 @@ extension Operation {
     /// barriers) that ``dependencies`` does not list.
     final func _addEdge(from operation: Operation, visible: Bool) {
         if operation === self {
-            Misuse.fail("addDependency: \(_misuseName) cannot depend on itself (a dependency cycle)")
+            Misuse.fail("addDependency: \(_misuseName) cannot depend on itself (a dependency cycle: \(_misuseName) → \(_misuseName))")
         }
         // Count it first, so that a dependency finishing meanwhile cannot make the count
         // reach zero early; take it back if the dependency had already finished.
         let added = _update { state in
-            if visible, !state.appendDependency(operation) { return false }
+            if visible {
+                if !state.appendDependency(operation) { return false }
+            } else {
+                state.hiddenDependencies.append(operation)
+            }
             state.pendingDependencyCount += 1
             return true
         }
         guard added else { return }
         let observed = _hasObservers
         if observed { _announceWillChange("isReady") }
-        let registered = operation._update { state in
-            guard !state.isCompleted else { return false }
-            state.dependents.append(WeakOperation(operation: self))
-            return true
-        }
+        let registered = _insertEdge(from: operation)
         if !registered {
             _update { $0.pendingDependencyCount -= 1 }
         }
@@ -43,11 +43,46 @@ extension Operation {
     /// Registers the edge `dependency → self` whose count the queue already raised when it
     /// admitted this operation (the wait for a pending barrier).
     final func _registerHiddenEdge(from dependency: Operation) {
-        let registered = dependency._update { state in
-            guard !state.isCompleted else { return false }
-            state.dependents.append(WeakOperation(operation: self))
-            return true
+        _update { $0.hiddenDependencies.append(dependency) }
+        if !_insertEdge(from: dependency) { _dependencyFinished() }
+    }
+
+    /// Inserts the edge `dependency → self` into the graph and the dependency's list of
+    /// dependents; false when the dependency had already finished.
+    /// - Important: An edge that closes a cycle is a programmer error.
+    private func _insertEdge(from dependency: Operation) -> Bool {
+        let insertion = DependencyGraph.insert(from: dependency, to: self) {
+            dependency._update { state in
+                guard !state.isCompleted else { return false }
+                state.dependents.append(WeakOperation(operation: self))
+                return true
+            }
         }
-        if !registered { _dependencyFinished() }
+        switch insertion {
+        case .inserted(let registered):
+            return registered
+        case .cycle(let path):
+            Misuse.fail("addDependency: making \(_misuseName) depend on \(dependency._misuseName) closes a dependency cycle: \(path.map(\._misuseName).joined(separator: " → "))")
+        }
+    }
+
+    /// The operations waiting for this one (while it has not finished).
+    final var _liveDependents: [Operation] {
+        _update { state in state.dependents.compactMap(\.operation) }
+    }
+
+    final var _hasLiveDependents: Bool {
+        _update { state in state.dependents.contains { $0.operation != nil } }
+    }
+
+    final var _hasLiveDependencies: Bool {
+        let all = _update { state in state.dependencies + state.hiddenDependencies }
+        return all.contains { dependency in !dependency._update { $0.isCompleted } }
+    }
+
+    /// The unfinished operations this one waits for.
+    final var _liveDependencies: [Operation] {
+        let all = _update { state in state.dependencies + state.hiddenDependencies }
+        return all.filter { dependency in !dependency._update { $0.isCompleted } }
     }
 }

@@ -25,16 +25,23 @@ open class Operation: NSObject, @unchecked Sendable {
     final var _nextMember: Operation?
     final unowned(unsafe) var _previousMember: Operation?
 
+    /// Position in the topological order of the dependency graph (see `DependencyGraph`).
+    final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
+
     public override init() {
         super.init()
     }
 
     deinit {
         // Taken, not copied: the pool must hold the last reference.
-        let dependencies = _update { state in
-            defer { state.dependencies = [] }
-            return state.dependencies
+        let (dependencies, hidden) = _update { state in
+            defer {
+                state.dependencies = []
+                state.hiddenDependencies = []
+            }
+            return (state.dependencies, state.hiddenDependencies)
         }
+        if !hidden.isEmpty { ReleasePool.release(consume hidden) }
         guard !dependencies.isEmpty else { return }
         ReleasePool.release(consume dependencies)
     }

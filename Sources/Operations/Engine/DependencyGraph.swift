@@ -1,0 +1,109 @@
+import Synchronization
+
+/// Keeps the dependency graph acyclic: every operation has a position in a topological
+/// order of the unfinished edges, maintained incrementally (Pearce and Kelly, "A Dynamic
+/// Topological Sort Algorithm for Directed Acyclic Graphs", 2006).
+///
+/// Operations get increasing positions when created, so an edge whose dependency was
+/// created first (chains, fan-out, layers built in order) agrees with the order and costs
+/// two atomic loads, without a lock. Any other edge searches, under a lock, only the region
+/// of the order between its two ends: forward from the dependent for the dependency
+/// (reaching it means a cycle), and backward from the dependency; the nodes found are given
+/// each other's positions so that the new edge agrees.
+///
+/// An edge that agreed when it was checked lock-free is re-checked under the lock if a
+/// reordering ran meanwhile (`generation` changed): two edges that agree with one order
+/// cannot close a cycle between them, so only a reordering can race with it.
+///
+/// Edges out of finished operations are not part of the graph: they can no longer block.
+enum DependencyGraph {
+    /// Positions for new operations.
+    static let nextPosition = Atomic<Int>(0)
+
+    /// Odd while a reordering runs; bumped twice by each.
+    private static let generation = Atomic<UInt64>(0)
+
+    /// Serializes the reorderings.
+    private static let reordering = Locked(())
+
+    enum Insertion {
+        /// `registered` is false when the dependency had already finished.
+        case inserted(registered: Bool)
+        /// The edge would close this cycle: the dependency, the dependent, …, the dependency.
+        case cycle([Operation])
+    }
+
+    /// Inserts the edge `dependency → dependent` (the dependent waits), calling `register`
+    /// (which records the dependent in the dependency's list) once the edge is known to
+    /// keep the graph acyclic.
+    static func insert(from dependency: Operation, to dependent: Operation, register: () -> Bool) -> Insertion {
+        let seen = generation.load(ordering: .acquiring)
+        if seen & 1 == 0, dependency._position.load(ordering: .relaxed) < dependent._position.load(ordering: .relaxed) {
+            let registered = register()
+            if generation.load(ordering: .acquiring) == seen { return .inserted(registered: registered) }
+            // A reordering ran meanwhile: check the (already registered) edge under the lock.
+            return reordering.withLock { _ in
+                reorder(from: dependency, to: dependent).map(Insertion.cycle) ?? .inserted(registered: registered)
+            }
+        }
+        return reordering.withLock { _ in
+            if let cycle = reorder(from: dependency, to: dependent) { return .cycle(cycle) }
+            return .inserted(registered: register())
+        }
+    }
+
+    /// Makes the order agree with the edge `dependency → dependent`, or returns the cycle
+    /// it closes. Called with the lock held.
+    private static func reorder(from dependency: Operation, to dependent: Operation) -> [Operation]? {
+        let lower = dependent._position.load(ordering: .relaxed)
+        let upper = dependency._position.load(ordering: .relaxed)
+        guard upper >= lower else { return nil }
+        generation.add(1, ordering: .acquiringAndReleasing)
+        defer { generation.add(1, ordering: .acquiringAndReleasing) }
+        // Nothing waits for the dependent and the dependency waits for nothing (a fan-in
+        // from newer sources): swapping the two positions is enough.
+        if !dependent._hasLiveDependents, !dependency._hasLiveDependencies {
+            dependent._position.store(upper, ordering: .relaxed)
+            dependency._position.store(lower, ordering: .relaxed)
+            return nil
+        }
+        // Forward from the dependent, through positions up to the dependency's.
+        var forward: [Operation] = []
+        var parent: [ObjectIdentifier: Operation] = [:]
+        var stack = [dependent]
+        var seen: Set<ObjectIdentifier> = [ObjectIdentifier(dependent)]
+        while let node = stack.popLast() {
+            if node === dependency {
+                var path: [Operation] = []
+                var cursor: Operation? = parent[ObjectIdentifier(dependency)]
+                while let step = cursor { path.append(step); cursor = parent[ObjectIdentifier(step)] }
+                return [dependency] + Array(path.reversed()) + [dependency]
+            }
+            forward.append(node)
+            for next in node._liveDependents where next._position.load(ordering: .relaxed) <= upper {
+                if seen.insert(ObjectIdentifier(next)).inserted {
+                    parent[ObjectIdentifier(next)] = node
+                    stack.append(next)
+                }
+            }
+        }
+        // Backward from the dependency, through positions down to the dependent's.
+        var backward: [Operation] = []
+        stack = [dependency]
+        seen = [ObjectIdentifier(dependency)]
+        while let node = stack.popLast() {
+            backward.append(node)
+            for previous in node._liveDependencies where previous._position.load(ordering: .relaxed) >= lower {
+                if seen.insert(ObjectIdentifier(previous)).inserted { stack.append(previous) }
+            }
+        }
+        // The backward set takes the lowest of the positions involved, in its own order,
+        // then the forward set: the new edge now agrees with the order.
+        let ordered =
+            backward.sorted { $0._position.load(ordering: .relaxed) < $1._position.load(ordering: .relaxed) }
+            + forward.sorted { $0._position.load(ordering: .relaxed) < $1._position.load(ordering: .relaxed) }
+        let positions = ordered.map { $0._position.load(ordering: .relaxed) }.sorted()
+        for (node, position) in zip(ordered, positions) { node._position.store(position, ordering: .relaxed) }
+        return nil
+    }
+}

@@ -1,0 +1,91 @@
+import Operations
+import Testing
+
+@Suite("Dependency cycles")
+struct DependencyCycleTests {
+    @Test("a two-operation cycle stops the process and names both operations")
+    func twoCycle() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let a = ClosureOperation(name: "alpha"), b = ClosureOperation(name: "beta")
+            b.addDependency(a)
+            a.addDependency(b)
+        }.map { $0.standardErrorContent.containsText("dependency cycle", "\"alpha\"", "\"beta\"") }.check()
+    }
+
+    @Test("a three-operation cycle closed against creation order lists all three")
+    func threeCycle() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let a = ClosureOperation(name: "first"), b = ClosureOperation(name: "second"), c = ClosureOperation(name: "third")
+            a.addDependency(b)
+            b.addDependency(c)
+            c.addDependency(a)
+        }.map { $0.standardErrorContent.containsText("dependency cycle", "\"first\"", "\"second\"", "\"third\"") }.check()
+    }
+
+    @Test("a cycle through a barrier's hidden dependencies is detected")
+    func cycleThroughBarrier() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            let early = ClosureOperation(name: "early")
+            queue.addOperation(early)
+            queue.addBarrierBlock {}
+            let late = ClosureOperation(name: "late")
+            queue.addOperation(late)
+            early.addDependency(late)
+        }.map { $0.standardErrorContent.containsText("dependency cycle", "\"early\"", "\"late\"") }.check()
+    }
+
+    @Test("edges against creation order that form no cycle are accepted, and order holds", arguments: [1, 2, 3])
+    func randomDAG(seed: UInt64) {
+        var generator = SplitMix64(seed: seed)
+        let count = 300
+        let operations = (0..<count).map { index in ClosureOperation(name: "n\(index)") }
+        // A DAG over a random permutation of the creation order, inserted in random order.
+        let rank = Array(0..<count).shuffled(using: &generator)
+        var edges: [(Int, Int)] = []
+        for _ in 0..<1_500 {
+            let a = Int.random(in: 0..<count, using: &generator), b = Int.random(in: 0..<count, using: &generator)
+            if rank[a] < rank[b] { edges.append((a, b)) } else if rank[b] < rank[a] { edges.append((b, a)) }
+        }
+        edges.shuffle(using: &generator)
+        let finishOrder = Shared<[Int]>([])
+        let ran = (0..<count).map { index in
+            BlockOperation { finishOrder.update { $0.append(index) } }
+        }
+        for (before, after) in edges {
+            operations[after].addDependency(operations[before])
+            ran[after].addDependency(ran[before])
+        }
+        let queue = OperationQueue()
+        queue.addOperations(ran, waitUntilFinished: true)
+        var position = [Int](repeating: 0, count: count)
+        for (index, operation) in finishOrder().enumerated() { position[operation] = index }
+        #expect(finishOrder().count == count)
+        #expect(edges.allSatisfy { position[$0.0] < position[$0.1] }, "seed \(seed): every dependency ran first")
+    }
+
+    @Test("a chain built backwards (each edge against creation order) is accepted")
+    func backwardChain() {
+        let operations = (0..<500).map { _ in Operation() }
+        for index in stride(from: operations.count - 1, to: 0, by: -1) {
+            operations[index - 1].addDependency(operations[index])
+        }
+        let queue = OperationQueue()
+        queue.addOperations(operations, waitUntilFinished: true)
+        #expect(operations.allSatisfy { $0.isFinished })
+    }
+}
+
+/// A small seeded generator, so that a failing case can be rerun.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
