@@ -1,0 +1,85 @@
+extension Operation {
+    /// Why an operation is not running (yet).
+    public enum WaitReason: Hashable, Sendable, CustomStringConvertible {
+        /// It finished: it will not run (again).
+        case finished
+        /// It is running.
+        case executing
+        /// A dependency has not finished. `isInQueue` tells whether anything will ever
+        /// start it: a dependency in no queue waits for someone to call `start()`.
+        case dependency(Operation, isInQueue: Bool)
+        /// A barrier added to its queue before it has not run yet.
+        case barrier(Operation)
+        /// Its dependencies are done, but its (overridden) `isReady` returns false.
+        case isReadyReturnsFalse
+        /// It is in no queue; nothing will start it.
+        case notInQueue
+        /// Its queue is suspended.
+        case queueSuspended(OperationQueue)
+        /// Its queue already runs as many operations as it may.
+        case concurrencyLimit(OperationQueue, limit: Int)
+        /// It is ready and about to be started by its queue.
+        case waitingForWorker(OperationQueue)
+
+        public var description: String {
+            switch self {
+            case .finished: "it has finished"
+            case .executing: "it is executing"
+            case .dependency(let operation, let isInQueue):
+                "it waits for \(operation._misuseName)" + (isInQueue ? ", which is in a queue" : ", which is in no queue (nothing will start it)")
+            case .barrier(let barrier): "it waits for a barrier of its queue (\(barrier._misuseName))"
+            case .isReadyReturnsFalse: "its dependencies are done but its overridden isReady returns false"
+            case .notInQueue: "it is in no queue (add it to one, or call start())"
+            case .queueSuspended(let queue): "its queue \"\(queue.name ?? "?")\" is suspended"
+            case .concurrencyLimit(let queue, let limit):
+                "its queue \"\(queue.name ?? "?")\" already runs \(limit) operation\(limit == 1 ? "" : "s") (maxConcurrentOperationCount)"
+            case .waitingForWorker(let queue): "it is ready; its queue \"\(queue.name ?? "?")\" is about to start it"
+            }
+        }
+    }
+
+    /// Why this operation is not running now: what it waits for, in the order it would
+    /// matter. Empty only for an operation that could start by hand right now.
+    /// - Note: A snapshot: by the time it is read, things may have moved on.
+    public var waitReasons: [WaitReason] {
+        let snapshot = _update { state in
+            (phase: state.phase, cancelled: state.isCancelled, queue: state.queue,
+             dependencies: state.dependencies, hidden: state.hiddenDependencies)
+        }
+        switch snapshot.phase {
+        case .finished: return [.finished]
+        case .executing: return [.executing]
+        case .dispatched: return snapshot.queue.map { [.waitingForWorker($0)] } ?? [.executing]
+        case .idle, .enqueued: break
+        }
+        var reasons: [WaitReason] = []
+        if !snapshot.cancelled {
+            for dependency in snapshot.dependencies {
+                let (done, queued) = dependency._update { ($0.isCompleted, $0.queue != nil) }
+                if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
+            }
+            for barrier in snapshot.hidden where !barrier._update({ $0.isCompleted }) {
+                reasons.append(.barrier(barrier))
+            }
+            if reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
+        }
+        guard let queue = snapshot.queue else {
+            reasons.append(.notInQueue)
+            return reasons
+        }
+        let (suspended, limit, executing) = queue.core.withLock { ($0.isSuspended, $0.executionLimit, $0.executing) }
+        if suspended { reasons.append(.queueSuspended(queue)) }
+        if reasons.isEmpty {
+            reasons.append(executing >= limit ? .concurrencyLimit(queue, limit: limit) : .waitingForWorker(queue))
+        }
+        return reasons
+    }
+
+    /// ``waitReasons`` for a person: "operation "filter" is not running: it waits for …".
+    public var waitDescription: String {
+        let reasons = waitReasons
+        if reasons == [.executing] { return "\(_misuseName) is running" }
+        if reasons.isEmpty { return "\(_misuseName) is ready and can be started" }
+        return "\(_misuseName) is not running: " + reasons.map(\.description).joined(separator: "; ")
+    }
+}

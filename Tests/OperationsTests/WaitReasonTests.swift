@@ -1,0 +1,74 @@
+import Operations
+import Testing
+
+@Suite("Why an operation is not running")
+struct WaitReasonTests {
+    @Test("unfinished dependencies, in a queue or not")
+    func dependencies() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let queued = ClosureOperation(name: "download")
+        let loose = ClosureOperation(name: "loose")
+        let operation = ClosureOperation(name: "filter")
+        operation.addDependency(queued)
+        operation.addDependency(loose)
+        queue.addOperations([queued, operation], waitUntilFinished: false)
+        #expect(operation.waitReasons == [
+            .dependency(queued, isInQueue: true), .dependency(loose, isInQueue: false), .queueSuspended(queue),
+        ])
+        #expect(operation.waitDescription.contains("\"loose\""))
+        #expect(operation.waitDescription.contains("in no queue"))
+        loose.start()
+        #expect(operation.waitReasons == [.dependency(queued, isInQueue: true), .queueSuspended(queue)])
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.waitReasons == [.finished])
+    }
+
+    @Test("an operation in no queue")
+    func notInQueue() {
+        let operation = Operation()
+        #expect(operation.waitReasons == [.notInQueue])
+    }
+
+    @Test("the concurrency limit, and running")
+    func limit() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let running = Gate(), release = Gate()
+        let first = ClosureOperation { _ in running.open(); release.wait() }
+        let second = ClosureOperation()
+        queue.addOperations([first, second], waitUntilFinished: false)
+        #expect(running.wait())
+        #expect(first.waitReasons == [.executing])
+        #expect(second.waitReasons == [.concurrencyLimit(queue, limit: 1)])
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("an overridden isReady that returns false")
+    func overriddenIsReady() {
+        final class Never: Operation, @unchecked Sendable {
+            override var isReady: Bool { false }
+        }
+        let queue = OperationQueue()
+        let operation = Never()
+        queue.addOperation(operation)
+        #expect(operation.waitReasons == [.isReadyReturnsFalse])
+        operation.cancel()
+    }
+
+    @Test("a pending barrier")
+    func barrier() {
+        let queue = OperationQueue()
+        let release = Gate()
+        queue.addOperation { release.wait() }
+        queue.addBarrierBlock {}
+        let later = ClosureOperation(name: "later")
+        queue.addOperation(later)
+        #expect(later.waitReasons.count == 1)
+        if case .barrier = later.waitReasons.first {} else { Issue.record("expected a barrier reason, got \(later.waitReasons)") }
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+    }
+}
