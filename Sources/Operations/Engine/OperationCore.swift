@@ -146,6 +146,16 @@ struct OperationCore {
         return true
     }
 
+    /// The claiming worker found `isReady` false: back to waiting for an announcement,
+    /// unless one arrived since `generation` was read.
+    mutating func unclaim(generation: UInt32) -> Bool {
+        guard phase == .dispatched, readinessGeneration == generation else { return false }
+        phase = .enqueued
+        startedByQueue = false
+        readiness = .parked
+        return true
+    }
+
     // MARK: Start
 
     enum StartAction {

@@ -56,6 +56,7 @@ extension OperationQueue {
             for waiter in waiters { waiter.signal() }
             if let watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation else { return }
+            guard _confirmReady(operation) else { continue }
             context.operation = operation
             operation.start()
             context.operation = nil
@@ -63,6 +64,25 @@ extension OperationQueue {
                 context.finishedHere = false
                 finished = operation
             }
+        }
+    }
+
+    /// A worker claimed `operation`; its (possibly overridden) `isReady` must still read
+    /// true. If it reads false (a condition closed again after announcing it was open),
+    /// give the slot back and park the operation until its next `isReady` announcement.
+    /// The readiness generation, read before the getter, makes sure an announcement that
+    /// arrives meanwhile is not lost.
+    private func _confirmReady(_ operation: Operation) -> Bool {
+        if operation.isReady { return true }
+        while true {
+            let generation = operation._update { $0.isCancelled ? nil : $0.readinessGeneration }
+            guard let generation, !operation.isReady else { return true }
+            let parked = core.withLock { state in
+                let parked = operation._update { $0.unclaim(generation: generation) }
+                if parked { state.executing -= 1 }
+                return parked
+            }
+            if parked { return false }
         }
     }
 

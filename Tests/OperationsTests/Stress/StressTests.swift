@@ -1,0 +1,271 @@
+import Operations
+import Testing
+
+/// Seeded randomized stress: random dependency graphs across queues with different limits,
+/// priorities, cancellation at every stage, suspension, limit changes, barriers, classic
+/// asynchronous subclasses finishing from other threads, and overridden `isReady` flipping.
+///
+/// `OPERATIONS_STRESS_SECONDS` sets how long it runs (default 5; CI uses 60; a soak, hours).
+/// `OPERATIONS_STRESS_SEED` replays one seed: the graph, the kinds of operations and the
+/// actions are drawn from it (thread timing is not).
+@Suite("Stress", .serialized)
+struct StressTests {
+    @Test("random schedules keep every invariant")
+    func randomSchedules() {
+        let environment = ProcessInfo.processInfo.environment
+        let seconds = Double(environment["OPERATIONS_STRESS_SECONDS"] ?? "") ?? 5
+        let fixedSeed = environment["OPERATIONS_STRESS_SEED"].flatMap(UInt64.init)
+        let deadline = Date().addingTimeInterval(seconds)
+        var rounds = 0, operations = 0
+        var seed = fixedSeed ?? UInt64(Date().timeIntervalSince1970 * 1000)
+        repeat {
+            let result = StressRound(seed: seed).run()
+            rounds += 1
+            operations += result.operations
+            if !result.failures.isEmpty {
+                let details = result.failures.prefix(20).joined(separator: "\n")
+                Issue.record("stress seed \(seed) (rerun with OPERATIONS_STRESS_SEED=\(seed)):\n\(details)")
+                return
+            }
+            seed &+= 0x9E37_79B9
+        } while fixedSeed == nil && Date() < deadline
+        print("stress: \(rounds) schedules, \(operations) operations, \(String(format: "%.0f", seconds)) s budget")
+        #expect(rounds > 0)
+    }
+}
+
+/// What every operation of a round records.
+/// - Note: `@unchecked Sendable`: every access goes through `lock`.
+final class StressLedger: @unchecked Sendable {
+    private let lock = NSLock()
+    private var runs: [Int: Int] = [:]
+    private var completions: [Int: Int] = [:]
+    private var running: [Int: Int] = [:]
+    private(set) var failures: [String] = []
+
+    func fail(_ message: String) { lock.withLock { failures.append(message) } }
+
+    func workStarted(_ id: Int, queue: Int, limit: Int?) {
+        lock.withLock {
+            runs[id, default: 0] += 1
+            if runs[id]! > 1 { failures.append("operation \(id) ran \(runs[id]!) times") }
+            running[queue, default: 0] += 1
+            if let limit, running[queue]! > limit {
+                failures.append("queue \(queue) ran \(running[queue]!) operations at once (limit \(limit))")
+            }
+        }
+    }
+
+    func workEnded(queue: Int) { lock.withLock { running[queue, default: 0] -= 1 } }
+
+    func completed(_ id: Int) {
+        lock.withLock {
+            completions[id, default: 0] += 1
+            if completions[id]! > 1 { failures.append("completion block of \(id) ran \(completions[id]!) times") }
+        }
+    }
+
+    func completionCount(_ id: Int) -> Int { lock.withLock { completions[id] ?? 0 } }
+    var allFailures: [String] { lock.withLock { failures } }
+}
+
+/// An operation that checks its dependencies when its work starts.
+final class StressOperation: Operation, @unchecked Sendable {
+    let id: Int, queueIndex: Int
+    let ledger: StressLedger
+    let limit: Int?
+    let spin: Int
+
+    init(id: Int, queueIndex: Int, limit: Int?, spin: Int, ledger: StressLedger) {
+        self.id = id
+        self.queueIndex = queueIndex
+        self.limit = limit
+        self.spin = spin
+        self.ledger = ledger
+        super.init()
+    }
+
+    override func main() {
+        ledger.workStarted(id, queue: queueIndex, limit: limit)
+        for dependency in dependencies where !dependency.isFinished {
+            ledger.fail("operation \(id) started before a dependency finished")
+        }
+        var x = 0
+        for i in 0..<spin { x &+= i }
+        if x == -1 { print(x) }
+        ledger.workEnded(queue: queueIndex)
+    }
+}
+
+/// The classic asynchronous subclass, finishing on another thread or inside `start()`.
+final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
+    let id: Int, queueIndex: Int, limit: Int?, finishInline: Bool
+    let ledger: StressLedger
+
+    init(id: Int, queueIndex: Int, limit: Int?, finishInline: Bool, ledger: StressLedger) {
+        self.id = id
+        self.queueIndex = queueIndex
+        self.limit = limit
+        self.finishInline = finishInline
+        self.ledger = ledger
+    }
+
+    private let endLock = NSLock()
+    private var workRunning = false
+
+    /// The work stops counting as running once, when the operation finishes or is
+    /// cancelled (the tutorial's `cancel()` finishes a running operation at once, freeing
+    /// its slot, while its work may still be on its way).
+    private func endWork() {
+        let wasRunning = endLock.withLock {
+            defer { workRunning = false }
+            return workRunning
+        }
+        if wasRunning { ledger.workEnded(queue: queueIndex) }
+    }
+
+    override func cancel() {
+        endWork()
+        super.cancel()
+    }
+
+    override func main() {
+        endLock.withLock { workRunning = true }
+        ledger.workStarted(id, queue: queueIndex, limit: limit)
+        for dependency in dependencies where !dependency.isFinished {
+            ledger.fail("async operation \(id) started before a dependency finished")
+        }
+        let finish: @Sendable () -> Void = { [self] in
+            endWork()
+            self.finish()
+        }
+        if finishInline { finish() } else { DispatchQueue.global().async(execute: finish) }
+    }
+}
+
+/// An operation whose overridden `isReady` is closed until opened, with KVO announcements.
+final class StressGatedOperation: Operation, @unchecked Sendable {
+    let id: Int
+    let ledger: StressLedger
+    private let lock = NSLock()
+    private var isOpen = false
+
+    init(id: Int, ledger: StressLedger) {
+        self.id = id
+        self.ledger = ledger
+    }
+
+    override var isReady: Bool { super.isReady && lock.withLock { isOpen } }
+
+    func setOpen(_ open: Bool) {
+        willChangeValue(forKey: "isReady")
+        lock.withLock { isOpen = open }
+        didChangeValue(forKey: "isReady")
+    }
+
+    override func main() {
+        ledger.workStarted(id, queue: -1, limit: nil)
+        if !lock.withLock({ isOpen }) { ledger.fail("gated operation \(id) ran while closed") }
+        ledger.workEnded(queue: -1)
+    }
+}
+
+struct StressRound {
+    let seed: UInt64
+
+    struct Result {
+        var operations: Int
+        var failures: [String]
+    }
+
+    func run() -> Result {
+        var random = SplitMix64(seed: seed)
+        let ledger = StressLedger()
+        // Queue 0: default limit; 1: serial; 2: limit 2; 3: limit changed while running.
+        let queues = (0..<4).map { index in
+            let queue = OperationQueue()
+            queue.name = "stress-\(index)"
+            return queue
+        }
+        queues[1].maxConcurrentOperationCount = 1
+        queues[2].maxConcurrentOperationCount = 2
+        queues[3].maxConcurrentOperationCount = 3
+        let fixedLimits: [Int?] = [nil, 1, 2, 4]
+        let count = Int.random(in: 50...250, using: &random)
+        var operations: [Operation] = []
+        var placement: [Int] = []
+        var gated: [StressGatedOperation] = []
+        for id in 0..<count {
+            let queueIndex = Int.random(in: 0..<4, using: &random)
+            let limit = fixedLimits[queueIndex]
+            let kind = Int.random(in: 0..<10, using: &random)
+            let operation: Operation
+            switch kind {
+            case 0, 1:
+                operation = StressAsyncOperation(
+                    id: id, queueIndex: queueIndex, limit: limit, finishInline: Bool.random(using: &random), ledger: ledger)
+            case 2:
+                let gate = StressGatedOperation(id: id, ledger: ledger)
+                gated.append(gate)
+                operation = gate
+            default:
+                operation = StressOperation(
+                    id: id, queueIndex: queueIndex, limit: limit, spin: Int.random(in: 0..<2_000, using: &random), ledger: ledger)
+            }
+            operation.queuePriority = [.veryLow, .low, .normal, .high, .veryHigh].randomElement(using: &random)!
+            operation.qualityOfService = [.background, .utility, .default, .userInitiated].randomElement(using: &random)!
+            operation.completionBlock = { ledger.completed(id) }
+            // Dependencies only on earlier operations: acyclic, across queues.
+            for _ in 0..<Int.random(in: 0...3, using: &random) where id > 0 {
+                operation.addDependency(operations[Int.random(in: max(0, id - 40)..<id, using: &random)])
+            }
+            if Int.random(in: 0..<30, using: &random) == 0 { operation.cancel() }  // before enqueue
+            operations.append(operation)
+            placement.append(queueIndex)
+        }
+        // Enqueue in random batches, with actions between them.
+        var index = 0
+        while index < count {
+            let batch = Int.random(in: 1...20, using: &random)
+            let end = min(count, index + batch)
+            for position in index..<end {
+                queues[placement[position]].addOperation(operations[position])
+            }
+            index = end
+            switch Int.random(in: 0..<12, using: &random) {
+            case 0: queues[Int.random(in: 0..<4, using: &random)].isSuspended = true
+            case 1: for queue in queues { queue.isSuspended = false }
+            case 2: queues[3].maxConcurrentOperationCount = Int.random(in: 1...4, using: &random)
+            case 3: queues[Int.random(in: 0..<4, using: &random)].addBarrierBlock {}
+            case 4: operations[Int.random(in: 0..<end, using: &random)].cancel()
+            case 5: if let gate = gated.randomElement(using: &random) { gate.setOpen(Bool.random(using: &random)) }
+            default: break
+            }
+        }
+        for queue in queues { queue.isSuspended = false }
+        for gate in gated { gate.setOpen(true) }
+        // Everything must finish: wait on another thread, with a timeout.
+        let done = Gate()
+        DispatchQueue.global().async {
+            for queue in queues { queue.waitUntilAllOperationsAreFinished() }
+            done.open()
+        }
+        var failures = ledger.allFailures
+        if !done.wait(timeout: 60) {
+            failures.append("waitUntilAllOperationsAreFinished did not return within 60 s")
+            for operation in operations where !operation.isFinished {
+                failures.append("  stuck: " + operation.waitDescription)
+            }
+            return Result(operations: count, failures: failures)
+        }
+        failures = ledger.allFailures
+        for (id, operation) in operations.enumerated() {
+            if !operation.isFinished { failures.append("operation \(id) did not finish") }
+        }
+        // Completion blocks run before the operation leaves its queue, so all ran by now.
+        for id in 0..<count where ledger.completionCount(id) != 1 {
+            failures.append("completion block of \(id) ran \(ledger.completionCount(id)) times")
+        }
+        return Result(operations: count, failures: failures)
+    }
+}
