@@ -48,14 +48,17 @@ struct WaitReasonTests {
 
     @Test("an overridden isReady that returns false")
     func overriddenIsReady() {
-        final class Never: Operation, @unchecked Sendable {
-            override var isReady: Bool { false }
+        final class Closed: Operation, @unchecked Sendable {
+            let open = Shared(false)
+            override var isReady: Bool { super.isReady && open() }
         }
         let queue = OperationQueue()
-        let operation = Never()
+        let operation = Closed()
         queue.addOperation(operation)
         #expect(operation.waitReasons == [.isReadyReturnsFalse])
-        operation.cancel()
+        operation.open.update { $0 = true }
+        operation.didChangeValue(forKey: "isReady")
+        queue.waitUntilAllOperationsAreFinished()
     }
 
     @Test("a pending barrier")
