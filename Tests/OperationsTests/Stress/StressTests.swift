@@ -113,9 +113,10 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     private let endLock = NSLock()
     private var workRunning = false
 
-    /// The work stops counting as running once, when the operation finishes or is
-    /// cancelled (the tutorial's `cancel()` finishes a running operation at once, freeing
-    /// its slot, while its work may still be on its way).
+    /// The work stops counting as running once, just before the operation announces that
+    /// it finished, however it finishes: its work completing, or the tutorial's `cancel()`,
+    /// which finishes a running operation at once (freeing its slot) while its work may
+    /// still be on its way. The announcement always precedes the engine's bookkeeping.
     private func endWork() {
         let wasRunning = endLock.withLock {
             defer { workRunning = false }
@@ -124,9 +125,9 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
         if wasRunning { ledger.workEnded(queue: queueIndex) }
     }
 
-    override func cancel() {
-        endWork()
-        super.cancel()
+    override func willChangeValue(forKey key: String) {
+        if key == "isFinished" { endWork() }
+        super.willChangeValue(forKey: key)
     }
 
     override func main() {
@@ -135,10 +136,7 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
         for dependency in dependencies where !dependency.isFinished {
             ledger.fail("async operation \(id) started before a dependency finished")
         }
-        let finish: @Sendable () -> Void = { [self] in
-            endWork()
-            self.finish()
-        }
+        let finish: @Sendable () -> Void = { [self] in self.finish() }
         if finishInline { finish() } else { DispatchQueue.global().async(execute: finish) }
     }
 }
