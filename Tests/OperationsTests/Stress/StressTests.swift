@@ -112,17 +112,18 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
 
     private let endLock = NSLock()
     private var workRunning = false
+    private var finishAnnounced = false
 
     /// The work stops counting as running once, just before the operation announces that
     /// it finished, however it finishes: its work completing, or the tutorial's `cancel()`,
     /// which finishes a running operation at once (freeing its slot) while its work may
     /// still be on its way. The announcement always precedes the engine's bookkeeping.
     private func endWork() {
-        let wasRunning = endLock.withLock {
-            defer { workRunning = false }
-            return workRunning
+        endLock.withLock {
+            finishAnnounced = true
+            if workRunning { ledger.workEnded(queue: queueIndex) }
+            workRunning = false
         }
-        if wasRunning { ledger.workEnded(queue: queueIndex) }
     }
 
     override func willChangeValue(forKey key: String) {
@@ -131,8 +132,14 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     }
 
     override func main() {
-        endLock.withLock { workRunning = true }
-        ledger.workStarted(id, queue: queueIndex, limit: limit)
+        // Cancelling may finish the operation (and free its slot) before its work starts.
+        let counted = endLock.withLock {
+            guard !finishAnnounced else { return false }
+            workRunning = true
+            ledger.workStarted(id, queue: queueIndex, limit: limit)
+            return true
+        }
+        guard counted else { return }
         for dependency in dependencies where !dependency.isFinished {
             ledger.fail("async operation \(id) started before a dependency finished")
         }
