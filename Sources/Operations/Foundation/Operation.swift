@@ -151,6 +151,7 @@ open class Operation: NSObject, @unchecked Sendable {
             _announceDidChange("isCancelled")
             _announceDidChange("isReady")
         }
+        _update { $0.queue }?._emit(.cancelled, self)
         _readinessChanged()
     }
 

@@ -52,6 +52,9 @@ extension OperationQueue {
             _refuse(operation, refusal)
         case .added(let barrier, let undelivered, let wakeup):
             if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+            if hasEventHandlers.load(ordering: .relaxed) {
+                for operation in operations { _emit(.enqueued, operation) }
+            }
             if let barrier {
                 for operation in operations where operation !== barrier { operation._registerHiddenEdge(from: barrier) }
             }

@@ -13,6 +13,7 @@ extension OperationQueue {
 
     /// Called (no lock held) when one of this queue's operations finished.
     final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) {
+        if leaves { _emit(.finished(wasCancelled: operation.isCancelled), operation) }
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers
@@ -57,6 +58,7 @@ extension OperationQueue {
             if let watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation else { return }
             guard _confirmReady(operation) else { continue }
+            _emit(.started, operation, slot: slot)
             context.operation = operation
             operation.start()
             context.operation = nil

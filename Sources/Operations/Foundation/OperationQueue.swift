@@ -17,6 +17,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Set once ``progress`` was read: until then finishing operations skip it.
     let isProgressRequested = Atomic<Bool>(false)
     let progressLock = Locked(())
+    /// Handlers of ``addEventHandler(_:)``; `hasEventHandlers` is the cheap check.
+    let eventHandlers = Locked(EventHandlers())
+    let hasEventHandlers = Atomic<Bool>(false)
 
     public override init() {
         core = Locked(QueueCore(isMain: false))

@@ -1,0 +1,70 @@
+import Operations
+import Testing
+
+@Suite("Queue events")
+struct EventTests {
+    /// Collects the events of one queue.
+    final class Recorder: Sendable {
+        let events = Shared<[OperationEvent]>([])
+        func kinds(of operation: Operation) -> [OperationEvent.Kind] {
+            events().filter { $0.operation === operation }.map(\.kind)
+        }
+    }
+
+    @Test("enqueued, started and finished, in order, with times, threads and slots")
+    func lifecycle() {
+        let queue = OperationQueue()
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let operation = BlockOperation {}
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(recorder.kinds(of: operation) == [.enqueued, .started, .finished(wasCancelled: false)])
+        let events = recorder.events().filter { $0.operation === operation }
+        #expect(events.map(\.time) == events.map(\.time).sorted())
+        #expect(events.allSatisfy { $0.queue === queue })
+        #expect(events[1].slot != nil && events[1].slot! < 64)
+        #expect(events[1].thread == events[2].thread, "finished on the thread that ran it")
+        subscription.cancel()
+    }
+
+    @Test("cancelled operations report the cancellation and finish cancelled, without starting work")
+    func cancellation() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let operation = BlockOperation {}
+        queue.addOperation(operation)
+        queue.cancelAllOperations()
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(recorder.kinds(of: operation) == [.enqueued, .cancelled, .started, .finished(wasCancelled: true)])
+        _ = subscription
+    }
+
+    @Test("a cancelled subscription hears nothing more")
+    func unsubscribe() {
+        let queue = OperationQueue()
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        subscription.cancel()
+        queue.addOperation {}
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(recorder.events().isEmpty)
+    }
+
+    @Test("concurrent operations of a limit-2 queue use two slots")
+    func slots() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let rendezvous = Rendezvous(count: 2)
+        for _ in 0..<2 { queue.addOperation { rendezvous.arriveAndWait() } }
+        queue.waitUntilAllOperationsAreFinished()
+        let slots = Set(recorder.events().compactMap(\.slot))
+        #expect(slots.count == 2)
+        _ = subscription
+    }
+}
