@@ -1,12 +1,89 @@
-import Operations
+import ArgumentParser
+import Foundation
+import OperationsTour
 
-let queue = OperationQueue()
-let start = Date()
-for index in 1...7 {
-    queue.addOperation {
-        Thread.sleep(forTimeInterval: 0.5)
-        print("operation \(index) done")
+/// Options every chapter takes.
+struct TourOptions: ParsableArguments {
+    @Option(help: "Folder for images, HTML timelines and trace files.")
+    var output = "operations-demo-output"
+
+    @Option(help: "Port of the image server on 127.0.0.1 (0: any free port).")
+    var port = 0
+
+    @Option(help: "Seconds one unit of work takes (the tutorials' sleep).")
+    var unit: Double?
+
+    @Flag(help: "Short sleeps and few images.")
+    var quick = false
+
+    func settings() throws -> TourSettings {
+        var settings = quick ? TourSettings.quick : TourSettings()
+        settings.outputPath = output
+        settings.port = port
+        if let unit {
+            guard unit > 0, unit <= 10 else { throw ValidationError("--unit must be between 0 and 10 seconds") }
+            settings.unit = unit
+        }
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        return settings
     }
 }
-queue.waitUntilAllOperationsAreFinished()
-print(String(format: "7 sleeps of 0.5 s took %.2f s", Date().timeIntervalSince(start)))
+
+/// Runs some chapters and reports where their files are.
+func runTour(_ chapters: [any Chapter.Type], options: TourOptions) async throws {
+    let context = try TourContext(settings: try options.settings())
+    defer { Task { await context.stop() } }
+    let start = Date()
+    do {
+        _ = try await Tour.run(chapters, context: context)
+    } catch let error as TourError {
+        await context.stop()
+        throw ValidationError(error.description)
+    }
+    await context.stop()
+    context.console.say("")
+    context.console.say(String(format: "Done in %.1f s. Open the timelines (*.html) in %@; load the *.trace.json files in Perfetto (ui.perfetto.dev).", Date().timeIntervalSince(start), context.output.url.path))
+}
+
+@main
+struct OperationsDemo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "operations-demo",
+        abstract: "The classic OperationQueue tutorial, live, on swift-operations.",
+        subcommands: [Whole.self] + chapterCommands,
+        defaultSubcommand: Whole.self)
+
+    struct Whole: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "tour", abstract: "Every chapter, in order (the default).")
+        @OptionGroup var options: TourOptions
+        func run() async throws { try await runTour(Tour.chapters, options: options) }
+    }
+}
+
+/// One subcommand per chapter.
+protocol ChapterCommand: AsyncParsableCommand {
+    associatedtype TheChapter: Chapter
+    var options: TourOptions { get }
+}
+
+extension ChapterCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: TheChapter.name, abstract: TheChapter.title)
+    }
+    func run() async throws { try await runTour([TheChapter.self], options: options) }
+}
+
+struct PrinterCommand: ChapterCommand { typealias TheChapter = PrinterChapter; @OptionGroup var options: TourOptions }
+struct BlocksCommand: ChapterCommand { typealias TheChapter = BlocksChapter; @OptionGroup var options: TourOptions }
+struct FilterCommand: ChapterCommand { typealias TheChapter = FilterChapter; @OptionGroup var options: TourOptions }
+struct AsyncCommand: ChapterCommand { typealias TheChapter = AsyncChapter; @OptionGroup var options: TourOptions }
+struct ChainCommand: ChapterCommand { typealias TheChapter = ChainChapter; @OptionGroup var options: TourOptions }
+struct CancelCommand: ChapterCommand { typealias TheChapter = CancelChapter; @OptionGroup var options: TourOptions }
+struct GroupsCommand: ChapterCommand { typealias TheChapter = GroupsChapter; @OptionGroup var options: TourOptions }
+struct ListCommand: ChapterCommand { typealias TheChapter = ListChapter; @OptionGroup var options: TourOptions }
+struct QueueControlCommand: ChapterCommand { typealias TheChapter = QueueControlChapter; @OptionGroup var options: TourOptions }
+
+let chapterCommands: [any ParsableCommand.Type] = [
+    PrinterCommand.self, BlocksCommand.self, FilterCommand.self, AsyncCommand.self, ChainCommand.self,
+    CancelCommand.self, GroupsCommand.self, ListCommand.self, QueueControlCommand.self,
+]

@@ -1,0 +1,90 @@
+import Operations
+
+/// 4. The classic asynchronous operation: a slow asynchronous addition, and a download
+/// wrapped as an operation that cancels its request when cancelled.
+public struct AsyncChapter: Chapter {
+    public static let name = "async"
+    public static let title = "async: asynchronous operations, and cancelling a download"
+    public init() {}
+
+    /// Adds two numbers "remotely": the answer arrives later, on another thread.
+    final class SlowSum: Operation, @unchecked Sendable {
+        // `@unchecked Sendable`: state is behind `lock`.
+        enum State: String { case ready, executing, finished
+            var key: String { "is" + rawValue.capitalized }
+        }
+        let lhs: Int, rhs: Int, delay: Double
+        private let lock = NSLock()
+        private var _state = State.ready
+        private var _sum: Int?
+
+        init(_ lhs: Int, _ rhs: Int, delay: Double) {
+            self.lhs = lhs
+            self.rhs = rhs
+            self.delay = delay
+            super.init()
+            name = "\(lhs) + \(rhs), asynchronously"
+        }
+
+        var sum: Int? { lock.withLock { _sum } }
+        var state: State {
+            get { lock.withLock { _state } }
+            set {
+                let old = state
+                willChangeValue(forKey: old.key)
+                willChangeValue(forKey: newValue.key)
+                lock.withLock { _state = newValue }
+                didChangeValue(forKey: old.key)
+                didChangeValue(forKey: newValue.key)
+            }
+        }
+        override var isReady: Bool { super.isReady && state == .ready }
+        override var isExecuting: Bool { state == .executing }
+        override var isFinished: Bool { state == .finished }
+        override var isAsynchronous: Bool { true }
+
+        override func start() {
+            if isCancelled { state = .finished; return }
+            state = .executing
+            let (lhs, rhs) = (self.lhs, self.rhs)
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
+                lock.withLock { _sum = lhs + rhs }
+                state = .finished
+            }
+        }
+    }
+
+    public func run(in context: TourContext) async throws -> ChapterResult {
+        var result = ChapterResult(chapter: Self.name)
+        let server = try await context.imageServer()
+        let queue = OperationQueue()
+        queue.name = "async"
+        let timeline = Timeline(title: "Async: slow additions and a cancelled download")
+        timeline.watch(queue)
+        var notes: [String] = []
+
+        let sums = [(2, 3), (40, 2), (100, 23)].map { SlowSum($0.0, $0.1, delay: context.settings.unit) }
+        let start = Date()
+        queue.addOperations(sums, waitUntilFinished: true)
+        let line1 = String(format: "three asynchronous additions, one unit each, together took %.2f s: %@", seconds(since: start), sums.map { "\($0.lhs)+\($0.rhs)=\($0.sum.map(String.init) ?? "?")" }.joined(separator: ", "))
+        notes.append(line1)
+        result.lists["sums"] = sums.map { "\($0.sum ?? -1)" }
+
+        // The slow image (number 1) takes four units to arrive; cancel after one.
+        let slow = DownloadOperation(url: server.url(ofImage: 1), name: "download the slow image")
+        let fast = DownloadOperation(url: server.url(ofImage: 0), name: "download image 0")
+        queue.addOperations([slow, fast], waitUntilFinished: false)
+        context.work(1.5)
+        slow.cancel()
+        timeline.markFailed(slow)
+        queue.waitUntilAllOperationsAreFinished()
+        let cancelledError = (slow.error as? URLError)?.code == .cancelled
+        result.numbers["slow cancelled request"] = cancelledError ? 1 : 0
+        result.numbers["fast bytes"] = Double(fast.bytesReceived)
+        let line2 = "image 0 arrived (\(fast.bytesReceived) bytes, \(fast.image.map { "\($0.width)×\($0.height)" } ?? "no image")); the slow one was cancelled after 1.5 units and its request ended with \(slow.error.map { "\($0)" } ?? "no error")"
+        notes.append(line2)
+        for note in notes { context.console.say("   " + note) }
+        result.files = try context.writeTimeline(timeline, chapter: "4-async", notes: notes)
+        return result
+    }
+}

@@ -1,0 +1,46 @@
+import Operations
+
+/// 2. One BlockOperation, one execution block per word, each taking one unit: the blocks
+/// overlap, and the completion block runs after the last.
+public struct BlocksChapter: Chapter {
+    public static let name = "blocks"
+    public static let title = "blocks: a BlockOperation's blocks run concurrently"
+    public init() {}
+
+    public func run(in context: TourContext) async throws -> ChapterResult {
+        var result = ChapterResult(chapter: Self.name)
+        let sentence = "Operation queues make concurrency easy to reason about"
+        let words = sentence.split(separator: " ").map(String.init)
+        let log = OrderLog()
+        let operation = BlockOperation()
+        operation.name = "sentence"
+        for word in words {
+            operation.addExecutionBlock {
+                context.work()
+                log.append(word)
+            }
+        }
+        let completed = DispatchSemaphore(value: 0)
+        operation.completionBlock = {
+            log.append("<completion>")
+            completed.signal()
+        }
+        let queue = OperationQueue()
+        queue.name = "blocks"
+        let timeline = Timeline(title: "Blocks: \(words.count) execution blocks of one unit")
+        timeline.watch(queue)
+        let start = Date()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        completed.wait()
+        let elapsed = seconds(since: start)
+        result.numbers["seconds"] = elapsed
+        result.numbers["units"] = elapsed / context.settings.unit
+        result.lists["order"] = log.all
+        let line = String(format: "%d blocks of one unit each took %.2f s (≈ %.1f units: they overlap); finished: %@", words.count, elapsed, elapsed / context.settings.unit, log.all.joined(separator: " "))
+        context.console.say("   " + line)
+        context.console.say("   (Linux's own Foundation runs them one after another: ≈ \(words.count) units.)")
+        result.files = try context.writeTimeline(timeline, chapter: "2-blocks", notes: [line])
+        return result
+    }
+}

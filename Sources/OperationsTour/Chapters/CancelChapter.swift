@@ -1,0 +1,73 @@
+import Operations
+
+/// 6. Cancellation is cooperative: a long sum that ignores `isCancelled`, one that checks
+/// it, and one that reports progress and stops when cancelled.
+public struct CancelChapter: Chapter {
+    public static let name = "cancel"
+    public static let title = "cancel: cancellation only stops code that checks"
+    public init() {}
+
+    /// Sums `count` numbers in chunks; each chunk takes a twentieth of a unit.
+    final class Sum: Operation, @unchecked Sendable {
+        enum Style: String { case ignoresCancellation = "ignores isCancelled", checksCancellation = "checks isCancelled", reportsProgress = "reports progress" }
+        let style: Style
+        let context: TourContext
+        let chunks = 60
+        let sumProgress = Progress(totalUnitCount: 60)
+        private let lock = NSLock()
+        private var _processed = 0, _total = 0
+
+        init(_ style: Style, context: TourContext) {
+            self.style = style
+            self.context = context
+            super.init()
+            name = style.rawValue
+        }
+
+        var processed: Int { lock.withLock { _processed } }
+
+        override func main() {
+            for chunk in 0..<chunks {
+                if style != .ignoresCancellation && isCancelled { return }
+                context.work(0.05)
+                let partial = (chunk * 1_000..<(chunk + 1) * 1_000).reduce(0, +)
+                lock.withLock {
+                    _total += partial
+                    _processed += 1
+                }
+                if style == .reportsProgress { sumProgress.completedUnitCount = Int64(chunk + 1) }
+            }
+        }
+    }
+
+    public func run(in context: TourContext) async throws -> ChapterResult {
+        var result = ChapterResult(chapter: Self.name)
+        let queue = OperationQueue()
+        queue.name = "sums"
+        let timeline = Timeline(title: "Cancel: three sums cancelled after one unit")
+        timeline.watch(queue)
+        let sums = [Sum.Style.ignoresCancellation, .checksCancellation, .reportsProgress].map { Sum($0, context: context) }
+        queue.addOperations(sums, waitUntilFinished: false)
+        // Watch the one that reports progress.
+        let watcher = Task {
+            while !sums[2].isFinished {
+                context.console.progress("progress of the sum that reports it", done: Int(sums[2].sumProgress.completedUnitCount), total: 60)
+                try await Task.sleep(nanoseconds: UInt64(context.settings.unit * 0.25 * 1e9))
+            }
+        }
+        context.work(1)
+        queue.cancelAllOperations()
+        queue.waitUntilAllOperationsAreFinished()
+        watcher.cancel()
+        var notes: [String] = []
+        for sum in sums {
+            result.numbers[sum.style.rawValue] = Double(sum.processed)
+            let line = "the sum that \(sum.style.rawValue): \(sum.processed) of \(sum.chunks) chunks done when it finished"
+            context.console.say("   " + line)
+            notes.append(line)
+        }
+        notes.append("All three were cancelled after one unit (20 chunks' worth); only code that checks isCancelled stops.")
+        result.files = try context.writeTimeline(timeline, chapter: "6-cancel", notes: notes)
+        return result
+    }
+}

@@ -1,0 +1,66 @@
+import Operations
+
+/// 7. Groups: a composite class owning a private queue (many small sums, cancelled
+/// part-way), and four image providers cancelled part-way so only some images arrive.
+public struct GroupsChapter: Chapter {
+    public static let name = "groups"
+    public static let title = "groups: composite operations owning private queues"
+    public init() {}
+
+    /// Many small sums on a private queue, summed up at the end.
+    final class SumGroup: Sendable {
+        let queue = OperationQueue()
+        let parts: [BlockOperation]
+        let done = Counter()
+
+        init(parts count: Int, context: TourContext) {
+            queue.name = "sum group"
+            queue.maxConcurrentOperationCount = 2
+            let done = self.done
+            parts = (0..<count).map { index in
+                let operation = BlockOperation {
+                    context.work(0.1)
+                    _ = (index * 1_000..<(index + 1) * 1_000).reduce(0, +)
+                    _ = done.increment()
+                }
+                operation.name = "part \(index)"
+                return operation
+            }
+        }
+
+        func start() { queue.addOperations(parts, waitUntilFinished: false) }
+        func cancel() { queue.cancelAllOperations() }
+        func wait() { queue.waitUntilAllOperationsAreFinished() }
+    }
+
+    public func run(in context: TourContext) async throws -> ChapterResult {
+        var result = ChapterResult(chapter: Self.name)
+        let server = try await context.imageServer()
+        let timeline = Timeline(title: "Groups: a sum group and four image providers, cancelled part-way")
+        var notes: [String] = []
+
+        let group = SumGroup(parts: 40, context: context)
+        timeline.watch(group.queue)
+        group.start()
+        context.work(0.5)
+        group.cancel()
+        group.wait()
+        result.numbers["sum parts done"] = Double(group.done.current)
+        notes.append("sum group of 40 parts (two at a time, 0.1 unit each), cancelled after 0.5 units: \(group.done.current) parts done")
+
+        let providers = (0..<4).map {
+            ImageProvider(index: $0 + 1, server: server, folder: context.output, prefix: "7-provider", timeline: timeline)
+        }
+        for provider in providers { provider.start() }
+        // Image 1 is the slow one: cancel after a little more than the others need.
+        context.work(2)
+        for provider in providers where !provider.isFinished { provider.cancel() }
+        for provider in providers { provider.wait() }
+        let delivered = providers.filter(\.delivered).map { "\($0.index)" }
+        result.lists["delivered"] = delivered
+        notes.append("four image providers (download → sepia → vignette → write, each on its own queue), cancelled after 2 units: images \(delivered.joined(separator: ", ")) arrived")
+        for note in notes { context.console.say("   " + note) }
+        result.files = try context.writeTimeline(timeline, chapter: "7-groups", notes: notes)
+        return result
+    }
+}

@@ -1,0 +1,96 @@
+import Operations
+
+/// 9. Queue control: suspension, barriers, priorities and `OperationQueue.main`.
+public struct QueueControlChapter: Chapter {
+    public static let name = "queue-control"
+    public static let title = "queue control: suspension, barriers, priorities, the main queue"
+    public init() {}
+
+    public func run(in context: TourContext) async throws -> ChapterResult {
+        var result = ChapterResult(chapter: Self.name)
+        let timeline = Timeline(title: "Queue control")
+        var notes: [String] = []
+
+        // Suspension: nothing starts while suspended; running work continues.
+        let queue = OperationQueue()
+        queue.name = "suspended"
+        timeline.watch(queue)
+        queue.isSuspended = true
+        let started = OrderLog()
+        for index in 1...3 {
+            let operation = BlockOperation { started.append("\(index)"); context.work(0.5) }
+            operation.name = "suspended \(index)"
+            queue.addOperation(operation)
+        }
+        context.work(0.5)
+        let whileSuspended = started.all.count
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        result.numbers["started while suspended"] = Double(whileSuspended)
+        notes.append("suspended queue: \(whileSuspended) of 3 started while suspended, \(started.all.count) after resuming")
+
+        // A barrier: after everything before it, before everything after it.
+        let barrierQueue = OperationQueue()
+        barrierQueue.name = "barrier"
+        timeline.watch(barrierQueue)
+        let order = OrderLog()
+        for index in 1...4 {
+            let operation = BlockOperation { context.work(Double(index) * 0.2); order.append("before\(index)") }
+            operation.name = "before \(index)"
+            barrierQueue.addOperation(operation)
+        }
+        barrierQueue.addBarrierBlock { order.append("BARRIER") }
+        for index in 1...4 {
+            let operation = BlockOperation { order.append("after\(index)"); context.work(0.2) }
+            operation.name = "after \(index)"
+            barrierQueue.addOperation(operation)
+        }
+        barrierQueue.waitUntilAllOperationsAreFinished()
+        result.lists["barrier order"] = order.all
+        notes.append("barrier: " + order.all.joined(separator: " "))
+
+        // Priorities on a suspended serial queue.
+        let serial = OperationQueue()
+        serial.name = "priorities"
+        serial.maxConcurrentOperationCount = 1
+        serial.isSuspended = true
+        timeline.watch(serial)
+        let priorityOrder = OrderLog()
+        let priorities: [(String, Operation.QueuePriority)] = [("low", .low), ("normal", .normal), ("veryHigh", .veryHigh), ("high", .high), ("veryLow", .veryLow)]
+        for (label, priority) in priorities {
+            let operation = BlockOperation { priorityOrder.append(label); context.work(0.2) }
+            operation.name = "priority \(label)"
+            operation.queuePriority = priority
+            serial.addOperation(operation)
+        }
+        serial.isSuspended = false
+        serial.waitUntilAllOperationsAreFinished()
+        result.lists["priority order"] = priorityOrder.all
+        notes.append("added low, normal, veryHigh, high, veryLow to a suspended serial queue; ran " + priorityOrder.all.joined(separator: ", "))
+
+        // The main queue: serial, on the main thread's dispatch queue.
+        let mainKey = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: mainKey, value: true)
+        let onMain = OrderLog()
+        let mainDone = DispatchSemaphore(value: 0)
+        timeline.watch(OperationQueue.main)
+        let mainOperation = BlockOperation {
+            onMain.append("\(DispatchQueue.getSpecific(key: mainKey) == true)")
+            onMain.append("\(OperationQueue.current === OperationQueue.main)")
+        }
+        mainOperation.name = "on the main queue"
+        mainOperation.completionBlock = { mainDone.signal() }
+        OperationQueue.main.addOperation(mainOperation)
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                mainDone.wait()
+                continuation.resume()
+            }
+        }
+        result.lists["main"] = onMain.all
+        notes.append("OperationQueue.main ran an operation on the main dispatch queue: \(onMain.all.first ?? "?"), and OperationQueue.current was .main: \(onMain.all.last ?? "?")")
+        for note in notes { context.console.say("   " + note) }
+        result.files = try context.writeTimeline(timeline, chapter: "9-queue-control", notes: notes)
+        return result
+    }
+}

@@ -1,0 +1,78 @@
+import FlyingFox
+import Foundation
+
+/// The tour's image server, on 127.0.0.1: `GET /images/N` serves generated PNG number N
+/// after a per-image latency (number 1 is deliberately slow, as in the tutorial);
+/// `GET /garbage` answers 200 with bytes that are not an image.
+public final class ImageServer: Sendable {
+    public let baseURL: URL
+    public let imageCount: Int
+    /// The PNG sizes, by index.
+    public let sizes: [Int]
+    private let server: HTTPServer
+    private let task: Task<Void, any Error>
+
+    private init(baseURL: URL, imageCount: Int, sizes: [Int], server: HTTPServer, task: Task<Void, any Error>) {
+        self.baseURL = baseURL
+        self.imageCount = imageCount
+        self.sizes = sizes
+        self.server = server
+        self.task = task
+    }
+
+    public static func latency(of index: Int, unit: Double) -> Double {
+        index == 1 ? 4 * unit : (0.5 + Double(index % 3) * 0.25) * unit
+    }
+
+    public func url(ofImage index: Int) -> URL { baseURL.appendingPathComponent("images/\(index)") }
+
+    static func start(settings: TourSettings) async throws -> ImageServer {
+        let count = max(settings.imageCount, settings.listRows)
+        let images = try (0..<count).map { try RGBAImage.generated(index: $0, size: settings.imageSize).png() }
+        guard let port = UInt16(exactly: settings.port) else {
+            throw TourError.serverCannotStart(reason: "port \(settings.port) is not a valid port")
+        }
+        // 127.0.0.1 explicitly: FlyingFox's `.loopback` is the IPv6 one.
+        let server = HTTPServer(address: try sockaddr_in.inet(ip4: "127.0.0.1", port: port), logger: .disabled)
+        let unit = settings.unit
+        await server.appendRoute("GET /images/:index") { request in
+            guard let index = Int(request.routeParameters["index"] ?? ""), images.indices.contains(index) else {
+                return HTTPResponse(statusCode: .notFound)
+            }
+            try await Task.sleep(nanoseconds: UInt64(latency(of: index, unit: unit) * 1e9))
+            return HTTPResponse(statusCode: .ok, headers: [.contentType: "image/png"], body: images[index])
+        }
+        await server.appendRoute("GET /garbage") { _ in
+            HTTPResponse(statusCode: .ok, headers: [.contentType: "image/png"], body: Data("this is not a PNG".utf8))
+        }
+        let task = Task { try await server.run() }
+        do {
+            try await server.waitUntilListening(timeout: 10)
+        } catch {
+            task.cancel()
+            let reason = (try? await task.value).map { _ in "\(error)" } ?? "\(error)"
+            throw TourError.serverCannotStart(reason: "cannot listen on 127.0.0.1:\(settings.port): \(reason)")
+        }
+        // The address can lag `waitUntilListening` by a moment.
+        var address = await server.listeningAddress
+        for _ in 0..<100 where address == nil {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            address = await server.listeningAddress
+        }
+        let boundPort: UInt16
+        switch address {
+        case .ip4(_, let port), .ip6(_, let port): boundPort = port
+        default:
+            task.cancel()
+            throw TourError.serverCannotStart(reason: "no listening address (\(String(describing: address)))")
+        }
+        return ImageServer(
+            baseURL: URL(string: "http://127.0.0.1:\(boundPort)")!, imageCount: count, sizes: images.map(\.count),
+            server: server, task: task)
+    }
+
+    func stop() async {
+        await server.stop(timeout: 1)
+        task.cancel()
+    }
+}

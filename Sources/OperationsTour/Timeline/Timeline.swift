@@ -1,0 +1,112 @@
+import Operations
+
+/// Records what ran when on a set of queues, through `OperationQueue.addEventHandler`:
+/// one bar per operation from start to finish, in the lane of the worker slot that ran it.
+public final class Timeline: Sendable {
+    public enum Outcome: String, Sendable {
+        case finished, cancelled, failed, unfinished
+    }
+
+    public struct Bar: Sendable {
+        public var name: String
+        public var queue: String
+        public var lane: Int
+        public var enqueued: UInt64
+        public var start: UInt64?
+        public var end: UInt64?
+        public var outcome: Outcome
+        public var dependencies: [ObjectIdentifier]
+        public var thread: UInt64?
+    }
+
+    public let title: String
+    private let state = TimelineState()
+    private let subscriptions = SubscriptionList()
+    /// Operations that report failure (for the colour of their bar).
+    private let failures = FailureList()
+
+    public init(title: String) {
+        self.title = title
+    }
+
+    /// Records the events of `queue` from now on.
+    public func watch(_ queue: OperationQueue) {
+        let name = queue.name ?? "queue"
+        subscriptions.add(queue.addEventHandler { [state] event in state.record(event, queueName: name) })
+    }
+
+    /// Marks an operation as failed (its bar is drawn red).
+    public func markFailed(_ operation: Operation) { failures.add(ObjectIdentifier(operation)) }
+
+    /// Stops recording and returns the bars, in start order, with times relative to the
+    /// first event.
+    public func finish() -> (bars: [Bar], identities: [ObjectIdentifier], origin: UInt64) {
+        subscriptions.cancelAll()
+        let failed = failures.all
+        var (bars, identities) = state.snapshot()
+        for index in bars.indices where failed.contains(identities[index]) { bars[index].outcome = .failed }
+        let origin = bars.map(\.enqueued).min() ?? 0
+        return (bars, identities, origin)
+    }
+}
+
+/// The bars being recorded.
+/// - Note: `@unchecked Sendable`: every access goes through `lock`.
+final class TimelineState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bars: [ObjectIdentifier: Timeline.Bar] = [:]
+    private var order: [ObjectIdentifier] = []
+    private var lanes: [String: Int] = [:]
+
+    func record(_ event: OperationEvent, queueName: String) {
+        let identity = ObjectIdentifier(event.operation)
+        // Read what needs the operation (user code) before the lock.
+        let name = event.operation.name ?? "\(type(of: event.operation))"
+        let dependencies = event.kind == .enqueued ? event.operation.dependencies.map(ObjectIdentifier.init) : []
+        lock.withLock {
+            switch event.kind {
+            case .enqueued:
+                bars[identity] = Timeline.Bar(
+                    name: name, queue: queueName, lane: 0, enqueued: event.time, start: nil, end: nil,
+                    outcome: .unfinished, dependencies: dependencies, thread: nil)
+                order.append(identity)
+            case .started:
+                let laneKey = "\(queueName)#\(event.slot ?? 0)"
+                let lane = lanes[laneKey] ?? lanes.count
+                lanes[laneKey] = lane
+                bars[identity]?.start = event.time
+                bars[identity]?.lane = lane
+                bars[identity]?.thread = event.thread
+            case .cancelled:
+                break
+            case .finished(let wasCancelled):
+                bars[identity]?.end = event.time
+                if bars[identity]?.start == nil { bars[identity]?.start = event.time }
+                bars[identity]?.outcome = wasCancelled ? .cancelled : .finished
+            }
+        }
+    }
+
+    func snapshot() -> ([Timeline.Bar], [ObjectIdentifier]) {
+        lock.withLock { (order.compactMap { bars[$0] }, order.filter { bars[$0] != nil }) }
+    }
+}
+
+/// - Note: `@unchecked Sendable`: every access goes through `lock`.
+final class SubscriptionList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var subscriptions: [OperationEventSubscription] = []
+    func add(_ subscription: OperationEventSubscription) { lock.withLock { subscriptions.append(subscription) } }
+    func cancelAll() {
+        let all = lock.withLock { defer { subscriptions = [] }; return subscriptions }
+        for subscription in all { subscription.cancel() }
+    }
+}
+
+/// - Note: `@unchecked Sendable`: every access goes through `lock`.
+final class FailureList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failed: Set<ObjectIdentifier> = []
+    func add(_ identity: ObjectIdentifier) { _ = lock.withLock { failed.insert(identity) } }
+    var all: Set<ObjectIdentifier> { lock.withLock { failed } }
+}
