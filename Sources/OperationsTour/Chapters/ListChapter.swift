@@ -17,9 +17,13 @@ public struct ListChapter: Chapter {
         var providers: [Int: ImageProvider] = [:]
         var states = [RowState](repeating: .waiting, count: rows)
         var cancelled = Set<Int>()
-        // A quick flick: each row stays visible for about 0.8 units, less than most
-        // images take to arrive and be filtered, so rows that scroll away get cancelled.
-        let tick = context.settings.unit / 12
+        // Scroll like a person: slowly through the first fifth (rows finish loading), a
+        // quick flick through the middle (rows leave before their images arrive and are
+        // cancelled), slowly again at the end.
+        let slowRows = max(1, (rows - viewport) / 5)
+        func tick(_ top: Int) -> Double {
+            top < slowRows || top > rows - viewport - slowRows ? context.settings.unit / 3 : context.settings.unit / 16
+        }
         // Scroll one row per tick, then stop at the bottom and let the last rows finish.
         for top in 0...(rows - viewport) {
             let visible = top..<(top + viewport)
@@ -41,15 +45,16 @@ public struct ListChapter: Chapter {
                 print("\r  rows [\(window)] top \(top)   ", terminator: "")
                 fflush(nil)
             }
-            try await Task.sleep(nanoseconds: UInt64(tick * 1e9))
+            try await Task.sleep(nanoseconds: UInt64(tick(top) * 1e9))
         }
         if context.console.isTerminal { print("") }
         for provider in providers.values { provider.wait() }
         for (row, provider) in providers {
-            states[row] = cancelled.contains(row) ? .cancelled : provider.isFinished ? .done : .loading
+            states[row] = provider.delivered ? .done : cancelled.contains(row) ? .cancelled : .loading
         }
         let delivered = providers.values.filter(\.delivered)
-        let cancelledRows = providers.filter { cancelled.contains($0.key) }
+        // A row cancelled during its last step may still have delivered: it counts as delivered.
+        let cancelledRows = providers.filter { cancelled.contains($0.key) && !$0.value.delivered }
         let bytesSaved = cancelledRows.reduce(0) { sum, entry in
             sum + (entry.value.download.bytesReceived == 0 ? server.sizes[entry.key] : 0)
         }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where the tour writes images, timelines and traces. Every file is written to a
 /// temporary name first and renamed into place, so an interrupted run leaves no
@@ -26,10 +29,9 @@ public struct OutputFolder: Sendable {
         let temporary = url.appendingPathComponent(".\(name).\(UUID().uuidString).partial")
         do {
             try data.write(to: temporary)
-            if FileManager.default.fileExists(atPath: destination.path) {
-                _ = try FileManager.default.replaceItemAt(destination, withItemAt: temporary)
-            } else {
-                try FileManager.default.moveItem(at: temporary, to: destination)
+            // rename(2) replaces an existing file atomically.
+            guard rename(temporary.path, destination.path) == 0 else {
+                throw TourError.outputFolderNotWritable(path: destination.path, reason: String(cString: strerror(errno)))
             }
         } catch {
             try? FileManager.default.removeItem(at: temporary)

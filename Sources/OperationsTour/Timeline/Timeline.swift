@@ -11,6 +11,8 @@ public final class Timeline: Sendable {
         public var name: String
         public var queue: String
         public var lane: Int
+        /// The queue's worker slot that ran it.
+        public var slot: Int
         public var enqueued: UInt64
         public var start: UInt64?
         public var end: UInt64?
@@ -57,6 +59,9 @@ final class TimelineState: @unchecked Sendable {
     private var bars: [ObjectIdentifier: Timeline.Bar] = [:]
     private var order: [ObjectIdentifier] = []
     private var lanes: [String: Int] = [:]
+    /// Keeps recorded operations alive, so that an identity is never reused by a new
+    /// operation at the same address while the timeline records.
+    private var retained: [Operation] = []
 
     func record(_ event: OperationEvent, queueName: String) {
         let identity = ObjectIdentifier(event.operation)
@@ -67,15 +72,17 @@ final class TimelineState: @unchecked Sendable {
             switch event.kind {
             case .enqueued:
                 bars[identity] = Timeline.Bar(
-                    name: name, queue: queueName, lane: 0, enqueued: event.time, start: nil, end: nil,
+                    name: name, queue: queueName, lane: 0, slot: 0, enqueued: event.time, start: nil, end: nil,
                     outcome: .unfinished, dependencies: dependencies, thread: nil)
                 order.append(identity)
+                retained.append(event.operation)
             case .started:
                 let laneKey = "\(queueName)#\(event.slot ?? 0)"
                 let lane = lanes[laneKey] ?? lanes.count
                 lanes[laneKey] = lane
                 bars[identity]?.start = event.time
                 bars[identity]?.lane = lane
+                bars[identity]?.slot = event.slot ?? 0
                 bars[identity]?.thread = event.thread
             case .cancelled:
                 break
@@ -88,7 +95,10 @@ final class TimelineState: @unchecked Sendable {
     }
 
     func snapshot() -> ([Timeline.Bar], [ObjectIdentifier]) {
-        lock.withLock { (order.compactMap { bars[$0] }, order.filter { bars[$0] != nil }) }
+        lock.withLock {
+            defer { retained = [] }
+            return (order.compactMap { bars[$0] }, order.filter { bars[$0] != nil })
+        }
     }
 }
 

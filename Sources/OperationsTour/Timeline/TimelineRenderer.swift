@@ -20,7 +20,7 @@ public enum TimelineRenderer {
         svg += "<defs><marker id=\"arrow\" markerWidth=\"6\" markerHeight=\"6\" refX=\"5\" refY=\"3\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#555\"/></marker></defs>\n"
         // Lanes and the time axis.
         var laneNames: [Int: String] = [:]
-        for bar in bars where laneNames[bar.lane] == nil { laneNames[bar.lane] = "\(bar.queue) · slot \(bar.lane)" }
+        for bar in bars where laneNames[bar.lane] == nil && bar.start != nil { laneNames[bar.lane] = "\(bar.queue) · slot \(bar.slot)" }
         for lane in 0..<laneCount {
             let y = top + Double(lane) * laneHeight
             svg += "<rect x=\"\(left)\" y=\"\(y)\" width=\"\(width)\" height=\"\(laneHeight - 2)\" fill=\"\(lane % 2 == 0 ? "#f4f4f4" : "#fafafa")\"/>"
@@ -43,7 +43,8 @@ public enum TimelineRenderer {
             svg += "<rect class=\"bar\" data-outcome=\"\(bar.outcome.rawValue)\" x=\"\(f(x0))\" y=\"\(f(y))\" width=\"\(f(x1 - x0))\" height=\"\(laneHeight - 8)\" rx=\"3\" fill=\"\(colors[bar.outcome]!)\">"
             svg += "<title>\(escape(bar.name)): \(bar.outcome.rawValue), \(String(format: "%.1f", duration)) ms</title></rect>"
             if x1 - x0 > 40 {
-                svg += "<text x=\"\(f(x0 + 3))\" y=\"\(f(y + 13))\" fill=\"white\" pointer-events=\"none\">\(escape(String(bar.name.prefix(Int((x1 - x0) / 6)))))</text>"
+                let label = bar.name.components(separatedBy: " (").first ?? bar.name
+                svg += "<text x=\"\(f(x0 + 3))\" y=\"\(f(y + 13))\" fill=\"white\" pointer-events=\"none\">\(escape(String(label.prefix(Int((x1 - x0) / 6)))))</text>"
             }
             svg += "\n"
         }
@@ -87,8 +88,10 @@ public enum TimelineRenderer {
                 "args": ["queue": bar.queue, "outcome": bar.outcome.rawValue],
             ])
         }
-        for lane in Set(bars.map(\.lane)).sorted() {
-            events.append(["name": "thread_name", "ph": "M", "pid": 1, "tid": lane, "args": ["name": "slot \(lane)"]])
+        var laneNames: [Int: String] = [:]
+        for bar in bars where laneNames[bar.lane] == nil && bar.start != nil { laneNames[bar.lane] = "\(bar.queue) · slot \(bar.slot)" }
+        for (lane, name) in laneNames.sorted(by: { $0.key < $1.key }) {
+            events.append(["name": "thread_name", "ph": "M", "pid": 1, "tid": lane, "args": ["name": name]])
         }
         let document: [String: Any] = ["traceEvents": events, "displayTimeUnit": "ms", "otherData": ["title": timeline.title]]
         return try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
