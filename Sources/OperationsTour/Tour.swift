@@ -32,16 +32,36 @@ public struct ChapterResult: Sendable {
     public var numbers: [String: Double] = [:]
     public var lists: [String: [String]] = [:]
     public var files: [URL] = []
+    /// The chapter's timeline.
+    public var bars: [Timeline.Bar] = []
 
     public init(chapter: String) { self.chapter = chapter }
+
+    /// The most operations of `queue` that ran at the same time, from the timeline.
+    public func mostAtOnce(queue: String) -> Int {
+        var edges: [(UInt64, Int)] = []
+        for bar in bars where bar.queue == queue {
+            guard let start = bar.start, let end = bar.end else { continue }
+            edges.append((start, 1))
+            edges.append((end, -1))
+        }
+        var now = 0, most = 0
+        for (_, delta) in edges.sorted(by: { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }) {
+            now += delta
+            most = max(most, now)
+        }
+        return most
+    }
 }
 
-/// One experiment of the tour.
+/// One experiment of the tour: synchronous code, as the tutorials write it (it sleeps and
+/// waits), so it runs on a thread of its own, never on Swift's cooperative pool, where
+/// blocking would starve the image server.
 public protocol Chapter: Sendable {
     static var name: String { get }
     static var title: String { get }
     init()
-    func run(in context: TourContext) async throws -> ChapterResult
+    func run(in context: TourContext) throws -> ChapterResult
 }
 
 /// Everything a chapter needs: settings, output, console, and the image server.
@@ -62,6 +82,19 @@ public final class TourContext: Sendable {
         try await server.get(settings: settings)
     }
 
+    /// The image server, for a chapter's (blocking) thread.
+    public func blockingImageServer() throws -> ImageServer {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = ServerOutcome()
+        let settings = self.settings
+        Task { [server] in
+            outcome.set(await Result { try await server.get(settings: settings) })
+            done.signal()
+        }
+        done.wait()
+        return try outcome.get()
+    }
+
     public func stop() async {
         await server.stop()
     }
@@ -71,13 +104,30 @@ public final class TourContext: Sendable {
         Thread.sleep(forTimeInterval: settings.unit * units)
     }
 
-    /// Writes the chapter's timeline as HTML and trace JSON; returns their URLs.
-    public func writeTimeline(_ timeline: Timeline, chapter: String, notes: [String]) throws -> [URL] {
+    /// Writes the chapter's timeline as HTML and trace JSON, and adds their URLs and the
+    /// timeline's bars to `result`.
+    public func writeTimeline(_ timeline: Timeline, chapter: String, notes: [String], into result: inout ChapterResult) throws {
         let (bars, identities, origin) = timeline.finish()
         let html = TimelineRenderer.html(timeline, bars: bars, identities: identities, origin: origin, notes: notes)
         let page = try output.write(Data(html.utf8), to: "\(chapter).html")
         let trace = try output.write(try TimelineRenderer.traceJSON(timeline, bars: bars, origin: origin), to: "\(chapter).trace.json")
-        return [page, trace]
+        result.files += [page, trace]
+        result.bars = bars
+    }
+}
+
+/// Hands a started server (or its error) from a task to a waiting thread.
+/// - Note: `@unchecked Sendable`: written once before the semaphore is signalled, read after.
+final class ServerOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<ImageServer, any Error>?
+    func set(_ result: Result<ImageServer, any Error>) { lock.withLock { self.result = result } }
+    func get() throws -> ImageServer { try lock.withLock { result! }.get() }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
 
@@ -116,7 +166,7 @@ public enum Tour {
             context.console.say("")
             context.console.say("== \(index + 1). \(chapter.title)")
             let started = Date()
-            let result = try await chapter.init().run(in: context)
+            let result = try await runOnOwnThread(chapter, context: context)
             for file in result.files {
                 context.console.say("   wrote \(file.path)")
             }
@@ -124,6 +174,17 @@ public enum Tour {
             results.append(result)
         }
         return results
+    }
+}
+
+/// Runs a chapter on a thread of its own and waits for it without blocking the caller.
+public func runOnOwnThread(_ chapter: any Chapter.Type, context: TourContext) async throws -> ChapterResult {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            continuation.resume(with: Result { try chapter.init().run(in: context) })
+        }
+        thread.name = "tour: \(chapter.name)"
+        thread.start()
     }
 }
 

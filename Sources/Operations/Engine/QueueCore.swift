@@ -19,7 +19,7 @@ struct QueueCore {
     var isSuspended = false
     var isMain: Bool
     /// With the default limit: how many workers may run. Starts at the processor count;
-    /// the watchdog raises it while workers are blocked, and it falls back when idle.
+    /// the watchdog doubles it while workers are blocked, and it falls back when idle.
     var grownWorkerLimit = QueueCore.processorCount
     /// Counts operation starts; the watchdog compares it to see whether workers progress.
     var progressStamp: UInt64 = 0
@@ -200,8 +200,11 @@ struct QueueCore {
         isWatchdogArmed = false
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
         guard stamp == progressStamp else { return wakeup() }
-        // No operation started since the watchdog was armed: the workers are blocked.
-        grownWorkerLimit = min(max(grownWorkerLimit, workers + 1), Self.maximumWorkers)
+        // No operation started or finished since the watchdog was armed: the workers are
+        // blocked. Double the allowance, so that seven sleeping operations all run within
+        // two ticks. (Linux's Dispatch cannot tell blocked threads from busy ones; long
+        // CPU-bound operations on a default queue get more threads than cores this way.)
+        grownWorkerLimit = min(max(grownWorkerLimit, workers) * 2, Self.maximumWorkers)
         return wakeup(force: true)
     }
 

@@ -58,6 +58,8 @@ extension Operation {
     /// the queue slot, run the completion block, leave the queue, wake waiters.
     final func _complete() {
         guard var completion = _update({ $0.complete() }) else { return }
+        // The event marks the finish itself, before any dependent can start.
+        completion.queue?._emit(.finished(wasCancelled: isCancelled), self)
         for dependent in completion.dependents {
             dependent.operation?._dependencyFinished()
         }

@@ -13,7 +13,6 @@ extension OperationQueue {
 
     /// Called (no lock held) when one of this queue's operations finished.
     final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) {
-        if leaves { _emit(.finished(wasCancelled: operation.isCancelled), operation) }
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers

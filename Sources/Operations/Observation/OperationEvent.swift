@@ -17,7 +17,8 @@ public struct OperationEvent: Sendable {
         case started
         /// `cancel()` was called while it was in the queue.
         case cancelled
-        /// It finished; `wasCancelled` tells whether it had been cancelled by then.
+        /// It finished (before any of its dependents can start); `wasCancelled` tells
+        /// whether it had been cancelled by then.
         case finished(wasCancelled: Bool)
     }
 

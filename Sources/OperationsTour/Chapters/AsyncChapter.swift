@@ -54,9 +54,9 @@ public struct AsyncChapter: Chapter {
         }
     }
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
-        let server = try await context.imageServer()
+        let server = try context.blockingImageServer()
         let queue = OperationQueue()
         queue.name = "async"
         let timeline = Timeline(title: "Async: slow additions and a cancelled download")
@@ -84,7 +84,7 @@ public struct AsyncChapter: Chapter {
         let line2 = "image 0 arrived (\(fast.bytesReceived) bytes, \(fast.image.map { "\($0.width)×\($0.height)" } ?? "no image")); the slow one was cancelled after 1.5 units and its request ended with \(slow.error.map { "\($0)" } ?? "no error")"
         notes.append(line2)
         for note in notes { context.console.say("   " + note) }
-        result.files = try context.writeTimeline(timeline, chapter: "4-async", notes: notes)
+        try context.writeTimeline(timeline, chapter: "4-async", notes: notes, into: &result)
         return result
     }
 }

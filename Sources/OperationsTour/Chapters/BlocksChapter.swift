@@ -7,7 +7,7 @@ public struct BlocksChapter: Chapter {
     public static let title = "blocks: a BlockOperation's blocks run concurrently"
     public init() {}
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let sentence = "Operation queues make concurrency easy to reason about"
         let words = sentence.split(separator: " ").map(String.init)
@@ -40,7 +40,7 @@ public struct BlocksChapter: Chapter {
         let line = String(format: "%d blocks of one unit each took %.2f s (≈ %.1f units: they overlap); finished: %@", words.count, elapsed, elapsed / context.settings.unit, log.all.joined(separator: " "))
         context.console.say("   " + line)
         context.console.say("   (Linux's own Foundation runs them one after another: ≈ \(words.count) units.)")
-        result.files = try context.writeTimeline(timeline, chapter: "2-blocks", notes: [line])
+        try context.writeTimeline(timeline, chapter: "2-blocks", notes: [line], into: &result)
         return result
     }
 }

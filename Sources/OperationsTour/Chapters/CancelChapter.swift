@@ -40,7 +40,7 @@ public struct CancelChapter: Chapter {
         }
     }
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let queue = OperationQueue()
         queue.name = "sums"
@@ -67,7 +67,7 @@ public struct CancelChapter: Chapter {
             notes.append(line)
         }
         notes.append("All three were cancelled after one unit (20 chunks' worth); only code that checks isCancelled stops.")
-        result.files = try context.writeTimeline(timeline, chapter: "6-cancel", notes: notes)
+        try context.writeTimeline(timeline, chapter: "6-cancel", notes: notes, into: &result)
         return result
     }
 }

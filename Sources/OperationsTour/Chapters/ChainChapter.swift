@@ -7,9 +7,9 @@ public struct ChainChapter: Chapter {
     public static let title = "chain: download → sepia → vignette → write, over HTTP"
     public init() {}
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
-        let server = try await context.imageServer()
+        let server = try context.blockingImageServer()
         let queue = OperationQueue()
         queue.name = "chain"
         let timeline = Timeline(title: "Chain: \(context.settings.imageCount) images through four dependent operations each")
@@ -36,7 +36,8 @@ public struct ChainChapter: Chapter {
         result.numbers["written"] = Double(written.count)
         let line = "\(written.count) of \(total) images downloaded, filtered and written (each chain ran in dependency order although added backwards)"
         context.console.say("   " + line)
-        result.files = written + (try context.writeTimeline(timeline, chapter: "5-chain", notes: [line]))
+        result.files = written
+        try context.writeTimeline(timeline, chapter: "5-chain", notes: [line], into: &result)
         return result
     }
 }

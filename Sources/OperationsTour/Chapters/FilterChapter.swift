@@ -7,7 +7,7 @@ public struct FilterChapter: Chapter {
     public static let title = "filter: a batch of images filtered concurrently"
     public init() {}
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let count = context.settings.imageCount
         let inputs = (0..<count).map { RGBAImage.generated(index: $0, size: context.settings.imageSize * 2) }
@@ -43,7 +43,8 @@ public struct FilterChapter: Chapter {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let line = String(format: "%d images filtered in %.2f s; one filter alone takes %.2f s (%d cores: ≈ %.1f filters' time)", results.all.count, elapsed, oneFilter, cores, elapsed / max(oneFilter, 0.0001))
         context.console.say("   " + line)
-        result.files = written + (try context.writeTimeline(timeline, chapter: "3-filter", notes: [line]))
+        result.files = written
+        try context.writeTimeline(timeline, chapter: "3-filter", notes: [line], into: &result)
         return result
     }
 }

@@ -33,9 +33,9 @@ public struct GroupsChapter: Chapter {
         func wait() { queue.waitUntilAllOperationsAreFinished() }
     }
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
-        let server = try await context.imageServer()
+        let server = try context.blockingImageServer()
         let timeline = Timeline(title: "Groups: a sum group and four image providers, cancelled part-way")
         var notes: [String] = []
 
@@ -60,7 +60,7 @@ public struct GroupsChapter: Chapter {
         result.lists["delivered"] = delivered
         notes.append("four image providers (download → sepia → vignette → write, each on its own queue), cancelled after 2 units: images \(delivered.joined(separator: ", ")) arrived")
         for note in notes { context.console.say("   " + note) }
-        result.files = try context.writeTimeline(timeline, chapter: "7-groups", notes: notes)
+        try context.writeTimeline(timeline, chapter: "7-groups", notes: notes, into: &result)
         return result
     }
 }

@@ -9,9 +9,9 @@ public struct ListChapter: Chapter {
 
     enum RowState: Character { case waiting = "·", loading = "↓", done = "■", cancelled = "×" }
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
-        let server = try await context.imageServer()
+        let server = try context.blockingImageServer()
         let rows = context.settings.listRows, viewport = context.settings.viewport
         let timeline = Timeline(title: "List: \(rows) rows, a viewport of \(viewport), scrolling")
         var providers: [Int: ImageProvider] = [:]
@@ -45,7 +45,7 @@ public struct ListChapter: Chapter {
                 print("\r  rows [\(window)] top \(top)   ", terminator: "")
                 fflush(nil)
             }
-            try await Task.sleep(nanoseconds: UInt64(tick(top) * 1e9))
+            Thread.sleep(forTimeInterval: tick(top))
         }
         if context.console.isTerminal { print("") }
         for provider in providers.values { provider.wait() }
@@ -71,7 +71,7 @@ public struct ListChapter: Chapter {
             "rows: " + String(states.map(\.rawValue)) + "   (■ done, × cancelled)",
         ]
         for line in lines { context.console.say("   " + line) }
-        result.files = try context.writeTimeline(timeline, chapter: "8-list", notes: lines)
+        try context.writeTimeline(timeline, chapter: "8-list", notes: lines, into: &result)
         return result
     }
 }

@@ -7,7 +7,7 @@ public struct PrinterChapter: Chapter {
     public static let title = "printer: seven operations, three concurrency limits"
     public init() {}
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let timeline = Timeline(title: "Printer: 7 operations of one unit each")
         var notes: [String] = []
@@ -60,7 +60,7 @@ public struct PrinterChapter: Chapter {
             notes.append(line)
         }
         notes.append("Quality of service says how important the work is to the system; it does not reorder a queue. queuePriority does, among ready operations.")
-        result.files = try context.writeTimeline(timeline, chapter: "1-printer", notes: notes)
+        try context.writeTimeline(timeline, chapter: "1-printer", notes: notes, into: &result)
         return result
     }
 }

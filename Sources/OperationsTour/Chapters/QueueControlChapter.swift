@@ -6,7 +6,7 @@ public struct QueueControlChapter: Chapter {
     public static let title = "queue control: suspension, barriers, priorities, the main queue"
     public init() {}
 
-    public func run(in context: TourContext) async throws -> ChapterResult {
+    public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let timeline = Timeline(title: "Queue control")
         var notes: [String] = []
@@ -81,16 +81,11 @@ public struct QueueControlChapter: Chapter {
         mainOperation.name = "on the main queue"
         mainOperation.completionBlock = { mainDone.signal() }
         OperationQueue.main.addOperation(mainOperation)
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                mainDone.wait()
-                continuation.resume()
-            }
-        }
+        mainDone.wait()
         result.lists["main"] = onMain.all
         notes.append("OperationQueue.main ran an operation on the main dispatch queue: \(onMain.all.first ?? "?"), and OperationQueue.current was .main: \(onMain.all.last ?? "?")")
         for note in notes { context.console.say("   " + note) }
-        result.files = try context.writeTimeline(timeline, chapter: "9-queue-control", notes: notes)
+        try context.writeTimeline(timeline, chapter: "9-queue-control", notes: notes, into: &result)
         return result
     }
 }

@@ -1,0 +1,151 @@
+import Foundation
+import OperationsTour
+import Testing
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Runs one chapter on the quick settings in a fresh folder.
+func runChapter<C: Chapter>(_ chapter: C.Type, unit: Double? = nil) async throws -> (ChapterResult, TourContext) {
+    var settings = TourSettings.quick
+    if let unit { settings.unit = unit }
+    settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/\(C.name)-\(UUID().uuidString)"
+    let context = try TourContext(settings: settings, console: Console(isTerminal: false))
+    let result = try await runOnOwnThread(chapter, context: context)
+    await context.stop()
+    return (result, context)
+}
+
+/// The chapter's files of one extension.
+func files(_ result: ChapterResult, ending suffix: String) -> [URL] {
+    result.files.filter { $0.lastPathComponent.hasSuffix(suffix) }
+}
+
+/// Checks the HTML page and the trace of a chapter: the SVG parses as XML and has one bar
+/// per operation of the timeline; the trace is JSON with one complete event per bar.
+func checkTimelineFiles(_ result: ChapterResult, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let page = try #require(files(result, ending: ".html").first, sourceLocation: sourceLocation)
+    let html = try String(contentsOf: page, encoding: .utf8)
+    let svgStart = try #require(html.range(of: "<svg"), sourceLocation: sourceLocation)
+    let svgEnd = try #require(html.range(of: "</svg>"), sourceLocation: sourceLocation)
+    let svg = String(html[svgStart.lowerBound..<svgEnd.upperBound])
+    let counter = BarCounter()
+    let parser = XMLParser(data: Data(svg.utf8))
+    parser.delegate = counter
+    #expect(parser.parse(), "the SVG is well-formed XML", sourceLocation: sourceLocation)
+    let drawn = result.bars.filter { $0.start != nil }.count
+    #expect(counter.bars == drawn, "one bar per operation", sourceLocation: sourceLocation)
+    #expect(drawn > 0, sourceLocation: sourceLocation)
+    let trace = try #require(files(result, ending: ".trace.json").first, sourceLocation: sourceLocation)
+    let json = try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as? [String: Any]
+    let events = json?["traceEvents"] as? [[String: Any]] ?? []
+    #expect(events.filter { $0["ph"] as? String == "X" }.count == drawn, sourceLocation: sourceLocation)
+}
+
+final class BarCounter: NSObject, XMLParserDelegate, @unchecked Sendable {
+    // `@unchecked Sendable`: used by one parser on one thread.
+    var bars = 0
+    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+        if elementName == "rect", attributes["class"] == "bar" { bars += 1 }
+    }
+}
+
+@Suite("Tour chapters (quick settings)")
+struct TourChapterTests {
+    @Test("printer: all seven overlap on a default queue; limits 2 and 1 hold; priority reorders, QoS does not")
+    func printer() async throws {
+        // A longer unit: the default queue adds workers while the running ones block, a few
+        // milliseconds apiece; seven must all be running before the first finishes.
+        let (result, _) = try await runChapter(PrinterChapter.self, unit: 0.15)
+        #expect(result.mostAtOnce(queue: "printer default") == 7)
+        #expect(result.mostAtOnce(queue: "printer limit 2") == 2)
+        #expect(result.mostAtOnce(queue: "printer limit 1") == 1)
+        #expect(result.lists["limit 1 order"] == ["A", "B", "C", "D", "E", "F", "G"])
+        #expect(result.lists["userInitiated QoS order"] == ["A", "B", "C", "D", "E", "F", "G"])
+        #expect(result.lists["veryHigh priority order"]?.first == "G")
+        try checkTimelineFiles(result)
+    }
+
+    @Test("blocks: the blocks overlap and the completion block runs last")
+    func blocks() async throws {
+        let (result, _) = try await runChapter(BlocksChapter.self)
+        let order = try #require(result.lists["order"])
+        #expect(order.count == 9)
+        #expect(order.last == "<completion>")
+        // Eight blocks of one unit: one after another would take eight units.
+        #expect(try #require(result.numbers["units"]) < 4)
+    }
+
+    @Test("filter: every image is filtered and written as a PNG that decodes")
+    func filter() async throws {
+        let (result, context) = try await runChapter(FilterChapter.self)
+        let pngs = files(result, ending: ".png")
+        #expect(pngs.count == context.settings.imageCount)
+        for png in pngs {
+            let image = try RGBAImage(png: Data(contentsOf: png))
+            #expect(image.width == context.settings.imageSize * 2)
+        }
+        try checkTimelineFiles(result)
+    }
+
+    @Test("async: asynchronous additions finish; cancelling the download cancels its request")
+    func async() async throws {
+        let (result, _) = try await runChapter(AsyncChapter.self)
+        #expect(result.lists["sums"] == ["5", "42", "123"])
+        #expect(result.numbers["slow cancelled request"] == 1)
+        #expect(try #require(result.numbers["fast bytes"]) > 0)
+        #expect(result.bars.contains { $0.outcome == .failed })
+        try checkTimelineFiles(result)
+    }
+
+    @Test("chain: every image goes through download → sepia → vignette → write in order")
+    func chain() async throws {
+        let (result, context) = try await runChapter(ChainChapter.self)
+        #expect(result.numbers["written"] == Double(context.settings.imageCount))
+        for png in files(result, ending: ".png") { _ = try RGBAImage(png: Data(contentsOf: png)) }
+        // Each write started after its download finished.
+        for index in 0..<context.settings.imageCount {
+            let download = try #require(result.bars.first { $0.name == "image \(index): download" })
+            let write = try #require(result.bars.first { $0.name == "image \(index): write" })
+            #expect(try #require(download.end) <= #require(write.start))
+        }
+        try checkTimelineFiles(result)
+    }
+
+    @Test("cancel: only the sums that check isCancelled stop early")
+    func cancel() async throws {
+        let (result, _) = try await runChapter(CancelChapter.self)
+        #expect(result.numbers["ignores isCancelled"] == 60)
+        #expect(try #require(result.numbers["checks isCancelled"]) < 60)
+        #expect(try #require(result.numbers["reports progress"]) < 60)
+    }
+
+    @Test("groups: cancelling part-way stops the rest; the slow image does not arrive")
+    func groups() async throws {
+        let (result, _) = try await runChapter(GroupsChapter.self)
+        #expect(try #require(result.numbers["sum parts done"]) < 40)
+        let delivered = try #require(result.lists["delivered"])
+        #expect(!delivered.contains("1"), "image 1 takes four units; the providers were cancelled after two")
+        #expect(result.bars.contains { $0.outcome == .cancelled })
+    }
+
+    @Test("list: rows that leave the viewport are cancelled; every row is accounted for")
+    func list() async throws {
+        let (result, context) = try await runChapter(ListChapter.self)
+        let started = try #require(result.numbers["started"])
+        #expect(started == Double(context.settings.listRows))
+        #expect(try #require(result.numbers["finished"]) + #require(result.numbers["cancelled"]) == started)
+        #expect(try #require(result.numbers["cancelled"]) > 0)
+        #expect(try #require(result.numbers["finished"]) > 0)
+        try checkTimelineFiles(result)
+    }
+
+    @Test("queue control: suspension, barrier, priorities and the main queue")
+    func queueControl() async throws {
+        let (result, _) = try await runChapter(QueueControlChapter.self)
+        #expect(result.numbers["started while suspended"] == 0)
+        #expect(result.lists["barrier order"] == ["before1", "before2", "before3", "before4", "BARRIER", "after1", "after2", "after3", "after4"])
+        #expect(result.lists["priority order"] == ["veryHigh", "high", "normal", "low", "veryLow"])
+        #expect(result.lists["main"] == ["true", "true"])
+    }
+}
