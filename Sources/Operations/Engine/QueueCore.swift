@@ -21,7 +21,8 @@ struct QueueCore {
     /// With the default limit: how many workers may run. Starts at the processor count;
     /// the watchdog doubles it while workers are blocked, and it falls back when idle.
     var grownWorkerLimit = QueueCore.processorCount
-    /// Counts operation starts; the watchdog compares it to see whether workers progress.
+    /// Counts operations finishing; the watchdog compares it to see whether workers progress
+    /// (starts do not count: a worker that just started an operation may block in it).
     var progressStamp: UInt64 = 0
     var isWatchdogArmed = false
     var waiters: [DispatchSemaphore] = []
@@ -177,7 +178,6 @@ struct QueueCore {
             while let operation = ready.pop() {
                 guard operation._update({ $0.claimForQueue() }) else { continue }
                 executing += 1
-                progressStamp &+= 1
                 return (operation, armWatchdogIfBlocked())
             }
         }
@@ -200,7 +200,7 @@ struct QueueCore {
         isWatchdogArmed = false
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
         guard stamp == progressStamp else { return wakeup() }
-        // No operation started or finished since the watchdog was armed: the workers are
+        // No operation finished since the watchdog was armed: the workers are
         // blocked. Double the allowance, so that seven sleeping operations all run within
         // two ticks. (Linux's Dispatch cannot tell blocked threads from busy ones; long
         // CPU-bound operations on a default queue get more threads than cores this way.)

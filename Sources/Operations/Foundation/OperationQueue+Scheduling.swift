@@ -90,10 +90,14 @@ extension OperationQueue {
     private func _armWatchdog(stamp: UInt64) {
         // Holds the queue for a few milliseconds (no weak reference: a weak reference would
         // give the queue a side table and slow every retain of it).
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(4)) {
+        Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
             self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp) })
         }
     }
+
+    /// The watchdog's own serial queue: it must tick even when the global queues are
+    /// saturated (that is when it is needed).
+    private static let _watchdogTimer = DispatchQueue(label: "swift-operations.watchdog", qos: .userInteractive)
 
     private func _countProgress() {
         guard isProgressRequested.load(ordering: .acquiring) else { return }
