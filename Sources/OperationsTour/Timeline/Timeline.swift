@@ -40,13 +40,34 @@ public final class Timeline: Sendable {
     /// Marks an operation as failed (its bar is drawn red).
     public func markFailed(_ operation: Operation) { failures.add(ObjectIdentifier(operation)) }
 
-    /// Stops recording and returns the bars, in start order, with times relative to the
-    /// first event.
+    /// Stops recording and returns the bars with their lanes, and the time of the first
+    /// event. Lanes show concurrency: each queue's bars are packed into as few lanes as
+    /// overlap (an asynchronous operation outlives the worker that started it, so worker
+    /// slots alone would draw overlapping bars on one line).
     public func finish() -> (bars: [Bar], identities: [ObjectIdentifier], origin: UInt64) {
         subscriptions.cancelAll()
         let failed = failures.all
         var (bars, identities) = state.snapshot()
         for index in bars.indices where failed.contains(identities[index]) { bars[index].outcome = .failed }
+        var queueOrder: [String] = []
+        for bar in bars where bar.start != nil && !queueOrder.contains(bar.queue) { queueOrder.append(bar.queue) }
+        var nextLane = 0
+        for queue in queueOrder {
+            var laneEnds: [UInt64] = []
+            let indices = bars.indices.filter { bars[$0].queue == queue && bars[$0].start != nil }
+                .sorted { bars[$0].start! < bars[$1].start! }
+            for index in indices {
+                let start = bars[index].start!, end = bars[index].end ?? start
+                if let free = laneEnds.firstIndex(where: { $0 <= start }) {
+                    laneEnds[free] = end
+                    bars[index].lane = nextLane + free
+                } else {
+                    laneEnds.append(end)
+                    bars[index].lane = nextLane + laneEnds.count - 1
+                }
+            }
+            nextLane += laneEnds.count
+        }
         let origin = bars.map(\.enqueued).min() ?? 0
         return (bars, identities, origin)
     }

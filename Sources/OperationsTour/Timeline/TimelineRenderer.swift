@@ -7,7 +7,7 @@ public enum TimelineRenderer {
         .finished: "#3b9c5a", .cancelled: "#e69b2e", .failed: "#cf3d3d", .unfinished: "#8a8a8a",
     ]
 
-    /// The HTML page: one lane per worker slot, one bar (`class="bar"`) per operation from
+    /// The HTML page: lanes of concurrency per queue, one bar (`class="bar"`) per operation from
     /// start to finish, coloured by outcome, with its dependencies drawn as arrows.
     public static func html(_ timeline: Timeline, bars: [Timeline.Bar], identities: [ObjectIdentifier], origin: UInt64, notes: [String]) -> String {
         let end = bars.compactMap(\.end).max().map { $0 - origin } ?? 1
@@ -20,7 +20,11 @@ public enum TimelineRenderer {
         svg += "<defs><marker id=\"arrow\" markerWidth=\"6\" markerHeight=\"6\" refX=\"5\" refY=\"3\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#555\"/></marker></defs>\n"
         // Lanes and the time axis.
         var laneNames: [Int: String] = [:]
-        for bar in bars where laneNames[bar.lane] == nil && bar.start != nil { laneNames[bar.lane] = "\(bar.queue) · slot \(bar.slot)" }
+        var firstLane: [String: Int] = [:]
+        for bar in bars where bar.start != nil { firstLane[bar.queue] = min(firstLane[bar.queue] ?? .max, bar.lane) }
+        for bar in bars where laneNames[bar.lane] == nil && bar.start != nil {
+            laneNames[bar.lane] = "\(bar.queue) · \(bar.lane - firstLane[bar.queue]! + 1)"
+        }
         for lane in 0..<laneCount {
             let y = top + Double(lane) * laneHeight
             svg += "<rect x=\"\(left)\" y=\"\(y)\" width=\"\(width)\" height=\"\(laneHeight - 2)\" fill=\"\(lane % 2 == 0 ? "#f4f4f4" : "#fafafa")\"/>"
@@ -85,11 +89,11 @@ public enum TimelineRenderer {
             events.append([
                 "name": bar.name, "cat": bar.outcome.rawValue, "ph": "X", "pid": 1, "tid": bar.lane,
                 "ts": Double(start - origin) / 1000, "dur": Double((bar.end ?? start) - start) / 1000,
-                "args": ["queue": bar.queue, "outcome": bar.outcome.rawValue],
+                "args": ["queue": bar.queue, "outcome": bar.outcome.rawValue, "worker slot": bar.slot],
             ])
         }
         var laneNames: [Int: String] = [:]
-        for bar in bars where laneNames[bar.lane] == nil && bar.start != nil { laneNames[bar.lane] = "\(bar.queue) · slot \(bar.slot)" }
+        for bar in bars where laneNames[bar.lane] == nil && bar.start != nil { laneNames[bar.lane] = "\(bar.queue) · lane \(bar.lane)" }
         for (lane, name) in laneNames.sorted(by: { $0.key < $1.key }) {
             events.append(["name": "thread_name", "ph": "M", "pid": 1, "tid": lane, "args": ["name": name]])
         }
