@@ -12,11 +12,14 @@ public struct BlocksChapter: Chapter {
         let sentence = "Operation queues make concurrency easy to reason about"
         let words = sentence.split(separator: " ").map(String.init)
         let log = OrderLog()
+        let running = Counter(), most = Counter()
         let operation = BlockOperation()
         operation.name = "sentence"
         for word in words {
             operation.addExecutionBlock {
+                most.raise(to: running.increment())
                 context.work()
+                running.decrement()
                 log.append(word)
             }
         }
@@ -36,6 +39,7 @@ public struct BlocksChapter: Chapter {
         let elapsed = seconds(since: start)
         result.numbers["seconds"] = elapsed
         result.numbers["units"] = elapsed / context.settings.unit
+        result.numbers["most at once"] = Double(most.current)
         result.lists["order"] = log.all
         let line = String(format: "%d blocks of one unit each took %.2f s (≈ %.1f units: they overlap); finished: %@", words.count, elapsed, elapsed / context.settings.unit, log.all.joined(separator: " "))
         context.console.say("   " + line)

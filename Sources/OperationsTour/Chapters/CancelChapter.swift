@@ -14,6 +14,8 @@ public struct CancelChapter: Chapter {
         let context: TourContext
         let chunks = 60
         let sumProgress = Progress(totalUnitCount: 60)
+        /// Signalled when `main()` begins.
+        let started = DispatchSemaphore(value: 0)
         private let lock = NSLock()
         private var _processed = 0, _total = 0
 
@@ -27,6 +29,7 @@ public struct CancelChapter: Chapter {
         var processed: Int { lock.withLock { _processed } }
 
         override func main() {
+            started.signal()
             for chunk in 0..<chunks {
                 if style != .ignoresCancellation && isCancelled { return }
                 context.work(0.05)
@@ -55,6 +58,8 @@ public struct CancelChapter: Chapter {
                 try await Task.sleep(nanoseconds: UInt64(context.settings.unit * 0.25 * 1e9))
             }
         }
+        // Cancel one unit after all three are running.
+        for sum in sums { sum.started.wait() }
         context.work(1)
         queue.cancelAllOperations()
         queue.waitUntilAllOperationsAreFinished()

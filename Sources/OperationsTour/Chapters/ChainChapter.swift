@@ -47,5 +47,7 @@ final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
     func increment() -> Int { lock.withLock { value += 1; return value } }
+    func decrement() { lock.withLock { value -= 1 } }
+    func raise(to candidate: Int) { lock.withLock { value = max(value, candidate) } }
     var current: Int { lock.withLock { value } }
 }
