@@ -57,7 +57,11 @@ struct TourChapterTests {
         // A longer unit: the default queue adds workers while the running ones block, a few
         // milliseconds apiece; seven must all be running before the first finishes.
         let (result, _) = try await runChapter(PrinterChapter.self, unit: 0.15)
-        #expect(result.mostAtOnce(queue: "printer default") == 7)
+        // Sleeping operations overlap beyond the processor count (Linux's Foundation runs
+        // about three). That all seven run at once is checked without a clock, by a
+        // rendezvous, in QueueTests; within one unit it depends on how fast Dispatch makes
+        // threads under load (six under a sanitizer with the stress test running).
+        #expect(result.mostAtOnce(queue: "printer default") > ProcessInfo.processInfo.activeProcessorCount)
         #expect(result.mostAtOnce(queue: "printer limit 2") == 2)
         #expect(result.mostAtOnce(queue: "printer limit 1") == 1)
         #expect(result.lists["limit 1 order"] == ["A", "B", "C", "D", "E", "F", "G"])
