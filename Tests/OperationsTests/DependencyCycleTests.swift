@@ -6,6 +6,7 @@ struct DependencyCycleTests {
     @Test("a two-operation cycle stops the process and names both operations")
     func twoCycle() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            Operation.trapsOnDependencyCycles = true
             let a = ClosureOperation(name: "alpha"), b = ClosureOperation(name: "beta")
             b.addDependency(a)
             a.addDependency(b)
@@ -15,6 +16,7 @@ struct DependencyCycleTests {
     @Test("a three-operation cycle closed against creation order lists all three")
     func threeCycle() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            Operation.trapsOnDependencyCycles = true
             let a = ClosureOperation(name: "first"), b = ClosureOperation(name: "second"), c = ClosureOperation(name: "third")
             a.addDependency(b)
             b.addDependency(c)
@@ -25,6 +27,7 @@ struct DependencyCycleTests {
     @Test("a cycle through a barrier's hidden dependencies is detected")
     func cycleThroughBarrier() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            Operation.trapsOnDependencyCycles = true
             let queue = OperationQueue()
             queue.isSuspended = true
             let early = ClosureOperation(name: "early")
@@ -34,6 +37,34 @@ struct DependencyCycleTests {
             queue.addOperation(late)
             early.addDependency(late)
         }.map { $0.standardErrorContent.containsText("dependency cycle", "\"early\"", "\"late\"") }.check()
+    }
+
+    @Test("by default (as on Darwin) a cycle is allowed, with a warning that names it")
+    func cycleWarns() async {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let a = ClosureOperation(name: "left"), b = ClosureOperation(name: "right")
+            b.addDependency(a)
+            a.addDependency(b)
+            #expect(a.dependencies == [b] && b.dependencies == [a])
+        }.map { $0.standardErrorContent.containsText("warning", "dependency cycle", "\"left\"", "\"right\"") }.check()
+    }
+
+    @Test("a cycle is broken by cancelling one of its operations (Foundation's test_DependencyCycleBreak)")
+    func cycleBrokenByCancel() {
+        let log = Shared<[String]>([])
+        let op1 = ClosureOperation(name: "op1") { _ in log.append("op1") }
+        let op2 = ClosureOperation(name: "op2") { _ in log.append("op2") }
+        let op3 = ClosureOperation(name: "op3") { _ in log.append("op3") }
+        op1.addDependency(op2)
+        op2.addDependency(op3)
+        op3.addDependency(op1)
+        let queue = OperationQueue()
+        queue.addOperations([op1, op2, op3], waitUntilFinished: false)
+        #expect(queue.operationCount == 3)
+        op3.cancel()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == ["op2", "op1"])
+        #expect(op3.isFinished && op3.isCancelled)
     }
 
     @Test("edges against creation order that form no cycle are accepted, and order holds", arguments: [1, 2, 3])

@@ -125,9 +125,10 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("main dispatch queue") }.check()
     }
 
-    @Test("an operation depending on itself")
+    @Test("an operation depending on itself (with trapsOnDependencyCycles)")
     func selfDependency() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            Operation.trapsOnDependencyCycles = true
             let operation = Operation()
             operation.name = "narcissus"
             operation.addDependency(operation)

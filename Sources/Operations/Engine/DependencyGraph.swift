@@ -17,6 +17,9 @@ import Synchronization
 ///
 /// Edges out of finished operations are not part of the graph: they can no longer block.
 enum DependencyGraph {
+    /// `Operation.trapsOnDependencyCycles`.
+    static let trapsOnCycles = Atomic<Bool>(ProcessInfo.processInfo.environment["OPERATIONS_TRAP_ON_DEPENDENCY_CYCLES"] == "1")
+
     /// Positions for new operations.
     static let nextPosition = Atomic<Int>(0)
 
@@ -29,8 +32,10 @@ enum DependencyGraph {
     enum Insertion {
         /// `registered` is false when the dependency had already finished.
         case inserted(registered: Bool)
-        /// The edge would close this cycle: the dependency, the dependent, …, the dependency.
-        case cycle([Operation])
+        /// The edge closes this cycle: the dependency, the dependent, …, the dependency.
+        /// `registered` is what `register` returned if it was already called (the edge was
+        /// checked again after a concurrent reordering), nil if it was not.
+        case cycle([Operation], registered: Bool?)
     }
 
     /// Inserts the edge `dependency → dependent` (the dependent waits), calling `register`
@@ -43,11 +48,12 @@ enum DependencyGraph {
             if generation.load(ordering: .acquiring) == seen { return .inserted(registered: registered) }
             // A reordering ran meanwhile: check the (already registered) edge under the lock.
             return reordering.withLock { _ in
-                reorder(from: dependency, to: dependent).map(Insertion.cycle) ?? .inserted(registered: registered)
+                reorder(from: dependency, to: dependent).map { .cycle($0, registered: registered) }
+                    ?? .inserted(registered: registered)
             }
         }
         return reordering.withLock { _ in
-            if let cycle = reorder(from: dependency, to: dependent) { return .cycle(cycle) }
+            if let cycle = reorder(from: dependency, to: dependent) { return .cycle(cycle, registered: nil) }
             return .inserted(registered: register())
         }
     }

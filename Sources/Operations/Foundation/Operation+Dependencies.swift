@@ -2,9 +2,6 @@ extension Operation {
     /// Adds an edge `operation → self`; `visible: false` makes a hidden dependency (used by
     /// barriers) that ``dependencies`` does not list.
     final func _addEdge(from operation: Operation, visible: Bool) {
-        if operation === self {
-            Misuse.fail("addDependency: \(_misuseName) cannot depend on itself (a dependency cycle: \(_misuseName) → \(_misuseName))")
-        }
         // Count it first, so that a dependency finishing meanwhile cannot make the count
         // reach zero early; take it back if the dependency had already finished.
         let added = _update { state in
@@ -61,8 +58,17 @@ extension Operation {
         switch insertion {
         case .inserted(let registered):
             return registered
-        case .cycle(let path):
-            Misuse.fail("addDependency: making \(_misuseName) depend on \(dependency._misuseName) closes a dependency cycle: \(path.map(\._misuseName).joined(separator: " → "))")
+        case .cycle(let path, let alreadyRegistered):
+            let message = "addDependency: making \(_misuseName) depend on \(dependency._misuseName) closes a dependency cycle: \(path.map(\._misuseName).joined(separator: " → "))"
+            if Operation.trapsOnDependencyCycles { Misuse.fail(message) }
+            // Darwin allows it: the operations wait for each other until one is cancelled.
+            Misuse.warn(message + "; they wait for each other until one of them is cancelled (set Operation.trapsOnDependencyCycles to stop here instead)")
+            if let alreadyRegistered { return alreadyRegistered }
+            return dependency._update { state in
+                guard !state.isCompleted else { return false }
+                state.dependents.append(WeakOperation(operation: self))
+                return true
+            }
         }
     }
 
@@ -84,5 +90,19 @@ extension Operation {
     final var _liveDependencies: [Operation] {
         let all = _update { state in state.dependencies + state.hiddenDependencies }
         return all.filter { dependency in !dependency._update { $0.isCompleted } }
+    }
+}
+
+extension Operation {
+    /// Whether closing a dependency cycle stops the process (with a message listing the
+    /// operations in the cycle) instead of printing that message as a warning.
+    ///
+    /// Off by default, as on Darwin, where a cycle is allowed and broken by cancelling one
+    /// of its operations (a cancelled operation ignores its dependencies). Turn it on in
+    /// tests and debug builds; the environment variable
+    /// `OPERATIONS_TRAP_ON_DEPENDENCY_CYCLES=1` turns it on at launch.
+    public static var trapsOnDependencyCycles: Bool {
+        get { DependencyGraph.trapsOnCycles.load(ordering: .relaxed) }
+        set { DependencyGraph.trapsOnCycles.store(newValue, ordering: .relaxed) }
     }
 }
