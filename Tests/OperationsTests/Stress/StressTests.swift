@@ -18,6 +18,7 @@ struct StressTests {
         let deadline = Date().addingTimeInterval(seconds)
         var rounds = 0, operations = 0
         var seed = fixedSeed ?? UInt64(Date().timeIntervalSince1970 * 1000)
+        let firstSeed = seed
         repeat {
             let result = StressRound(seed: seed).run()
             rounds += 1
@@ -29,7 +30,7 @@ struct StressTests {
             }
             seed &+= 0x9E37_79B9
         } while fixedSeed == nil && Date() < deadline
-        print("stress: \(rounds) schedules, \(operations) operations, \(String(format: "%.0f", seconds)) s budget")
+        print("stress: \(rounds) schedules, \(operations) operations, \(String(format: "%.0f", seconds)) s budget, seeds \(firstSeed) + k·0x9E3779B9 for k < \(rounds)")
         #expect(rounds > 0)
     }
 }
