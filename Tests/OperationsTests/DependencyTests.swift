@@ -160,6 +160,36 @@ struct DependencyTests {
         #expect(operation.ran())
     }
 
+    @Test("an operation whose isReady closes again after it was announced ready does not start")
+    func readinessClosesAgain() {
+        final class Gated: Operation, @unchecked Sendable {
+            let open = Shared(false)
+            let ran = Shared(false)
+            override var isReady: Bool { super.isReady && open() }
+            func set(_ value: Bool) {
+                willChangeValue(forKey: "isReady")
+                open.update { $0 = value }
+                didChangeValue(forKey: "isReady")
+            }
+            override func main() { ran.update { $0 = true } }
+        }
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let operation = Gated()
+        queue.addOperation(operation)
+        operation.set(true)  // announced ready: into the ready list
+        operation.set(false)  // closed again before the queue got to it
+        let finished = Gate()
+        operation.completionBlock = { finished.open() }
+        queue.isSuspended = false
+        #expect(!finished.wait(timeout: 0.2))
+        #expect(!operation.ran())
+        #expect(operation.waitReasons == [.isReadyReturnsFalse])
+        operation.set(true)
+        #expect(finished.wait())
+        #expect(operation.ran())
+    }
+
     @Test("the \"ready\" spelling announces readiness too")
     func readySpelling() {
         final class Conditional: Operation, @unchecked Sendable {
