@@ -46,6 +46,8 @@ struct DependencyCycleTests {
             b.addDependency(a)
             a.addDependency(b)
             #expect(a.dependencies == [b] && b.dependencies == [a])
+            // Operations hold their dependencies: a cycle of them is also a retain cycle.
+            a.removeDependency(b)
         }.map { $0.standardErrorContent.containsText("warning", "dependency cycle", "\"left\"", "\"right\"") }.check()
     }
 
@@ -65,6 +67,8 @@ struct DependencyCycleTests {
         queue.waitUntilAllOperationsAreFinished()
         #expect(log() == ["op2", "op1"])
         #expect(op3.isFinished && op3.isCancelled)
+        // Operations hold their dependencies: the cycle is also a retain cycle until broken.
+        op3.removeDependency(op1)
     }
 
     @Test("edges against creation order that form no cycle are accepted, and order holds", arguments: [1, 2, 3])
