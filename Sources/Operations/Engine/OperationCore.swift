@@ -96,6 +96,19 @@ struct OperationCore {
         return true
     }
 
+    // MARK: Admission
+
+    /// Why this operation cannot join `queue`, or nil when it can.
+    func refusal(toJoin queue: OperationQueue) -> QueueCore.Refusal? {
+        if let owner = self.queue { return owner === queue ? .inThisQueue : .inAnotherQueue }
+        switch phase {
+        case .idle: return nil
+        case .enqueued, .dispatched: return .inAnotherQueue
+        case .executing: return .executing
+        case .finished: return .finished
+        }
+    }
+
     // MARK: Readiness
 
     /// Something that may make the operation ready happened. Returns the generation to

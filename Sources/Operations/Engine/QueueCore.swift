@@ -56,15 +56,7 @@ struct QueueCore {
 
     /// Whether `operation` may be added (read only; nothing changes).
     func refusal(for operation: Operation, queue: OperationQueue) -> Refusal? {
-        operation._update { state in
-            if let owner = state.queue { return owner === queue ? .inThisQueue : .inAnotherQueue }
-            switch state.phase {
-            case .idle: return nil
-            case .enqueued, .dispatched: return .inAnotherQueue
-            case .executing: return .executing
-            case .finished: return .finished
-            }
-        }
+        operation._update { $0.refusal(toJoin: queue) }
     }
 
     /// What `admit` saw of an operation's readiness before the lock: the readiness
@@ -91,13 +83,7 @@ struct QueueCore {
     ) -> Admission {
         let quality = qualityOfService
         let outcome = operation._update { state -> (Refusal?, Operation.QueuePriority?) in
-            if let owner = state.queue { return (owner === queue ? .inThisQueue : .inAnotherQueue, nil) }
-            switch state.phase {
-            case .idle: break
-            case .enqueued, .dispatched: return (.inAnotherQueue, nil)
-            case .executing: return (.executing, nil)
-            case .finished: return (.finished, nil)
-            }
+            if let refusal = state.refusal(toJoin: queue) { return (refusal, nil) }
             state.queue = queue
             state.phase = .enqueued
             if barrier != nil { state.pendingDependencyCount += 1 }
