@@ -232,10 +232,6 @@ open class Operation: NSObject, @unchecked Sendable {
         if let name { return "operation \"\(name)\" (\(type(of: self)))" }
         return "operation <\(type(of: self)): \(_address)>"
     }
-
-    final var _address: String {
-        "0x" + String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16)
-    }
 }
 
 extension Operation {

@@ -177,10 +177,6 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         _perform(wakeup)
     }
 
-    final var _address: String {
-        "0x" + String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16)
-    }
-
     #if !canImport(ObjectiveC)
     override func _observableValue(forKey key: String) -> Any? {
         switch key {

@@ -20,6 +20,11 @@ extension NSObject {
         #endif
     }
 
+    /// The object's address, for names and messages ("0x…").
+    var _address: String {
+        "0x" + String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16)
+    }
+
     /// Whether anything observes this object (always true on Darwin, where KVO decides).
     var _hasObservers: Bool {
         #if canImport(ObjectiveC)
