@@ -146,12 +146,15 @@ open class Operation: NSObject, @unchecked Sendable {
             _announceWillChange("isCancelled")
             _announceWillChange("isReady")
         }
-        _update { $0.isCancelled = true }
+        let queue = _update { state in
+            state.isCancelled = true
+            return state.queue
+        }
         if observed {
             _announceDidChange("isCancelled")
             _announceDidChange("isReady")
         }
-        _update { $0.queue }?._emit(.cancelled, self)
+        queue?._emit(.cancelled, self)
         _readinessChanged()
     }
 
