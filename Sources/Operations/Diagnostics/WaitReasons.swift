@@ -58,7 +58,7 @@ extension Operation {
                 let (done, queued) = dependency._update { ($0.isCompleted, $0.queue != nil) }
                 if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
             }
-            for barrier in snapshot.hidden where !barrier._update({ $0.isCompleted }) {
+            for barrier in snapshot.hidden where !barrier._isCompleted {
                 reasons.append(.barrier(barrier))
             }
             if reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }

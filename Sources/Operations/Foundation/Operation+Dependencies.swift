@@ -77,20 +77,18 @@ extension Operation {
         _update { state in state.dependents.compactMap(\.operation) }
     }
 
-    final var _hasLiveDependents: Bool {
-        _update { state in state.dependents.contains { $0.operation != nil } }
-    }
-
-    final var _hasLiveDependencies: Bool {
-        let all = _update { state in state.dependencies + state.hiddenDependencies }
-        return all.contains { dependency in !dependency._update { $0.isCompleted } }
-    }
+    final var _hasLiveDependents: Bool { !_liveDependents.isEmpty }
 
     /// The unfinished operations this one waits for.
-    final var _liveDependencies: [Operation] {
-        let all = _update { state in state.dependencies + state.hiddenDependencies }
-        return all.filter { dependency in !dependency._update { $0.isCompleted } }
-    }
+    final var _liveDependencies: [Operation] { _allDependencies.filter { !$0._isCompleted } }
+
+    final var _hasLiveDependencies: Bool { _allDependencies.contains { !$0._isCompleted } }
+
+    /// Every operation this one waits for or waited for, visible or hidden.
+    private var _allDependencies: [Operation] { _update { $0.dependencies + $0.hiddenDependencies } }
+
+    /// Whether the finish has been processed (dependents released).
+    final var _isCompleted: Bool { _update { $0.isCompleted } }
 }
 
 extension Operation {
