@@ -85,14 +85,15 @@ public final class TourContext: Sendable {
     /// The image server, for a chapter's (blocking) thread.
     public func blockingImageServer() throws -> ImageServer {
         let done = DispatchSemaphore(value: 0)
-        let outcome = ServerOutcome()
+        let outcome = Protected<Result<ImageServer, any Error>?>(nil)
         let settings = self.settings
         Task { [server] in
-            outcome.set(await Result { try await server.get(settings: settings) })
+            let result = await Result { try await server.get(settings: settings) }
+            outcome.withLock { $0 = result }
             done.signal()
         }
         done.wait()
-        return try outcome.get()
+        return try outcome.current!.get()
     }
 
     public func stop() async {
@@ -116,14 +117,6 @@ public final class TourContext: Sendable {
     }
 }
 
-/// Hands a started server (or its error) from a task to a waiting thread.
-/// - Note: `@unchecked Sendable`: written once before the semaphore is signalled, read after.
-final class ServerOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: Result<ImageServer, any Error>?
-    func set(_ result: Result<ImageServer, any Error>) { lock.withLock { self.result = result } }
-    func get() throws -> ImageServer { try lock.withLock { result! }.get() }
-}
 
 extension Result where Failure == any Error {
     init(catching body: () async throws -> Success) async {

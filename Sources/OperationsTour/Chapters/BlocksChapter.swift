@@ -11,8 +11,8 @@ public struct BlocksChapter: Chapter {
         var result = ChapterResult(chapter: Self.name)
         let sentence = "Operation queues make concurrency easy to reason about"
         let words = sentence.split(separator: " ").map(String.init)
-        let log = OrderLog()
-        let running = Counter(), most = Counter()
+        let log = Protected<[String]>()
+        let running = Protected<Int>(), most = Protected<Int>()
         let operation = BlockOperation()
         operation.name = "sentence"
         for word in words {
@@ -40,8 +40,8 @@ public struct BlocksChapter: Chapter {
         result.numbers["seconds"] = elapsed
         result.numbers["units"] = elapsed / context.settings.unit
         result.numbers["most at once"] = Double(most.current)
-        result.lists["order"] = log.all
-        let line = String(format: "%d blocks of one unit each took %.2f s (≈ %.1f units: they overlap); finished: %@", words.count, elapsed, elapsed / context.settings.unit, log.all.joined(separator: " "))
+        result.lists["order"] = log.current
+        let line = String(format: "%d blocks of one unit each took %.2f s (≈ %.1f units: they overlap); finished: %@", words.count, elapsed, elapsed / context.settings.unit, log.current.joined(separator: " "))
         context.console.say("   " + line)
         context.console.say("   (Linux's own Foundation runs them one after another: ≈ \(words.count) units.)")
         try context.writeTimeline(timeline, chapter: "2-blocks", notes: [line], into: &result)

@@ -14,7 +14,7 @@ public struct ChainChapter: Chapter {
         queue.name = "chain"
         let timeline = Timeline(title: "Chain: \(context.settings.imageCount) images through four dependent operations each")
         timeline.watch(queue)
-        let finished = Counter()
+        let finished = Protected<Int>()
         var outputs: [OutputOperation] = []
         let total = context.settings.imageCount
         context.console.progress("images", done: 0, total: total)
@@ -42,12 +42,3 @@ public struct ChainChapter: Chapter {
     }
 }
 
-/// - Note: `@unchecked Sendable`: every access goes through `lock`.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    func increment() -> Int { lock.withLock { value += 1; return value } }
-    func decrement() { lock.withLock { value -= 1 } }
-    func raise(to candidate: Int) { lock.withLock { value = max(value, candidate) } }
-    var current: Int { lock.withLock { value } }
-}

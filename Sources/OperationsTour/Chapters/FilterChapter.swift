@@ -16,7 +16,7 @@ public struct FilterChapter: Chapter {
         let timeline = Timeline(title: "Filter: \(count) images, blur then sepia, concurrently")
         timeline.watch(queue)
         let appendQueue = DispatchQueue(label: "results")  // the tutorials' serial queue
-        let results = ResultsBox()
+        let results = Protected<[(Int, RGBAImage?)]>()
         // One filter alone, for comparison.
         let single = Date()
         _ = Filters.sepia(Filters.blur(inputs[0], radius: 4))
@@ -26,7 +26,7 @@ public struct FilterChapter: Chapter {
             let operation = FilterOperation(name: "image \(index): blur + sepia", input: input) { Filters.sepia(Filters.blur($0, radius: 4)) }
             operation.completionBlock = { [unowned operation] in
                 let image = operation.image
-                appendQueue.async { results.append(index, image) }
+                appendQueue.async { results.append((index, image)) }
             }
             queue.addOperation(operation)
         }
@@ -34,14 +34,14 @@ public struct FilterChapter: Chapter {
         appendQueue.sync {}
         let elapsed = Date().timeIntervalSince(start)
         var written: [URL] = []
-        for (index, image) in results.all.sorted(by: { $0.0 < $1.0 }) {
+        for (index, image) in results.current.sorted(by: { $0.0 < $1.0 }) {
             if let image { written.append(try context.output.write(try image.png(), to: "3-filtered-\(index).png")) }
         }
-        result.numbers["images"] = Double(results.all.count)
+        result.numbers["images"] = Double(results.current.count)
         result.numbers["seconds"] = elapsed
         result.numbers["one filter seconds"] = oneFilter
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let line = String(format: "%d images filtered in %.2f s; one filter alone takes %.2f s (%d cores: ≈ %.1f filters' time)", results.all.count, elapsed, oneFilter, cores, elapsed / max(oneFilter, 0.0001))
+        let line = String(format: "%d images filtered in %.2f s; one filter alone takes %.2f s (%d cores: ≈ %.1f filters' time)", results.current.count, elapsed, oneFilter, cores, elapsed / max(oneFilter, 0.0001))
         context.console.say("   " + line)
         result.files = written
         try context.writeTimeline(timeline, chapter: "3-filter", notes: [line], into: &result)
@@ -49,12 +49,3 @@ public struct FilterChapter: Chapter {
     }
 }
 
-/// Results collected through a serial queue.
-/// - Note: `@unchecked Sendable`: appended only on the serial queue, read after it drained;
-///   the lock makes that plain to the sanitizer.
-final class ResultsBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var results: [(Int, RGBAImage?)] = []
-    func append(_ index: Int, _ image: RGBAImage?) { lock.withLock { results.append((index, image)) } }
-    var all: [(Int, RGBAImage?)] { lock.withLock { results } }
-}

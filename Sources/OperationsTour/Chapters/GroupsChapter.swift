@@ -11,7 +11,7 @@ public struct GroupsChapter: Chapter {
     final class SumGroup: Sendable {
         let queue = OperationQueue()
         let parts: [BlockOperation]
-        let done = Counter()
+        let done = Protected<Int>()
 
         init(parts count: Int, context: TourContext) {
             queue.name = "sum group"

@@ -16,7 +16,7 @@ public struct PrinterChapter: Chapter {
             queue.name = "printer \(label)"
             queue.maxConcurrentOperationCount = limit
             timeline.watch(queue)
-            let order = OrderLog()
+            let order = Protected<[String]>()
             let start = Date()
             for letter in "ABCDEFG" {
                 let operation = BlockOperation {
@@ -30,8 +30,8 @@ public struct PrinterChapter: Chapter {
             let elapsed = seconds(since: start)
             result.numbers["\(label) seconds"] = elapsed
             result.numbers["\(label) units"] = elapsed / context.settings.unit
-            result.lists["\(label) order"] = order.all
-            let line = String(format: "%@: %.2f s, expected ≈ %.0f units = %.2f s; started %@", label, elapsed, expected, expected * context.settings.unit, order.all.joined())
+            result.lists["\(label) order"] = order.current
+            let line = String(format: "%@: %.2f s, expected ≈ %.0f units = %.2f s; started %@", label, elapsed, expected, expected * context.settings.unit, order.current.joined())
             context.console.say("   " + line)
             notes.append(line)
         }
@@ -45,7 +45,7 @@ public struct PrinterChapter: Chapter {
             queue.maxConcurrentOperationCount = 1
             queue.isSuspended = true
             timeline.watch(queue)
-            let order = OrderLog()
+            let order = Protected<[String]>()
             for letter in "ABCDEFG" {
                 let operation = BlockOperation { order.append(String(letter)); context.work(0.25) }
                 operation.name = "print \(letter) (\(label))"
@@ -54,8 +54,8 @@ public struct PrinterChapter: Chapter {
             }
             queue.isSuspended = false
             queue.waitUntilAllOperationsAreFinished()
-            result.lists["\(label) order"] = order.all
-            let line = "serial queue, G added last with \(label): started \(order.all.joined())"
+            result.lists["\(label) order"] = order.current
+            let line = "serial queue, G added last with \(label): started \(order.current.joined())"
             context.console.say("   " + line)
             notes.append(line)
         }
@@ -65,11 +65,3 @@ public struct PrinterChapter: Chapter {
     }
 }
 
-/// Records an order from many threads.
-/// - Note: `@unchecked Sendable`: every access goes through `lock`.
-final class OrderLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var entries: [String] = []
-    func append(_ entry: String) { lock.withLock { entries.append(entry) } }
-    var all: [String] { lock.withLock { entries } }
-}

@@ -16,24 +16,24 @@ public struct QueueControlChapter: Chapter {
         queue.name = "suspended"
         timeline.watch(queue)
         queue.isSuspended = true
-        let started = OrderLog()
+        let started = Protected<[String]>()
         for index in 1...3 {
             let operation = BlockOperation { started.append("\(index)"); context.work(0.5) }
             operation.name = "suspended \(index)"
             queue.addOperation(operation)
         }
         context.work(0.5)
-        let whileSuspended = started.all.count
+        let whileSuspended = started.current.count
         queue.isSuspended = false
         queue.waitUntilAllOperationsAreFinished()
         result.numbers["started while suspended"] = Double(whileSuspended)
-        notes.append("suspended queue: \(whileSuspended) of 3 started while suspended, \(started.all.count) after resuming")
+        notes.append("suspended queue: \(whileSuspended) of 3 started while suspended, \(started.current.count) after resuming")
 
         // A barrier: after everything before it, before everything after it.
         let barrierQueue = OperationQueue()
         barrierQueue.name = "barrier"
         timeline.watch(barrierQueue)
-        let order = OrderLog()
+        let order = Protected<[String]>()
         for index in 1...4 {
             let operation = BlockOperation { context.work(Double(index) * 0.2); order.append("before\(index)") }
             operation.name = "before \(index)"
@@ -46,8 +46,8 @@ public struct QueueControlChapter: Chapter {
             barrierQueue.addOperation(operation)
         }
         barrierQueue.waitUntilAllOperationsAreFinished()
-        result.lists["barrier order"] = order.all
-        notes.append("barrier: " + order.all.joined(separator: " "))
+        result.lists["barrier order"] = order.current
+        notes.append("barrier: " + order.current.joined(separator: " "))
 
         // Priorities on a suspended serial queue.
         let serial = OperationQueue()
@@ -55,7 +55,7 @@ public struct QueueControlChapter: Chapter {
         serial.maxConcurrentOperationCount = 1
         serial.isSuspended = true
         timeline.watch(serial)
-        let priorityOrder = OrderLog()
+        let priorityOrder = Protected<[String]>()
         let priorities: [(String, Operation.QueuePriority)] = [("low", .low), ("normal", .normal), ("veryHigh", .veryHigh), ("high", .high), ("veryLow", .veryLow)]
         for (label, priority) in priorities {
             let operation = BlockOperation { priorityOrder.append(label); context.work(0.2) }
@@ -65,13 +65,13 @@ public struct QueueControlChapter: Chapter {
         }
         serial.isSuspended = false
         serial.waitUntilAllOperationsAreFinished()
-        result.lists["priority order"] = priorityOrder.all
-        notes.append("added low, normal, veryHigh, high, veryLow to a suspended serial queue; ran " + priorityOrder.all.joined(separator: ", "))
+        result.lists["priority order"] = priorityOrder.current
+        notes.append("added low, normal, veryHigh, high, veryLow to a suspended serial queue; ran " + priorityOrder.current.joined(separator: ", "))
 
         // The main queue: serial, on the main thread's dispatch queue.
         let mainKey = DispatchSpecificKey<Bool>()
         DispatchQueue.main.setSpecific(key: mainKey, value: true)
-        let onMain = OrderLog()
+        let onMain = Protected<[String]>()
         let mainDone = DispatchSemaphore(value: 0)
         timeline.watch(OperationQueue.main)
         let mainOperation = BlockOperation {
@@ -82,8 +82,8 @@ public struct QueueControlChapter: Chapter {
         mainOperation.completionBlock = { mainDone.signal() }
         OperationQueue.main.addOperation(mainOperation)
         mainDone.wait()
-        result.lists["main"] = onMain.all
-        notes.append("OperationQueue.main ran an operation on the main dispatch queue: \(onMain.all.first ?? "?"), and OperationQueue.current was .main: \(onMain.all.last ?? "?")")
+        result.lists["main"] = onMain.current
+        notes.append("OperationQueue.main ran an operation on the main dispatch queue: \(onMain.current.first ?? "?"), and OperationQueue.current was .main: \(onMain.current.last ?? "?")")
         for note in notes { context.console.say("   " + note) }
         try context.writeTimeline(timeline, chapter: "9-queue-control", notes: notes, into: &result)
         return result

@@ -5,8 +5,8 @@ import Foundation
 public final class Console: Sendable {
     public let isTerminal: Bool
     private let lock = NSLock()
-    /// `@unchecked`-free: the buffer of printed lines lives behind `lines`.
-    private let lines = LockedLines()
+    /// Everything said, for `transcript`.
+    private let lines = Protected<[String]>()
 
     public init(isTerminal: Bool = isatty(STDOUT_FILENO) == 1) {
         self.isTerminal = isTerminal
@@ -34,14 +34,6 @@ public final class Console: Sendable {
     }
 
     /// Everything said so far (for tests).
-    public var transcript: [String] { lines.all }
+    public var transcript: [String] { lines.current }
 }
 
-/// Lines printed so far.
-/// - Note: `@unchecked Sendable`: every access goes through `lock`.
-final class LockedLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
-    var all: [String] { lock.withLock { lines } }
-}

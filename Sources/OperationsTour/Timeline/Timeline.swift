@@ -23,9 +23,9 @@ public final class Timeline: Sendable {
 
     public let title: String
     private let state = TimelineState()
-    private let subscriptions = SubscriptionList()
+    private let subscriptions = Protected<[OperationEventSubscription]>()
     /// Operations that report failure (for the colour of their bar).
-    private let failures = FailureList()
+    private let failures = Protected<Set<ObjectIdentifier>>([])
 
     public init(title: String) {
         self.title = title
@@ -34,19 +34,23 @@ public final class Timeline: Sendable {
     /// Records the events of `queue` from now on.
     public func watch(_ queue: OperationQueue) {
         let name = queue.name ?? "queue"
-        subscriptions.add(queue.addEventHandler { [state] event in state.record(event, queueName: name) })
+        subscriptions.append(queue.addEventHandler { [state] event in state.record(event, queueName: name) })
     }
 
     /// Marks an operation as failed (its bar is drawn red).
-    public func markFailed(_ operation: Operation) { failures.add(ObjectIdentifier(operation)) }
+    public func markFailed(_ operation: Operation) { failures.withLock { _ = $0.insert(ObjectIdentifier(operation)) } }
 
     /// Stops recording and returns the bars with their lanes, and the time of the first
     /// event. Lanes show concurrency: each queue's bars are packed into as few lanes as
     /// overlap (an asynchronous operation outlives the worker that started it, so worker
     /// slots alone would draw overlapping bars on one line).
     public func finish() -> (bars: [Bar], identities: [ObjectIdentifier], origin: UInt64) {
-        subscriptions.cancelAll()
-        let failed = failures.all
+        let subscribed = subscriptions.withLock { list in
+            defer { list = [] }
+            return list
+        }
+        for subscription in subscribed { subscription.cancel() }
+        let failed = failures.current
         var (bars, identities) = state.snapshot()
         for index in bars.indices where failed.contains(identities[index]) { bars[index].outcome = .failed }
         var queueOrder: [String] = []
@@ -123,21 +127,3 @@ final class TimelineState: @unchecked Sendable {
     }
 }
 
-/// - Note: `@unchecked Sendable`: every access goes through `lock`.
-final class SubscriptionList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var subscriptions: [OperationEventSubscription] = []
-    func add(_ subscription: OperationEventSubscription) { lock.withLock { subscriptions.append(subscription) } }
-    func cancelAll() {
-        let all = lock.withLock { defer { subscriptions = [] }; return subscriptions }
-        for subscription in all { subscription.cancel() }
-    }
-}
-
-/// - Note: `@unchecked Sendable`: every access goes through `lock`.
-final class FailureList: @unchecked Sendable {
-    private let lock = NSLock()
-    private var failed: Set<ObjectIdentifier> = []
-    func add(_ identity: ObjectIdentifier) { _ = lock.withLock { failed.insert(identity) } }
-    var all: Set<ObjectIdentifier> { lock.withLock { failed } }
-}
