@@ -99,7 +99,14 @@ open class Operation: NSObject, @unchecked Sendable {
     /// unspecified thread, and is then released.
     open var completionBlock: (@Sendable () -> Void)? {
         get { _update { $0.completionBlock } }
-        set { _update { $0.completionBlock = newValue } }
+        set {
+            // The old block is released after the lock: its captures' deinit is user code.
+            let old = _update { state in
+                defer { state.completionBlock = newValue }
+                return state.completionBlock
+            }
+            _ = old
+        }
     }
 
     // MARK: Running

@@ -63,7 +63,12 @@ final class ObservationRegistry: Sendable {
     }
 
     func remove(id: UInt64) {
-        state.withLock { state in state.entries.removeAll { $0.id == id } }
+        // Handlers are released after the lock: their captures' deinit is user code.
+        let removed = state.withLock { state in
+            defer { state.entries.removeAll { $0.id == id } }
+            return state.entries.filter { $0.id == id }
+        }
+        _ = removed
     }
 
     /// Announces that `key` of `object` is about to change: delivers `.prior` notifications

@@ -78,10 +78,13 @@ extension OperationQueue {
     }
 
     final func _removeEventHandler(_ id: UInt64) {
-        let empty = eventHandlers.withLock { state in
+        // The handler is released after the lock: its captures' deinit is user code.
+        let (removed, empty) = eventHandlers.withLock { state in
+            let removed = state.handlers.filter { $0.id == id }
             state.handlers.removeAll { $0.id == id }
-            return state.handlers.isEmpty
+            return (removed, state.handlers.isEmpty)
         }
+        _ = removed
         if empty { hasEventHandlers.store(false, ordering: .releasing) }
     }
 
