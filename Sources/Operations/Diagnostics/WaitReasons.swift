@@ -31,6 +31,8 @@ extension Operation {
             case .isReadyReturnsFalse: "its dependencies are done but its overridden isReady returns false"
             case .notInQueue: "it is in no queue (add it to one, or call start())"
             case .queueSuspended(let queue): "its queue \"\(queue.name ?? "?")\" is suspended"
+            case .concurrencyLimit(let queue, let limit) where limit == 0:
+                "its queue \"\(queue.name ?? "?")\" has maxConcurrentOperationCount 0: it starts no operation until the limit is raised"
             case .concurrencyLimit(let queue, let limit):
                 "its queue \"\(queue.name ?? "?")\" already runs \(limit) operation\(limit == 1 ? "" : "s") (maxConcurrentOperationCount)"
             case .waitingForWorker(let queue): "it is ready; its queue \"\(queue.name ?? "?")\" is about to start it"
@@ -43,22 +45,23 @@ extension Operation {
     /// - Note: A snapshot: by the time it is read, things may have moved on.
     public var waitReasons: [WaitReason] {
         let snapshot = _update { state in
-            (phase: state.phase, cancelled: state.isCancelled, queue: state.queue,
+            (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
              dependencies: state.dependencies, hidden: state.hiddenDependencies)
         }
         switch snapshot.phase {
-        case .finished: return [.finished]
+        case .finishing, .finished: return [.finished]
         case .executing: return [.executing]
-        case .dispatched: return snapshot.queue.map { [.waitingForWorker($0)] } ?? [.executing]
-        case .idle, .enqueued: break
+        // Claimed by a worker: about to start, or an asynchronous subclass running.
+        case .dispatched: return isExecuting || snapshot.queue == nil ? [.executing] : [.waitingForWorker(snapshot.queue!)]
+        case .idle, .waiting, .checking, .parked, .ready: break
         }
         var reasons: [WaitReason] = []
         if !snapshot.cancelled {
             for dependency in snapshot.dependencies {
-                let (done, queued) = dependency._update { ($0.isCompleted, $0.queue != nil) }
+                let (done, queued) = dependency._update { ($0.phase.isFinishingOrFinished, $0.queue != nil) }
                 if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
             }
-            for barrier in snapshot.hidden where !barrier._isCompleted {
+            for barrier in snapshot.hidden where !barrier._isFinishing {
                 reasons.append(.barrier(barrier))
             }
             if reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }

@@ -29,32 +29,34 @@ enum DependencyGraph {
     /// Serializes the reorderings.
     private static let reordering = Locked(())
 
-    enum Insertion {
-        /// `registered` is false when the dependency had already finished.
-        case inserted(registered: Bool)
+    enum Insertion<Registered: Sendable>: Sendable {
+        /// `registered` is what `register` returned.
+        case inserted(Registered)
         /// The edge closes this cycle: the dependency, the dependent, …, the dependency.
         /// `registered` is what `register` returned if it was already called (the edge was
         /// checked again after a concurrent reordering), nil if it was not.
-        case cycle([Operation], registered: Bool?)
+        case cycle([Operation], registered: Registered?)
     }
 
     /// Inserts the edge `dependency → dependent` (the dependent waits), calling `register`
     /// (which records the dependent in the dependency's list) once the edge is known to
     /// keep the graph acyclic.
-    static func insert(from dependency: Operation, to dependent: Operation, register: () -> Bool) -> Insertion {
+    static func insert<Registered: Sendable>(
+        from dependency: Operation, to dependent: Operation, register: () -> Registered
+    ) -> Insertion<Registered> {
         let seen = generation.load(ordering: .acquiring)
         if seen & 1 == 0, dependency._position.load(ordering: .relaxed) < dependent._position.load(ordering: .relaxed) {
             let registered = register()
-            if generation.load(ordering: .acquiring) == seen { return .inserted(registered: registered) }
+            if generation.load(ordering: .acquiring) == seen { return .inserted(registered) }
             // A reordering ran meanwhile: check the (already registered) edge under the lock.
             return reordering.withLock { _ in
                 reorder(from: dependency, to: dependent).map { .cycle($0, registered: registered) }
-                    ?? .inserted(registered: registered)
+                    ?? .inserted(registered)
             }
         }
         return reordering.withLock { _ in
             if let cycle = reorder(from: dependency, to: dependent) { return .cycle(cycle, registered: nil) }
-            return .inserted(registered: register())
+            return .inserted(register())
         }
     }
 

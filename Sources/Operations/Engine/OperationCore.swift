@@ -1,45 +1,29 @@
+import Synchronization
+
 /// Everything about an operation that changes after `init`, guarded by the operation's lock.
 ///
 /// A pure state machine: its methods decide, and return what the caller must do once the
-/// lock is released (call user code, notify a queue, wake a waiter).
+/// lock is released (call user code, notify a queue, wake a waiter, drop references).
+/// Nothing that could run user code happens here: references the state gives up are
+/// handed back to the caller, so that a `deinit` never runs under the lock.
 ///
-/// Legal phase transitions (anything else is a programmer error or ignored):
-///
-/// | from       | event                          | to         |
-/// |------------|--------------------------------|------------|
-/// | idle       | added to a queue               | enqueued   |
-/// | enqueued   | a queue worker claims it       | dispatched |
-/// | idle, enqueued, dispatched | base `start()` runs `main()` | executing |
-/// | any but finished | finished (base `start()` returns, cancelled start, or `isFinished` announced) | finished |
+/// The life of an operation is one value, ``Phase``; every change of it goes through
+/// ``Phase/after(_:)``, the transition table. Cancellation is the one other dimension
+/// (``Cancellation``): it can be requested in any phase before finishing, never after.
 struct OperationCore {
-    enum Phase: UInt8 {
-        case idle, enqueued, dispatched, executing, finished
-    }
-
-    /// Where the operation is on its way into a queue's ready list.
-    enum Readiness: UInt8 {
-        /// Not ready as far as the engine knows (unfinished dependencies, or not enqueued).
-        case waiting
-        /// A thread is reading the (possibly overridden) `isReady` getter.
-        case checking
-        /// `isReady` read false; waiting for an `isReady` announcement.
-        case parked
-        /// In the queue's ready list.
-        case delivered
-    }
-
     var phase: Phase = .idle
-    var readiness: Readiness = .waiting
-    var isCancelled = false
-    /// The finish was processed: dependents released, queue told, completion block taken.
-    var isCompleted = false
-    var startedByQueue = false
+    var cancellation: Cancellation = .none
+    /// Bumped by everything that may change readiness, so that a readiness check that read
+    /// `isReady` before a change can tell that it must read it again.
     var readinessGeneration: UInt32 = 0
     var pendingDependencyCount = 0
-    var queuePriority: Operation.QueuePriority = .normal
-    var qualityOfService: QualityOfService = .default
+    /// Nil until set: then the queue takes the band from the quality of service.
+    var queuePriority: Operation.QueuePriority?
+    /// Nil until set (the getter reports `.default`).
+    var qualityOfService: QualityOfService?
     var threadPriority = 0.5
     var name: String?
+    /// The queue the operation was added to, until it finished.
     var queue: OperationQueue?
     var completionBlock: (@Sendable () -> Void)?
     var dependencies: [Operation] = []
@@ -51,10 +35,23 @@ struct OperationCore {
     /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
     /// nobody holds (never enqueued, abandoned) must be able to go away.
     var dependents: [WeakOperation] = []
-    var waiters: [DispatchSemaphore] = []
+    /// Run once when the operation has finished (after its completion block).
+    var finishWaiters: [FinishWaiter] = []
+    /// The error a layer above reported before finishing (an async body that threw).
+    var failure: (any Error)?
+    /// The reason `cancel(with:)` passes to `cancel()` (which subclasses may override).
+    var offeredCancellationReason: (any Error)?
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
-    var isInternallyReady: Bool { isCancelled || pendingDependencyCount == 0 }
+    var isInternallyReady: Bool { cancellation.isCancelled || pendingDependencyCount == 0 }
+
+    /// The priority the ready list files the operation under. An operation whose priority
+    /// was never set takes its band from its quality of service, except on a serial queue.
+    func effectivePriority(serialQueue: Bool) -> Operation.QueuePriority {
+        if let queuePriority { return queuePriority }
+        guard !serialQueue, let qualityOfService else { return .normal }
+        return Operation.QueuePriority(band: qualityOfService)
+    }
 
     /// Bits of the state the base getters report without the lock.
     enum VisibleFlags {
@@ -65,12 +62,199 @@ struct OperationCore {
     }
 
     var visibleFlags: UInt8 {
-        (phase == .executing ? VisibleFlags.executing : 0) | (phase == .finished ? VisibleFlags.finished : 0)
-            | (isCancelled ? VisibleFlags.cancelled : 0) | (isInternallyReady ? VisibleFlags.ready : 0)
+        var flags: UInt8 = isInternallyReady ? VisibleFlags.ready : 0
+        if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
+        switch phase {
+        case .executing: flags |= VisibleFlags.executing
+        case .finishing, .finished: flags |= VisibleFlags.finished
+        default: break
+        }
+        return flags
     }
 
-    // MARK: Dependencies
+    /// Applies `event` to the phase; false (and nothing changes) when the table refuses it.
+    mutating func apply(_ event: Phase.Event) -> Bool {
+        guard let next = phase.after(event) else { return false }
+        phase = next
+        return true
+    }
+}
 
+// MARK: - Phase and its transition table
+
+extension OperationCore {
+    /// Where an operation is in its life.
+    enum Phase {
+        /// In no queue and not started.
+        case idle
+        /// In a queue, not known to be ready (dependencies pending, or not checked yet).
+        case waiting
+        /// In a queue with its dependencies done; a thread is reading `isReady`.
+        case checking
+        /// In a queue with its dependencies done, but `isReady` read false: waits for an
+        /// `isReady` announcement.
+        case parked
+        /// In its queue's ready list.
+        case ready
+        /// Claimed by a queue worker, which calls `start()`; holds a slot of the queue.
+        /// An asynchronous subclass that overrides `start()` stays here until it finishes.
+        case dispatched
+        /// The base `start()` runs `main()` (or waits for an asynchronous `main()`).
+        case executing(byQueue: Bool)
+        /// Finished (the getters say so); the finish is being processed: dependents
+        /// released, slot freed, completion block run. Happens exactly once.
+        case finishing(byQueue: Bool, Operation.Outcome)
+        /// Done, waiters woken.
+        case finished(Operation.Outcome)
+
+        /// The events that move an operation.
+        enum Event: CaseIterable {
+            /// Added to a queue.
+            case enqueue
+            /// Taken out of a queue again (a refused batch is undone).
+            case withdraw
+            /// Dependencies done: a thread starts reading `isReady`.
+            case beginCheck
+            /// The check read `isReady` true: into the ready list.
+            case confirmReady
+            /// The check read `isReady` false.
+            case denyReady
+            /// It gained a dependency while being checked or in the ready list.
+            case loseReadiness
+            /// A queue worker takes it from the ready list.
+            case claim
+            /// The claiming worker found `isReady` false after all.
+            case unclaim
+            /// The base `start()` begins running `main()`.
+            case start
+            /// It finished: the base `start()` returned, a cancelled start, or `isFinished`
+            /// announced by a subclass.
+            case finish
+            /// The finish has been processed.
+            case complete
+        }
+
+        /// The phase without payloads, for tables and messages.
+        enum Kind: CaseIterable {
+            case idle, waiting, checking, parked, ready, dispatched, executing, finishing, finished
+        }
+
+        var kind: Kind {
+            switch self {
+            case .idle: .idle
+            case .waiting: .waiting
+            case .checking: .checking
+            case .parked: .parked
+            case .ready: .ready
+            case .dispatched: .dispatched
+            case .executing: .executing
+            case .finishing: .finishing
+            case .finished: .finished
+            }
+        }
+
+        /// The transition table: the phase after `event`, or nil when the event is refused
+        /// in this phase. Payloads (who started it, the outcome) are filled in by the
+        /// caller where the table cannot know them: see `startedByQueue` and `finish`.
+        ///
+        /// | from                                   | event          | to          |
+        /// |----------------------------------------|----------------|-------------|
+        /// | idle                                   | enqueue        | waiting     |
+        /// | waiting, checking, parked, ready       | withdraw       | idle        |
+        /// | waiting, parked                        | beginCheck     | checking    |
+        /// | checking                               | confirmReady   | ready       |
+        /// | checking                               | denyReady      | parked      |
+        /// | checking, parked, ready                | loseReadiness  | waiting     |
+        /// | ready                                  | claim          | dispatched  |
+        /// | dispatched                             | unclaim        | parked      |
+        /// | idle … ready (by hand), dispatched     | start          | executing   |
+        /// | anything before finishing              | finish         | finishing   |
+        /// | finishing                              | complete       | finished    |
+        func after(_ event: Event) -> Phase? {
+            switch (self, event) {
+            case (.idle, .enqueue): .waiting
+            case (.waiting, .withdraw), (.checking, .withdraw), (.parked, .withdraw), (.ready, .withdraw): .idle
+            case (.waiting, .beginCheck), (.parked, .beginCheck): .checking
+            case (.checking, .confirmReady): .ready
+            case (.checking, .denyReady): .parked
+            case (.checking, .loseReadiness), (.parked, .loseReadiness), (.ready, .loseReadiness): .waiting
+            case (.ready, .claim): .dispatched
+            case (.dispatched, .unclaim): .parked
+            case (.dispatched, .start): .executing(byQueue: true)
+            case (.idle, .start), (.waiting, .start), (.checking, .start), (.parked, .start), (.ready, .start):
+                .executing(byQueue: false)
+            case (.dispatched, .finish): .finishing(byQueue: true, .succeeded)
+            case (.executing(let byQueue), .finish): .finishing(byQueue: byQueue, .succeeded)
+            case (.idle, .finish), (.waiting, .finish), (.checking, .finish), (.parked, .finish), (.ready, .finish):
+                .finishing(byQueue: false, .succeeded)
+            case (.finishing(_, let outcome), .complete): .finished(outcome)
+            default: nil
+            }
+        }
+
+        var isFinishingOrFinished: Bool {
+            switch self {
+            case .finishing, .finished: true
+            default: false
+            }
+        }
+
+        /// Between being added to a queue and being claimed by one of its workers.
+        var isQueuedNotClaimed: Bool {
+            switch self {
+            case .waiting, .checking, .parked, .ready: true
+            default: false
+            }
+        }
+    }
+}
+
+// MARK: - Cancellation
+
+extension OperationCore {
+    /// Whether, and why, the operation was cancelled.
+    enum Cancellation {
+        case none
+        /// `cancel()` claimed the cancellation and is announcing it; `isCancelled` still
+        /// reads false. A finish that comes first completes it (the cancel came first).
+        case requested((any Error)?)
+        case cancelled((any Error)?)
+
+        var isCancelled: Bool {
+            if case .cancelled = self { return true }
+            return false
+        }
+
+        var reason: (any Error)? {
+            switch self {
+            case .none: nil
+            case .requested(let reason), .cancelled(let reason): reason
+            }
+        }
+    }
+
+    /// `cancel()` wants to cancel (with the reason `cancel(with:)` offered, if any): true
+    /// when this call is the one that does (nothing finished and no other cancel came
+    /// first). One lock section decides.
+    mutating func requestCancellation() -> Bool {
+        let reason = offeredCancellationReason.take()
+        guard case .none = cancellation, !phase.isFinishingOrFinished else { return false }
+        cancellation = .requested(reason)
+        return true
+    }
+
+    /// Makes a requested cancellation take effect; false when a finish already did.
+    mutating func completeCancellation() -> Bool {
+        guard case .requested(let reason) = cancellation else { return false }
+        cancellation = .cancelled(reason)
+        readinessGeneration &+= 1
+        return true
+    }
+}
+
+// MARK: - Dependencies
+
+extension OperationCore {
     /// Lists `operation` as a dependency; false when it already is one.
     mutating func appendDependency(_ operation: Operation) -> Bool {
         let identity = ObjectIdentifier(operation)
@@ -88,138 +272,226 @@ struct OperationCore {
         return true
     }
 
-    /// Unlists `operation`; false when it was not a dependency.
-    mutating func removeDependency(_ operation: Operation) -> Bool {
-        guard let position = dependencies.firstIndex(where: { $0 === operation }) else { return false }
-        dependencies.remove(at: position)
+    /// Unlists `operation`; returns the reference the list held (for the caller to drop
+    /// after the lock), or nil when it was not a dependency.
+    mutating func removeDependency(_ operation: Operation) -> Operation? {
+        guard let position = dependencies.firstIndex(where: { $0 === operation }) else { return nil }
         dependencyIndex?.remove(ObjectIdentifier(operation))
-        return true
+        return dependencies.remove(at: position)
     }
 
-    // MARK: Admission
+    /// One more unfinished dependency.
+    /// (An operation already in the ready list stays there: the worker that pops it finds
+    /// it not ready and lets it wait again.)
+    mutating func gainDependency() {
+        pendingDependencyCount += 1
+        readinessGeneration &+= 1
+    }
 
-    /// Why this operation cannot join `queue`, or nil when it can.
-    func refusal(toJoin queue: OperationQueue) -> QueueCore.Refusal? {
-        if let owner = self.queue { return owner === queue ? .inThisQueue : .inAnotherQueue }
+    /// One dependency fewer.
+    mutating func loseDependency() {
+        pendingDependencyCount -= 1
+        readinessGeneration &+= 1
+    }
+}
+
+// MARK: - Admission
+
+extension OperationCore {
+    /// Why this operation cannot join `queue`, or nil when it can. `reportedExecuting`
+    /// and `reportedFinished` are what the (possibly overridden) getters said.
+    func refusal(toJoin queue: OperationQueue, reportedExecuting: Bool, reportedFinished: Bool) -> QueueCore.Refusal? {
+        if let owner = self.queue { return owner === queue ? .inThisQueue : .inAnotherQueue(owner) }
         switch phase {
-        case .idle: return nil
-        case .enqueued, .dispatched: return .inAnotherQueue
+        case .idle:
+            if reportedFinished { return .finished }
+            if reportedExecuting { return .executing }
+            return nil
+        case .waiting, .checking, .parked, .ready, .dispatched: return .inAnotherQueue(nil)
         case .executing: return .executing
-        case .finished: return .finished
+        case .finishing, .finished: return .finished
         }
     }
+}
 
-    // MARK: Readiness
+// MARK: - Readiness
 
+extension OperationCore {
     /// Something that may make the operation ready happened. Returns the generation to
-    /// check `isReady` with, or nil when no check is needed now (not enqueued, not ready,
-    /// already delivered, or a check under way that will notice the new generation).
+    /// check `isReady` with, or nil when no check is needed now (not in a queue, not ready
+    /// as far as dependencies go, already in the ready list, or a check under way that will
+    /// notice the new generation).
     mutating func readinessTrigger() -> UInt32? {
         readinessGeneration &+= 1
-        guard phase == .enqueued, isInternallyReady else { return nil }
-        switch readiness {
-        case .checking, .delivered:
-            return nil
-        case .waiting, .parked:
-            readiness = .checking
-            return readinessGeneration
-        }
+        guard isInternallyReady, apply(.beginCheck) else { return nil }
+        return readinessGeneration
     }
 
     enum CheckOutcome {
-        case deliver(OperationQueue?, Operation.QueuePriority)
+        case deliver(OperationQueue, Operation.QueuePriority)
         case done
         case retry(UInt32)
     }
 
-    /// The `isReady` getter read `isReady` for `generation`.
+    /// The readiness check read `isReady` for `generation`.
     mutating func readinessChecked(generation: UInt32, isReady: Bool) -> CheckOutcome {
-        guard readiness == .checking else { return .done }
+        guard case .checking = phase else { return .done }
         if generation != readinessGeneration {
-            guard phase == .enqueued, isInternallyReady else {
-                readiness = .waiting
+            guard isInternallyReady else {
+                _ = apply(.loseReadiness)
                 return .done
             }
             return .retry(readinessGeneration)
         }
-        readiness = isReady ? .delivered : .parked
-        return isReady ? .deliver(queue, queuePriority) : .done
+        guard isReady, let queue else {
+            _ = apply(.denyReady)
+            return .done
+        }
+        _ = apply(.confirmReady)
+        return .deliver(queue, effectivePriority(serialQueue: queue._isSerial.load(ordering: .relaxed)))
     }
 
     /// A queue worker popped the operation from the ready list. False when it must be
-    /// skipped: it finished or was started by hand meanwhile, or gained a dependency.
+    /// skipped: it finished or was started by hand meanwhile, or gained a dependency (then
+    /// it waits again; the dependency's finish re-checks it).
     mutating func claimForQueue() -> Bool {
-        guard phase == .enqueued else { return false }
         guard isInternallyReady else {
-            readiness = .waiting
+            _ = apply(.loseReadiness)
             return false
         }
-        phase = .dispatched
-        startedByQueue = true
-        return true
+        return apply(.claim)
     }
 
     /// The claiming worker found `isReady` false: back to waiting for an announcement,
-    /// unless one arrived since `generation` was read.
-    mutating func unclaim(generation: UInt32) -> Bool {
-        guard phase == .dispatched, readinessGeneration == generation else { return false }
-        phase = .enqueued
-        startedByQueue = false
-        readiness = .parked
-        return true
+    /// unless one arrived since `generation` was read (then the worker reads again).
+    /// `nil` when the operation is no longer the worker's to give back (it finished, or
+    /// was cancelled, meanwhile): the worker goes on and calls `start()`.
+    mutating func unclaim(generation: UInt32) -> Bool? {
+        guard case .dispatched = phase, !cancellation.isCancelled else { return nil }
+        guard readinessGeneration == generation else { return false }
+        return apply(.unclaim)
     }
+}
 
-    // MARK: Start
+// MARK: - Start and finish
 
+extension OperationCore {
     enum StartAction {
         case run, finishCancelled, ignore, misuseExecuting, misuseNotReady
     }
 
     /// `start()` was called. `reportedReady` is what the `isReady` getter said, read
-    /// before the lock for a start by hand; nil for a start by a queue.
+    /// before the lock for a start by hand; nil for a start by a queue worker.
     mutating func start(reportedReady: Bool?) -> StartAction {
         switch phase {
-        case .finished:
+        case .finishing, .finished:
             return .ignore
         case .executing:
             return .misuseExecuting
-        case .idle, .enqueued, .dispatched:
-            if isCancelled { return .finishCancelled }
-            if phase != .dispatched, !(reportedReady ?? isInternallyReady) { return .misuseNotReady }
-            phase = .executing
-            return .run
+        case .dispatched:
+            if cancellation.isCancelled { return .finishCancelled }
+            return apply(.start) ? .run : .ignore
+        case .idle, .waiting, .checking, .parked, .ready:
+            if cancellation.isCancelled { return .finishCancelled }
+            if !(reportedReady ?? isInternallyReady) { return .misuseNotReady }
+            return apply(.start) ? .run : .ignore
         }
     }
 
-    // MARK: Finish
-
-    struct Completion {
+    /// What finishing hands over to be done once the lock is released.
+    struct Finish {
+        var outcome: Operation.Outcome
         var dependents: [WeakOperation]
         var completionBlock: (@Sendable () -> Void)?
         var queue: OperationQueue?
-        var startedByQueue: Bool
-        var waiters: [DispatchSemaphore]
+        var releasesSlot: Bool
+        /// Set when the finish also completed a cancellation that `cancel()` was announcing.
+        var completedCancellation: Bool
     }
 
-    /// The operation finished. Returns the work to do once, or nil the second time.
-    mutating func complete() -> Completion? {
-        guard !isCompleted else { return nil }
-        isCompleted = true
-        phase = .finished
+    /// The operation finished. Returns the work to do, once; nil when it already finished.
+    /// Decides the outcome: a cancellation (also one still being announced) wins, then a
+    /// reported failure.
+    mutating func finish() -> Finish? {
+        guard case .finishing(let byQueue, _)? = phase.after(.finish) else { return nil }
+        let completedCancellation = completeCancellation()
+        let outcome: Operation.Outcome
+        if case .cancelled(let reason) = cancellation {
+            outcome = .cancelled(reason: reason)
+        } else if let failure {
+            outcome = .failed(failure)
+        } else {
+            outcome = .succeeded
+        }
+        phase = .finishing(byQueue: byQueue, outcome)
+        failure = nil
         defer {
             dependents = []
-            hiddenDependencies = []
             completionBlock = nil
-            queue = nil
-            waiters = []
         }
-        return Completion(
-            dependents: dependents, completionBlock: completionBlock, queue: queue,
-            startedByQueue: startedByQueue, waiters: waiters)
+        return Finish(
+            outcome: outcome, dependents: dependents, completionBlock: completionBlock, queue: queue,
+            releasesSlot: byQueue, completedCancellation: completedCancellation)
+    }
+
+    /// What completing hands over: the references the operation no longer needs, and the
+    /// waiters to wake. The caller drops and wakes them after the lock.
+    struct Completion {
+        var waiters: [FinishWaiter]
+        var hiddenDependencies: [Operation]
+        var outcome: Operation.Outcome
+    }
+
+    /// The finish has been processed (dependents released, completion block run).
+    mutating func complete() -> Completion {
+        guard apply(.complete), case .finished(let outcome) = phase else {
+            preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
+        }
+        defer {
+            finishWaiters = []
+            hiddenDependencies = []
+            queue = nil
+        }
+        return Completion(waiters: finishWaiters, hiddenDependencies: hiddenDependencies, outcome: outcome)
+    }
+
+    /// The outcome, once the operation finished.
+    var outcome: Operation.Outcome? {
+        switch phase {
+        case .finishing(_, let outcome), .finished(let outcome): outcome
+        default: nil
+        }
+    }
+}
+
+/// Something waiting for an operation to finish: a blocked thread or a hook (a suspended
+/// task's continuation, a group, a timer). Each is run once, after the completion block.
+enum FinishWaiter {
+    case thread(DispatchSemaphore)
+    case hook(id: UInt64, @Sendable (Operation.Outcome) -> Void)
+
+    func wake(_ outcome: Operation.Outcome) {
+        switch self {
+        case .thread(let semaphore): semaphore.signal()
+        case .hook(_, let hook): hook(outcome)
+        }
     }
 }
 
 /// A weak reference to an operation, for the dependents list.
 struct WeakOperation {
     weak var operation: Operation?
+}
+
+extension Operation.QueuePriority {
+    /// The band a quality of service chooses (Linux's Foundation does the same).
+    init(band quality: QualityOfService) {
+        switch quality {
+        case .userInteractive: self = .veryHigh
+        case .userInitiated: self = .high
+        case .utility: self = .low
+        case .background: self = .veryLow
+        default: self = .normal
+        }
+    }
 }

@@ -30,6 +30,8 @@ struct QueueCore {
     var pendingBarrier: Operation?
     var name: String?
     var qualityOfService: QualityOfService
+    /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
+    var isQualityOfServiceSet = false
     var underlyingQueue: DispatchQueue?
     var lanes: [DispatchQueue?] = []
     var progress: Progress?
@@ -51,19 +53,31 @@ struct QueueCore {
     // MARK: Admission
 
     enum Refusal {
-        case inThisQueue, inAnotherQueue, executing, finished
+        case inThisQueue
+        /// In another queue (named when the operation still is in it).
+        case inAnotherQueue(OperationQueue?)
+        /// Listed twice in one `addOperations` batch.
+        case twiceInBatch
+        case executing, finished
+    }
+
+    /// What was read of an operation before the lock (its getters may be user code): the
+    /// readiness generation, then what `isReady`, `isExecuting` and `isFinished` said.
+    struct Reading {
+        var generation: UInt32
+        var isReady: Bool
+        var isExecuting: Bool
+        var isFinished: Bool
+
+        /// An operation the queue just made itself: nobody else has seen it.
+        static let fresh = Reading(generation: 0, isReady: true, isExecuting: false, isFinished: false)
     }
 
     /// Whether `operation` may be added (read only; nothing changes).
-    func refusal(for operation: Operation, queue: OperationQueue) -> Refusal? {
-        operation._update { $0.refusal(toJoin: queue) }
-    }
-
-    /// What `admit` saw of an operation's readiness before the lock: the readiness
-    /// generation, then what the (possibly overridden) `isReady` getter said.
-    struct ReadinessReading {
-        var generation: UInt32
-        var isReady: Bool
+    func refusal(for operation: Operation, queue: OperationQueue, reading: Reading) -> Refusal? {
+        operation._update {
+            $0.refusal(toJoin: queue, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
+        }
     }
 
     enum Admission {
@@ -74,25 +88,30 @@ struct QueueCore {
 
     /// Adds an operation: claims it, makes it wait for `barrier` (its count raised here;
     /// the caller registers the edge once the lock is released), gives it the queue's
-    /// QoS when asked, and puts it in the ready list at once when it is ready and nothing
-    /// changed since `reading` was taken. Refuses it, changing nothing, when it cannot be
-    /// added.
+    /// QoS when asked, records the enqueued event, and puts it in the ready list at once
+    /// when it is ready and nothing changed since `reading` was taken. Refuses it,
+    /// changing nothing, when it cannot be added.
     mutating func admit(
-        _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool,
-        reading: ReadinessReading?
+        _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool, reading: Reading
     ) -> Admission {
-        let quality = qualityOfService
+        let quality = inheritQoS && isQualityOfServiceSet ? qualityOfService : nil
+        let serial = isSerial
         let outcome = operation._update { state -> (Refusal?, Operation.QueuePriority?) in
-            if let refusal = state.refusal(toJoin: queue) { return (refusal, nil) }
+            if let refusal = state.refusal(
+                toJoin: queue, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
+            {
+                return (refusal, nil)
+            }
+            _ = state.apply(.enqueue)
             state.queue = queue
-            state.phase = .enqueued
-            if barrier != nil { state.pendingDependencyCount += 1 }
-            if inheritQoS { state.qualityOfService = quality }
-            guard let reading, reading.isReady, reading.generation == state.readinessGeneration,
-                state.isInternallyReady, state.readiness == .waiting
+            if barrier != nil { state.gainDependency() }
+            if let quality { state.qualityOfService = quality }
+            // Recorded before anyone can start it: the first event of the operation.
+            queue._record(.enqueued, operation)
+            guard reading.isReady, reading.generation == state.readinessGeneration, state.isInternallyReady,
+                state.apply(.beginCheck), state.apply(.confirmReady)
             else { return (nil, nil) }
-            state.readiness = .delivered
-            return (nil, state.queuePriority)
+            return (nil, state.effectivePriority(serialQueue: serial))
         }
         if let refusal = outcome.0 { return .refused(refusal) }
         members.append(operation)
@@ -108,12 +127,14 @@ struct QueueCore {
         members.remove(operation)
         if wasDelivered { ready.remove(operation) }
         operation._update { state in
+            _ = state.apply(.withdraw)
             state.queue = nil
-            state.phase = .idle
-            state.readiness = .waiting
-            if hadBarrier { state.pendingDependencyCount -= 1 }
+            if hadBarrier { state.loseDependency() }
         }
     }
+
+    /// A serial queue: priorities do not come from quality of service there.
+    var isSerial: Bool { isMain || maxConcurrent == 1 }
 
     // MARK: Workers
 
@@ -158,11 +179,17 @@ struct QueueCore {
     }
 
     /// A worker asks for its next operation. Returns nil after retiring the worker when
-    /// there is none it may start, and whether to arm the watchdog.
-    mutating func nextOperation(retiringSlot slot: Int) -> (operation: Operation?, watchdog: UInt64?) {
+    /// there is none it may start, and whether to arm the watchdog. Operations popped and
+    /// skipped (they finished, were started by hand, or gained a dependency meanwhile) are
+    /// appended to `skipped`: the caller drops them after the lock, since the ready list's
+    /// reference may be the last one.
+    mutating func nextOperation(retiringSlot slot: Int, skipped: inout [Operation]) -> (operation: Operation?, watchdog: UInt64?) {
         if !isSuspended && executing < executionLimit && workers <= workerLimit {
             while let operation = ready.pop() {
-                guard operation._update({ $0.claimForQueue() }) else { continue }
+                guard operation._update({ $0.claimForQueue() }) else {
+                    skipped.append(operation)
+                    continue
+                }
                 executing += 1
                 return (operation, armWatchdogIfBlocked())
             }

@@ -8,17 +8,59 @@
 ///   `BlockOperation`'s blocks read `queue`, which never changes).
 final class WorkerContext: @unchecked Sendable {
     unowned let queue: OperationQueue
+    /// The queue's worker slot this worker holds.
+    let slot: Int
     /// The operation whose `start()` the worker is in (the worker holds it meanwhile).
     unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
     var finishedHere = false
+    /// The thread's quality of service before the worker changed it, to restore.
+    private var originalQuality: QualityOfService?
+    /// What the worker last gave the thread (the common case: unchanged, nothing to do).
+    private var appliedQuality: QualityOfService?
 
-    init(queue: OperationQueue) {
+    init(queue: OperationQueue, slot: Int) {
         self.queue = queue
+        self.slot = slot
+    }
+
+    /// Starts `operation` on this thread, at its quality of service: its own when set, but
+    /// never below its queue's.
+    func runOperation(_ operation: Operation, queueQuality: QualityOfService) {
+        let own = operation.qualityOfService
+        let quality = own == .default || own.rank < queueQuality.rank ? queueQuality : own
+        if quality != appliedQuality {
+            let thread = Thread.current
+            if originalQuality == nil { originalQuality = thread.qualityOfService }
+            thread.qualityOfService = quality
+            appliedQuality = quality
+        }
+        self.operation = operation
+        operation.start()
+        self.operation = nil
+    }
+
+    /// Gives the thread back at the quality of service it had.
+    func restoreThreadQualityOfService() {
+        if let originalQuality { Thread.current.qualityOfService = originalQuality }
     }
 
     /// The context of the worker running on this thread, if any.
     static var current: WorkerContext? {
         OperationQueue._current.value.map { Unmanaged<WorkerContext>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+extension QualityOfService {
+    /// Orders the classes from background (lowest) to user-interactive; `.default` sits
+    /// between utility and user-initiated.
+    var rank: Int {
+        switch self {
+        case .background: 0
+        case .utility: 1
+        case .userInitiated: 3
+        case .userInteractive: 4
+        default: 2
+        }
     }
 }

@@ -36,6 +36,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
         super.init()
     }
 
+    /// Creates an operation that runs `block`.
     public convenience init(block: @escaping @Sendable () -> Void) {
         self.init()
         blocks.withLock { $0.append(block) }
@@ -44,21 +45,39 @@ open class BlockOperation: Operation, @unchecked Sendable {
     /// Adds a block.
     /// - Important: Adding a block once the operation started is a programmer error.
     open func addExecutionBlock(_ block: @escaping @Sendable () -> Void) {
-        let started = _update { $0.phase == .executing || $0.phase == .finished }
+        // Checked and appended under the operation's lock, which `start()` takes to begin:
+        // the block either runs or is refused, never dropped.
+        let started = _update { state -> Bool in
+            switch state.phase {
+            case .executing, .finishing, .finished: return true
+            default:
+                blocks.withLock { $0.append(block) }
+                return false
+            }
+        }
         if started {
             Misuse.fail("addExecutionBlock: \(_misuseName) has already started; blocks can only be added before it starts")
         }
-        blocks.withLock { $0.append(block) }
     }
 
     /// The blocks, until they have run.
     open var executionBlocks: [@Sendable () -> Void] { blocks.withLock { $0.all } }
 
-    open override func main() {
-        let taken = self.blocks.withLock { blocks in
+    /// Releases the blocks of an operation that finished without running them (cancelled).
+    override func _releaseWork() {
+        let taken = _takeBlocks()
+        _ = taken
+    }
+
+    private func _takeBlocks() -> Blocks {
+        blocks.withLock { blocks in
             defer { blocks = .none }
             return blocks
         }
+    }
+
+    open override func main() {
+        let taken = _takeBlocks()
         let blocks: [@Sendable () -> Void]
         switch taken {
         case .none: return

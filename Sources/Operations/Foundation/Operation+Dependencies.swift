@@ -1,94 +1,151 @@
 extension Operation {
     /// Adds an edge `operation → self`; `visible: false` makes a hidden dependency (used by
     /// barriers) that ``dependencies`` does not list.
+    ///
+    /// The edge is listed, registered with the dependency and counted in one section that
+    /// holds both operations' locks, so that a concurrent `removeDependency` or the
+    /// dependency's finish sees all of it or none of it.
     final func _addEdge(from operation: Operation, visible: Bool) {
-        // Count it first, so that a dependency finishing meanwhile cannot make the count
-        // reach zero early; take it back if the dependency had already finished.
-        let added = _update { state in
-            if visible {
-                if !state.appendDependency(operation) { return false }
-            } else {
-                state.hiddenDependencies.append(operation)
-            }
-            state.pendingDependencyCount += 1
-            return true
+        if operation === self {
+            Misuse.fail("addDependency: \(_misuseName) cannot depend on itself; it would wait for itself forever")
         }
-        guard added else { return }
         let observed = _hasObservers
+        // Announced before the count changes, so that observers read the old value.
         if observed { _announceWillChange("isReady") }
-        let registered = _insertEdge(from: operation)
-        if !registered {
-            _update { $0.pendingDependencyCount -= 1 }
+        let counted: Bool
+        // An edge out of (or into) a finished operation can never block: it is listed,
+        // and the graph of waiting operations never sees it.
+        if operation._isFinishing || _isFinishing {
+            counted = _link(from: operation, visible: visible) == .counted
+        } else {
+            counted = _insertEdge(from: operation) { self._link(from: operation, visible: visible) } == .counted
         }
         if observed { _announceDidChange("isReady") }
-        if !registered { _readinessChanged() }
+        _ = counted
     }
 
-    /// Removes the edge `operation → self`, if the dependency has not released it yet.
-    final func _removeEdge(from operation: Operation) {
-        let unregistered = operation._update { state in
-            guard let index = state.dependents.firstIndex(where: { $0.operation === self }) else { return false }
-            state.dependents.remove(at: index)
-            return true
+    enum Link: Equatable, Sendable {
+        /// Listed, registered with the dependency, counted.
+        case counted
+        /// Listed only: the dependency had finished.
+        case listed
+        /// Already a (visible) dependency: nothing changed.
+        case duplicate
+    }
+
+    /// Lists, registers and counts the edge `dependency → self` under both locks.
+    private func _link(from dependency: Operation, visible: Bool) -> Link {
+        Operation._withBothLocked(self, dependency) { mine, theirs in
+            if visible {
+                guard mine.appendDependency(dependency) else { return .duplicate }
+            } else {
+                mine.hiddenDependencies.append(dependency)
+            }
+            guard !theirs.phase.isFinishingOrFinished else { return .listed }
+            theirs.dependents.append(WeakOperation(operation: self))
+            mine.gainDependency()
+            return .counted
         }
-        // Not found: the dependency already finished and released (or is releasing) us.
-        if unregistered { _dependencyFinished() }
+    }
+
+    /// Removes the edge `operation → self`: unlisted, unregistered and uncounted in one
+    /// section. A dependency that already released this operation was uncounted then.
+    final func _removeEdge(from operation: Operation) {
+        guard operation !== self else { return }
+        let observed = _hasObservers
+        if observed { _announceWillChange("isReady") }
+        let (removed, uncounted) = Operation._withBothLocked(self, operation) { mine, theirs -> (Operation?, Bool) in
+            guard let removed = mine.removeDependency(operation) else { return (nil, false) }
+            guard let index = theirs.dependents.firstIndex(where: { $0.operation === self }) else { return (removed, false) }
+            theirs.dependents.remove(at: index)
+            mine.loseDependency()
+            return (removed, true)
+        }
+        if observed { _announceDidChange("isReady") }
+        // The list's reference is dropped here, after the locks.
+        _ = removed
+        if uncounted { _readinessChanged() }
+    }
+
+    /// Runs `body` with both operations' locks held, taken in address order so that two
+    /// threads locking the same pair cannot deadlock.
+    static func _withBothLocked<Result>(
+        _ first: Operation, _ second: Operation,
+        _ body: (inout OperationCore, inout OperationCore) -> Result
+    ) -> Result {
+        if ObjectIdentifier(first) < ObjectIdentifier(second) {
+            return first._update { a in second._update { b in body(&a, &b) } }
+        }
+        return second._update { b in first._update { a in body(&a, &b) } }
     }
 }
 
 extension Operation {
-    /// Registers the edge `dependency → self` whose count the queue already raised when it
-    /// admitted this operation (the wait for a pending barrier).
-    final func _registerHiddenEdge(from dependency: Operation) {
-        _update { $0.hiddenDependencies.append(dependency) }
-        if !_insertEdge(from: dependency) { _dependencyFinished() }
-    }
-
-    /// Inserts the edge `dependency → self` into the graph and the dependency's list of
-    /// dependents; false when the dependency had already finished.
-    /// - Important: An edge that closes a cycle is a programmer error.
-    private func _insertEdge(from dependency: Operation) -> Bool {
-        let insertion = DependencyGraph.insert(from: dependency, to: self) {
-            dependency._update { state in
-                guard !state.isCompleted else { return false }
-                state.dependents.append(WeakOperation(operation: self))
-                return true
+    /// Makes this operation (already counted by its queue when it was admitted) wait for
+    /// the queue's pending barrier: lists and registers the hidden edge, or uncounts it if
+    /// the barrier already finished.
+    final func _registerHiddenEdge(from barrier: Operation) {
+        let link = _insertEdge(from: barrier) {
+            Operation._withBothLocked(self, barrier) { mine, theirs -> Link in
+                mine.hiddenDependencies.append(barrier)
+                guard !theirs.phase.isFinishingOrFinished else {
+                    mine.loseDependency()
+                    return .listed
+                }
+                theirs.dependents.append(WeakOperation(operation: self))
+                return .counted
             }
         }
-        switch insertion {
-        case .inserted(let registered):
-            return registered
-        case .cycle(let path, let alreadyRegistered):
-            let message = "addDependency: making \(_misuseName) depend on \(dependency._misuseName) closes a dependency cycle: \(path.map(\._misuseName).joined(separator: " → "))"
+        if link == .listed { _readinessChanged() }
+    }
+
+    /// Inserts the edge `dependency → self` into the graph, calling `link` once the edge
+    /// is known to keep the graph acyclic (or, for a cycle Darwin allows, after warning).
+    /// - Important: An edge that closes a cycle is a programmer error.
+    private func _insertEdge(from dependency: Operation, link: () -> Link) -> Link {
+        switch DependencyGraph.insert(from: dependency, to: self, register: link) {
+        case .inserted(let linked):
+            return linked
+        case .cycle(let path, let alreadyLinked):
+            let message = "addDependency: making \(_misuseName) depend on \(dependency._misuseName) closes a dependency cycle: \(Self._describeCycle(path))"
             if Operation.trapsOnDependencyCycles { Misuse.fail(message) }
             // Darwin allows it: the operations wait for each other until one is cancelled.
             Misuse.warn(message + "; they wait for each other until one of them is cancelled (set Operation.trapsOnDependencyCycles to stop here instead)")
-            if let alreadyRegistered { return alreadyRegistered }
-            return dependency._update { state in
-                guard !state.isCompleted else { return false }
-                state.dependents.append(WeakOperation(operation: self))
-                return true
-            }
+            return alreadyLinked ?? link()
         }
     }
 
-    /// The operations waiting for this one (while it has not finished).
+    /// A cycle as the user wrote it: `path` is the dependency, the dependent, …, the
+    /// dependency, each waiting for the one before; the description starts at the new
+    /// edge's dependent and reads "x depends on y".
+    private static func _describeCycle(_ path: [Operation]) -> String {
+        // Reversed, each element depends on the next; rotate to start at the dependent.
+        var order = Array(path.dropLast().reversed())
+        if let last = order.popLast() { order.insert(last, at: 0) }
+        order.append(order[0])
+        let pairs = zip(order, order.dropFirst()).map { "\($0._misuseName) depends on \($1._misuseName)" }
+        return pairs.joined(separator: ", ")
+    }
+
+    /// The operations waiting for this one (while it has not finished), that have not
+    /// finished themselves.
     final var _liveDependents: [Operation] {
-        _update { state in state.dependents.compactMap(\.operation) }
+        _update { state in state.dependents.compactMap(\.operation) }.filter { !$0._isFinishing }
     }
 
     final var _hasLiveDependents: Bool { !_liveDependents.isEmpty }
 
     /// The unfinished operations this one waits for.
-    final var _liveDependencies: [Operation] { _allDependencies.filter { !$0._isCompleted } }
+    final var _liveDependencies: [Operation] { _allDependencies.filter { !$0._isFinishing } }
 
-    final var _hasLiveDependencies: Bool { _allDependencies.contains { !$0._isCompleted } }
+    final var _hasLiveDependencies: Bool { _allDependencies.contains { !$0._isFinishing } }
 
     /// Every operation this one waits for or waited for, visible or hidden.
     private var _allDependencies: [Operation] { _update { $0.dependencies + $0.hiddenDependencies } }
 
-    /// Whether the finish has been processed (dependents released).
-    final var _isCompleted: Bool { _update { $0.isCompleted } }
+    /// Whether the operation finished (its finish may still be being processed): it no
+    /// longer waits for anything, and nothing needs to wait for it.
+    final var _isFinishing: Bool { _update { $0.phase.isFinishingOrFinished } }
 }
 
 extension Operation {

@@ -1,15 +1,19 @@
 // How the engine follows an operation's state: readiness checks, the announcement of
 // `isFinished`, and the work done once when it finishes.
+//
+// Vocabulary: an operation *finishes* once (the `finish` event: its getters say finished);
+// the engine then *processes* the finish (dependents, slot, completion block) and the
+// operation is *finished* for good (`complete`): waiters wake.
 
 extension Operation {
-    /// Sets the base state to finished and announces it.
+    /// Sets the base state to finished, announcing it, and processes the finish.
     final func _finish(wasExecuting: Bool) {
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
-        _update { $0.phase = .finished }
+        var finish = _update { $0.finish().map { finish in self._recordFinish(finish) } }
         if wasExecuting { _announceDidChange("isExecuting") }
         _announceDidChange("isFinished")
-        _stateAnnounced("isFinished")
+        if finish != nil { _processFinish(&finish!) }
     }
 
     /// A change of `key` was announced, by the base class or by a subclass.
@@ -18,12 +22,23 @@ extension Operation {
         case "isFinished", "finished":
             // As on Darwin, the getter decides: a subclass that overrides `isFinished`
             // is finished when it says so.
-            if isFinished { _complete() }
+            guard isFinished else { return }
+            var finish = _update { $0.finish().map { self._recordFinish($0) } }
+            if finish != nil { _processFinish(&finish!) }
         case "isReady", "ready":
             _readinessChanged()
         default:
             break
         }
+    }
+
+    /// Records the events of a finish in the queue's order (called under the lock, so that
+    /// no event of this operation can come between).
+    private func _recordFinish(_ finish: OperationCore.Finish) -> OperationCore.Finish {
+        guard let queue = finish.queue else { return finish }
+        if finish.completedCancellation { queue._record(.cancelled, self) }
+        queue._record(.finished(wasCancelled: finish.outcome.isCancelled), self)
+        return finish
     }
 
     /// Something that may change readiness happened: check `isReady` (user code, no lock
@@ -39,42 +54,46 @@ extension Operation {
             case .retry(let next):
                 generation = next
             case .deliver(let queue, let priority):
-                queue?._operationBecameReady(self, priority: priority)
+                queue._operationBecameReady(self, priority: priority)
                 return
             }
         }
     }
 
-    /// One of this operation's dependencies finished.
+    /// One of this operation's dependencies finished (or the edge was removed).
     final func _dependencyFinished() {
         let observed = _hasObservers
         if observed { _announceWillChange("isReady") }
-        _update { $0.pendingDependencyCount -= 1 }
+        _update { $0.loseDependency() }
         if observed { _announceDidChange("isReady") }
         _readinessChanged()
     }
 
     /// The work done exactly once when the operation finishes: release dependents, free
-    /// the queue slot, run the completion block, leave the queue, wake waiters.
-    final func _complete() {
-        guard var completion = _update({ $0.complete() }) else { return }
-        // The event marks the finish itself, before any dependent can start.
-        completion.queue?._emit(.finished(wasCancelled: isCancelled), self)
-        for dependent in completion.dependents {
+    /// the queue slot, release the work, run the completion block, leave the queue, wake
+    /// waiters.
+    /// (`inout`, so that the closures it holds are released here, not by the caller.)
+    private func _processFinish(_ finish: inout OperationCore.Finish) {
+        let queue = finish.queue
+        // The finished event goes out before any dependent can start.
+        queue?._deliverEvents()
+        for dependent in finish.dependents {
             dependent.operation?._dependencyFinished()
         }
-        let queue = completion.queue
-        if completion.completionBlock != nil {
-            queue?._operationFinished(self, releasesSlot: completion.startedByQueue, leaves: false)
-            // Taken out so that it is released before anyone waiting is woken.
-            completion.completionBlock.take()!()
+        _releaseWork()
+        if let completionBlock = finish.completionBlock.take() {
+            queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false)
+            completionBlock()
+            // Released before anyone waiting is woken.
+            _ = consume completionBlock
             queue?._operationFinished(self, releasesSlot: false, leaves: true)
         } else {
-            queue?._operationFinished(self, releasesSlot: completion.startedByQueue, leaves: true)
+            queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
         }
+        let completion = _update { $0.complete() }
+        ReleasePool.release(completion.hiddenDependencies)
         for waiter in completion.waiters {
-            waiter.signal()
+            waiter.wake(completion.outcome)
         }
     }
-
 }

@@ -72,20 +72,27 @@ open class Operation: NSObject, @unchecked Sendable {
 
     // MARK: Properties
 
+    /// A name for debugging, timelines and misuse messages; nil by default.
     open var name: String? {
         get { _update { $0.name } }
         set { _update { $0.name = newValue } }
     }
 
     /// The relative order among ready operations of one queue. Never overrides dependencies.
+    ///
+    /// Until it is set, an operation on a queue that is not serial takes its band from its
+    /// ``qualityOfService`` (as on Linux's Foundation): `.userInteractive` → `.veryHigh`,
+    /// `.userInitiated` → `.high`, `.default` → `.normal`, `.utility` → `.low`,
+    /// `.background` → `.veryLow`. Reads `.normal` until set.
     open var queuePriority: QueuePriority {
-        get { _update { $0.queuePriority } }
+        get { _update { $0.queuePriority } ?? .normal }
         set { _update { $0.queuePriority = newValue } }
     }
 
-    /// Defaults to `.default`; when set, it wins over the queue's.
+    /// Defaults to `.default`; when set, it wins over the queue's, except that an
+    /// operation below its queue's quality of service runs at the queue's.
     open var qualityOfService: QualityOfService {
-        get { _update { $0.qualityOfService } }
+        get { _update { $0.qualityOfService } ?? .default }
         set { _update { $0.qualityOfService = newValue } }
     }
 
@@ -116,12 +123,19 @@ open class Operation: NSObject, @unchecked Sendable {
     /// - Important: Calling it on an executing operation, or by hand on one that is not
     ///   ready, is a programmer error.
     open func start() {
-        // Started by a queue: it was ready when claimed; one lock decides.
-        var action = _update { state in state.phase == .dispatched ? state.start(reportedReady: nil) : nil }
+        // Announced before the state changes, so that observers read the old value.
+        let observed = _hasObservers
+        if observed { _announceWillChange("isExecuting") }
+        // Started by a queue worker: it was ready when claimed; one lock decides.
+        var action = _update { state -> OperationCore.StartAction? in
+            guard case .dispatched = state.phase else { return nil }
+            return state.start(reportedReady: nil)
+        }
         if action == nil {
             let reportedReady: Bool? = isCancelled ? nil : isReady
             action = _update { $0.start(reportedReady: reportedReady) }
         }
+        if observed { _announceDidChange("isExecuting") }
         switch action! {
         case .ignore:
             return
@@ -132,8 +146,6 @@ open class Operation: NSObject, @unchecked Sendable {
         case .finishCancelled:
             _finish(wasExecuting: false)
         case .run:
-            _announceWillChange("isExecuting")
-            _announceDidChange("isExecuting")
             main()
             if !isAsynchronous {
                 _finish(wasExecuting: true)
@@ -144,24 +156,32 @@ open class Operation: NSObject, @unchecked Sendable {
     /// The work. The base implementation does nothing.
     open func main() {}
 
+    /// Releases what the operation keeps only to run (a `BlockOperation`'s blocks): called
+    /// once when it finished, whether its work ran or it was cancelled.
+    func _releaseWork() {}
+
     /// Sets ``isCancelled``. Running code stops only if it checks; a pending operation
-    /// becomes ready at once and finishes without running ``main()``.
+    /// becomes ready at once and finishes without running ``main()``. Does nothing once
+    /// the operation has finished, or when it was cancelled already.
     open func cancel() {
-        guard _update({ !$0.isCancelled && $0.phase != .finished }) else { return }
+        // One lock section decides who cancels: a second cancel, or one after the finish,
+        // announces nothing.
+        guard _update({ $0.requestCancellation() }) else { return }
         let observed = _hasObservers
         if observed {
             _announceWillChange("isCancelled")
             _announceWillChange("isReady")
         }
-        let queue = _update { state in
-            state.isCancelled = true
+        let queue = _update { state -> OperationQueue? in
+            // A finish that came meanwhile completed the cancellation (and recorded it).
+            if state.completeCancellation() { state.queue?._record(.cancelled, self) }
             return state.queue
         }
         if observed {
             _announceDidChange("isCancelled")
             _announceDidChange("isReady")
         }
-        queue?._emit(.cancelled, self)
+        queue?._deliverEvents()
         _readinessChanged()
     }
 
@@ -169,9 +189,9 @@ open class Operation: NSObject, @unchecked Sendable {
     /// block has run.
     open func waitUntilFinished() {
         let semaphore: DispatchSemaphore? = _update { state in
-            guard !state.isCompleted else { return nil }
+            if case .finished = state.phase { return nil }
             let semaphore = DispatchSemaphore(value: 0)
-            state.waiters.append(semaphore)
+            state.finishWaiters.append(.thread(semaphore))
             return semaphore
         }
         semaphore?.wait()
@@ -185,7 +205,9 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Makes this operation wait until `operation` has finished (or was cancelled and
     /// finished). Works across queues and for operations in no queue. Adding the same
     /// dependency twice has no effect.
-    /// - Important: Making an operation depend on itself is a programmer error.
+    /// - Important: Making an operation depend on itself is a programmer error (the
+    ///   process stops with a message). Closing a longer cycle prints a warning, or stops
+    ///   with ``trapsOnDependencyCycles``.
     open func addDependency(_ operation: Operation) {
         _addEdge(from: operation, visible: true)
     }
@@ -193,7 +215,6 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Removes a dependency. If it had not finished and nothing else holds this operation,
     /// the operation becomes ready at once.
     open func removeDependency(_ operation: Operation) {
-        guard _update({ $0.removeDependency(operation) }) else { return }
         _removeEdge(from: operation)
     }
 

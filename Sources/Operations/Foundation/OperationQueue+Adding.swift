@@ -10,21 +10,24 @@ extension OperationQueue {
     /// (for the ones the queue made from blocks).
     /// `fresh`: the queue just made the operations itself (from blocks), so nobody else
     /// has seen them and they are ready.
-    final func _add(_ operations: some Collection<Operation>, inheritQoS: Bool = false, fresh: Bool = false) {
+    final func _add(
+        _ operations: some Collection<Operation>, inheritQoS: Bool = false, fresh: Bool = false,
+        call: String = "addOperation"
+    ) {
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         // Read readiness before the lock (the getter may be user code), so that a ready
         // operation goes straight into the ready list under the one lock acquisition.
-        let single =
-            fresh ? QueueCore.ReadinessReading(generation: 0, isReady: true)
-            : operations.count == 1 ? Self._readiness(of: operations.first!) : nil
-        let readings = single == nil ? operations.map(Self._readiness(of:)) : []
+        let single = fresh ? QueueCore.Reading.fresh : operations.count == 1 ? Self._reading(of: operations.first!) : nil
+        let readings = single == nil ? operations.map(Self._reading(of:)) : []
         let outcome = core.withLock { state -> AddOutcome in
             // Validate everything before changing anything: all or nothing. (A single
             // operation is validated by `admit` itself.)
             if operations.count > 1 {
-                for operation in operations {
-                    if let refusal = state.refusal(for: operation, queue: self) { return .refused(operation, refusal) }
+                for (index, operation) in operations.enumerated() {
+                    if let refusal = state.refusal(for: operation, queue: self, reading: readings[index]) {
+                        return .refused(operation, refusal)
+                    }
                 }
             }
             let barrier = state.pendingBarrier
@@ -39,7 +42,7 @@ extension OperationQueue {
                     for (earlier, delivered) in admitted.reversed() {
                         state.unadmit(earlier, hadBarrier: barrier != nil && earlier !== barrier, wasDelivered: delivered)
                     }
-                    return .refused(operation, operations.count > 1 ? .inThisQueue : refusal)
+                    return .refused(operation, operations.count > 1 ? .twiceInBatch : refusal)
                 case .admitted(let delivered):
                     if operations.count > 1 { admitted.append((operation, delivered)) }
                     if !delivered { undelivered.append(operation) }
@@ -49,12 +52,10 @@ extension OperationQueue {
         }
         switch outcome {
         case .refused(let operation, let refusal):
-            _refuse(operation, refusal)
+            _refuse(operation, refusal, call: call)
         case .added(let barrier, let undelivered, let wakeup):
             if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
-            if hasEventHandlers.load(ordering: .relaxed) {
-                for operation in operations { _emit(.enqueued, operation) }
-            }
+            _deliverEvents()
             if let barrier {
                 for operation in operations where operation !== barrier { operation._registerHiddenEdge(from: barrier) }
             }
@@ -63,23 +64,32 @@ extension OperationQueue {
         }
     }
 
-    private static func _readiness(of operation: Operation) -> QueueCore.ReadinessReading {
+    /// Reads an operation's (possibly overridden) getters, before the lock.
+    private static func _reading(of operation: Operation) -> QueueCore.Reading {
         let generation = operation._update { $0.readinessGeneration }
-        return QueueCore.ReadinessReading(generation: generation, isReady: operation.isReady)
+        return QueueCore.Reading(
+            generation: generation, isReady: operation.isReady, isExecuting: operation.isExecuting,
+            isFinished: operation.isFinished)
     }
 
-    private func _refuse(_ operation: Operation, _ refusal: QueueCore.Refusal) -> Never {
+    private func _refuse(_ operation: Operation, _ refusal: QueueCore.Refusal, call: String) -> Never {
         let who = operation._misuseName
-        let queue = "queue \"\(name ?? "?")\""
+        let queue = _misuseName
         switch refusal {
         case .inThisQueue:
-            Misuse.fail("addOperation: \(who) is already in \(queue); an operation can be added to a queue only once")
-        case .inAnotherQueue:
-            Misuse.fail("addOperation: \(who) is already in another queue; an operation can be in at most one queue, ever")
+            Misuse.fail("\(call): \(who) is already in \(queue); an operation can be added to a queue only once")
+        case .twiceInBatch:
+            Misuse.fail("\(call): \(who) is listed more than once in the operations added to \(queue); an operation can be added to a queue only once (nothing was added)")
+        case .inAnotherQueue(let owner):
+            let other = owner.map { "another queue, \($0._misuseName)" } ?? "another queue"
+            Misuse.fail("\(call): \(who) cannot be added to \(queue): it is already in \(other); an operation can be in at most one queue, ever")
         case .executing:
-            Misuse.fail("addOperation: \(who) is executing and cannot be added to \(queue)")
+            Misuse.fail("\(call): \(who) is executing and cannot be added to \(queue); an operation runs at most once")
         case .finished:
-            Misuse.fail("addOperation: \(who) has finished and cannot be added to \(queue); an operation runs at most once")
+            Misuse.fail("\(call): \(who) has finished and cannot be added to \(queue); an operation runs at most once")
         }
     }
+
+    /// How misuse messages name the queue.
+    final var _misuseName: String { "queue \"\(name ?? "?")\"" }
 }

@@ -40,27 +40,36 @@ extension OperationQueue {
 
     /// A worker: runs ready operations until there is none it may start.
     private func _runWorker(slot: Int) {
-        let context = WorkerContext(queue: self)
+        let context = WorkerContext(queue: self, slot: slot)
         let previous = OperationQueue._current.value
         OperationQueue._current.set(Unmanaged.passUnretained(context).toOpaque())
-        defer { OperationQueue._current.set(previous) }
+        defer {
+            OperationQueue._current.set(previous)
+            context.restoreThreadQualityOfService()
+        }
         var finished: Operation?
+        var skipped: [Operation] = []
         while true {
             let (operation, watchdog, waiters, wakeup) = core.withLock { state in
                 let waiters = finished.map { state.operationFinished($0, releasesSlot: true, leaves: true) } ?? []
-                let (operation, watchdog) = state.nextOperation(retiringSlot: slot)
+                let (operation, watchdog) = state.nextOperation(retiringSlot: slot, skipped: &skipped)
                 return (operation, watchdog, waiters, finished == nil ? nil : state.wakeup())
             }
             finished = nil
+            // Dropped after the lock: the ready list's reference may have been the last.
+            if !skipped.isEmpty { skipped.removeAll() }
             if let wakeup { _perform(wakeup) }
             for waiter in waiters { waiter.signal() }
             if let watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation else { return }
             guard _confirmReady(operation) else { continue }
-            _emit(.started, operation, slot: slot)
-            context.operation = operation
-            operation.start()
-            context.operation = nil
+            if hasEventHandlers.load(ordering: .relaxed) {
+                operation._update { state in
+                    if case .dispatched = state.phase { self._record(.started, operation, slot: slot) }
+                }
+                _deliverEvents()
+            }
+            context.runOperation(operation, queueQuality: _threadQuality)
             if context.finishedHere {
                 context.finishedHere = false
                 finished = operation
@@ -68,22 +77,32 @@ extension OperationQueue {
         }
     }
 
+    /// The queue's quality of service, for the threads that run its operations (read
+    /// without the lock on every start).
+    private var _threadQuality: QualityOfService {
+        QualityOfService(rawValue: _threadQualityRawValue.load(ordering: .relaxed)) ?? .default
+    }
+
     /// A worker claimed `operation`; its (possibly overridden) `isReady` must still read
     /// true. If it reads false (a condition closed again after announcing it was open),
     /// give the slot back and park the operation until its next `isReady` announcement.
     /// The readiness generation, read before the getter, makes sure an announcement that
-    /// arrives meanwhile is not lost.
+    /// arrives meanwhile is not lost. An operation that finished or was cancelled meanwhile
+    /// is the worker's to start (its `start()` finishes or ignores it).
     private func _confirmReady(_ operation: Operation) -> Bool {
-        if operation.isReady { return true }
         while true {
-            let generation = operation._update { $0.isCancelled ? nil : $0.readinessGeneration }
-            guard let generation, !operation.isReady else { return true }
-            let parked = core.withLock { state in
+            let generation = operation._update { $0.readinessGeneration }
+            if operation.isReady { return true }
+            let parked = core.withLock { state -> Bool? in
                 let parked = operation._update { $0.unclaim(generation: generation) }
-                if parked { state.executing -= 1 }
+                if parked == true { state.executing -= 1 }
                 return parked
             }
-            if parked { return false }
+            switch parked {
+            case nil: return true
+            case true?: return false
+            case false?: continue
+            }
         }
     }
 

@@ -20,6 +20,13 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Handlers of ``addEventHandler(_:)``; `hasEventHandlers` is the cheap check.
     let eventHandlers = Locked(EventHandlers())
     let hasEventHandlers = Atomic<Bool>(false)
+    /// The events recorded and not yet delivered, in the order they happened.
+    let eventLog = Locked(EventLog())
+    /// Whether the queue is serial (limit 1, or the main queue): read without the queue's
+    /// lock where an operation's priority is decided under the operation's.
+    let _isSerial = Atomic<Bool>(false)
+    /// `qualityOfService`'s raw value, for workers to read without the lock.
+    let _threadQualityRawValue = Atomic<Int>(QualityOfService.background.rawValue)
 
     public override init() {
         core = Locked(QueueCore(isMain: false))
@@ -31,6 +38,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         state.name = "NSOperationQueue Main Queue"
         core = Locked(state)
         super.init()
+        _isSerial.store(true, ordering: .relaxed)
+        _threadQualityRawValue.store(QualityOfService.userInteractive.rawValue, ordering: .relaxed)
     }
 
     // MARK: Adding
@@ -45,7 +54,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Adds operations, all or none: if any is refused, none is added. With
     /// `waitUntilFinished: true`, returns when all of them have finished.
     open func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
-        _add(ops)
+        _add(ops, call: "addOperations")
         if wait {
             for operation in ops { operation.waitUntilFinished() }
         }
@@ -85,9 +94,12 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         get { core.withLock { $0.maxConcurrent } }
         set {
             if newValue < -1 {
-                Misuse.fail("maxConcurrentOperationCount of queue \"\(name ?? "?")\" set to \(newValue); it must be at least 0, or -1 (defaultMaxConcurrentOperationCount)")
+                Misuse.fail("maxConcurrentOperationCount of \(_misuseName) set to \(newValue); it must be at least 0, or -1 (defaultMaxConcurrentOperationCount)")
             }
-            _change("maxConcurrentOperationCount") { $0.maxConcurrent = newValue }
+            _change("maxConcurrentOperationCount") { state in
+                state.maxConcurrent = newValue
+                self._isSerial.store(state.isSerial, ordering: .relaxed)
+            }
         }
     }
 
@@ -107,7 +119,15 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// ``main``. An operation's own quality of service, when set, wins.
     open var qualityOfService: QualityOfService {
         get { core.withLock { $0.qualityOfService } }
-        set { _change("qualityOfService") { $0.qualityOfService = newValue } }
+        set {
+            _change("qualityOfService") { state in
+                state.qualityOfService = newValue
+                state.isQualityOfServiceSet = true
+                self._threadQualityRawValue.store(newValue.rawValue, ordering: .relaxed)
+                // New workers run on lanes of the new quality of service.
+                state.lanes = []
+            }
+        }
     }
 
     /// The Dispatch queue the operations run on; nil means the queue's own threads.

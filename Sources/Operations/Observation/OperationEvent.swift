@@ -22,9 +22,15 @@ public struct OperationEvent: Sendable {
         case finished(wasCancelled: Bool)
     }
 
+    /// What happened.
     public let kind: Kind
+    /// The operation it happened to.
     public let operation: Operation
+    /// The queue the operation is in.
     public let queue: OperationQueue
+    /// The event's place in its queue's order, from 0: events are recorded in the order
+    /// they happen (under the lock that makes them happen) and delivered in this order.
+    public let sequence: UInt64
     /// Monotonic time of the event, in nanoseconds (`DispatchTime.now().uptimeNanoseconds`).
     public let time: UInt64
     /// Identifies the thread the event happened on (`pthread_self()`).
@@ -61,11 +67,42 @@ struct EventHandlers {
     var nextID: UInt64 = 1
 }
 
+/// The events of one queue that were recorded and not yet delivered, guarded by its own
+/// lock, which is taken last (inside an operation's or the queue's lock, never the other
+/// way round).
+///
+/// Events are recorded where they happen, under the lock that makes them happen, so that
+/// their sequence numbers follow reality; they are delivered after every lock is released,
+/// by one thread at a time (the *deliverer*), in sequence order. A thread that recorded an
+/// event returns only once it has been delivered, by itself or by the deliverer.
+struct EventLog {
+    var pending: [OperationEvent] = []
+    var nextSequence: UInt64 = 0
+    /// Every event with a smaller sequence number has been delivered.
+    var deliveredBefore: UInt64 = 0
+    /// The thread delivering now, if any.
+    var deliverer: UInt64?
+    /// Threads waiting until the events before `sequence` have been delivered.
+    var waiters: [(sequence: UInt64, semaphore: DispatchSemaphore)] = []
+
+    /// Takes the waiters whose events have been delivered.
+    mutating func takeSatisfiedWaiters() -> [DispatchSemaphore] {
+        let satisfied = waiters.filter { $0.sequence <= deliveredBefore }.map(\.semaphore)
+        if !satisfied.isEmpty { waiters.removeAll { $0.sequence <= deliveredBefore } }
+        return satisfied
+    }
+}
+
 extension OperationQueue {
     /// Calls `handler` for every event of this queue's operations (enqueued, started,
-    /// cancelled, finished), on the thread where it happened, with no lock of the library
-    /// held. Keep the returned subscription; the handler stops when it is cancelled or
-    /// released.
+    /// cancelled, finished), in the order they happened (``OperationEvent/sequence``), one
+    /// at a time, with no lock of the library held. Keep the returned subscription; the
+    /// handler stops when it is cancelled or released.
+    ///
+    /// The thread that makes an event happen waits until the event has been delivered, so
+    /// an operation's finished event has been handled when its waiters wake.
+    /// - Important: A handler must not wait for other operations of the queue (their
+    ///   events wait for the handler to return).
     /// - Note: While no handler is registered, events cost one atomic load.
     public func addEventHandler(_ handler: @escaping @Sendable (OperationEvent) -> Void) -> OperationEventSubscription {
         let id = eventHandlers.withLock { state in
@@ -85,22 +122,91 @@ extension OperationQueue {
             return (removed, state.handlers.isEmpty)
         }
         _ = removed
-        if empty { hasEventHandlers.store(false, ordering: .releasing) }
+        guard empty else { return }
+        hasEventHandlers.store(false, ordering: .releasing)
+        // Nobody listens: what was recorded is not delivered (dropped after the lock).
+        let (dropped, waiters) = eventLog.withLock { log -> ([OperationEvent], [DispatchSemaphore]) in
+            guard log.deliverer == nil else { return ([], []) }
+            defer { log.pending = [] }
+            log.deliveredBefore = log.nextSequence
+            return (log.pending, log.takeSatisfiedWaiters())
+        }
+        _ = dropped
+        for waiter in waiters { waiter.signal() }
     }
 
-    /// Delivers an event, if anyone listens.
+    /// Records an event, if anyone listens. Called under the lock that makes it happen.
     @inline(__always)
-    final func _emit(_ kind: OperationEvent.Kind, _ operation: Operation, slot: Int? = nil) {
+    final func _record(_ kind: OperationEvent.Kind, _ operation: Operation, slot: Int? = nil) {
         guard hasEventHandlers.load(ordering: .relaxed) else { return }
-        _deliver(kind, operation, slot: slot)
+        let time = DispatchTime.now().uptimeNanoseconds
+        let thread = OperationEvent.currentThread
+        eventLog.withLock { log in
+            log.pending.append(OperationEvent(
+                kind: kind, operation: operation, queue: self, sequence: log.nextSequence, time: time,
+                thread: thread, slot: slot))
+            log.nextSequence += 1
+        }
     }
 
-    private func _deliver(_ kind: OperationEvent.Kind, _ operation: Operation, slot: Int?) {
-        let handlers = eventHandlers.withLock { $0.handlers }
-        let event = OperationEvent(
-            kind: kind, operation: operation, queue: self, time: DispatchTime.now().uptimeNanoseconds,
-            thread: OperationEvent.currentThread, slot: slot)
-        for (_, handler) in handlers { handler(event) }
+    /// Delivers the events recorded so far, or waits until the thread delivering them has.
+    /// Called with no lock held.
+    @inline(__always)
+    final func _deliverEvents() {
+        guard hasEventHandlers.load(ordering: .relaxed) else { return }
+        _deliverRecordedEvents()
+    }
+
+    private enum Delivery {
+        case done
+        case wait(DispatchSemaphore)
+        case deliver([OperationEvent])
+    }
+
+    private func _deliverRecordedEvents() {
+        let me = OperationEvent.currentThread
+        let action = eventLog.withLock { log -> Delivery in
+            let target = log.nextSequence
+            guard log.deliveredBefore < target else { return .done }
+            if let deliverer = log.deliverer {
+                // A handler on this thread caused the event: the loop below delivers it next.
+                if deliverer == me { return .done }
+                let semaphore = DispatchSemaphore(value: 0)
+                log.waiters.append((target, semaphore))
+                return .wait(semaphore)
+            }
+            log.deliverer = me
+            defer { log.pending = [] }
+            return .deliver(log.pending)
+        }
+        switch action {
+        case .done:
+            return
+        case .wait(let semaphore):
+            semaphore.wait()
+        case .deliver(var batch):
+            while true {
+                let handlers = eventHandlers.withLock { $0.handlers }
+                for event in batch {
+                    for (_, handler) in handlers { handler(event) }
+                }
+                let last = batch.last?.sequence
+                let (next, woken) = eventLog.withLock { log -> ([OperationEvent]?, [DispatchSemaphore]) in
+                    if let last { log.deliveredBefore = max(log.deliveredBefore, last + 1) }
+                    let woken = log.takeSatisfiedWaiters()
+                    guard !log.pending.isEmpty else {
+                        log.deliverer = nil
+                        return (nil, woken)
+                    }
+                    defer { log.pending = [] }
+                    return (log.pending, woken)
+                }
+                for waiter in woken { waiter.signal() }
+                // The delivered events (and the operations they hold) are dropped here.
+                guard let next else { return }
+                batch = next
+            }
+        }
     }
 }
 

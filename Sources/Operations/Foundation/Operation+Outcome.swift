@@ -1,0 +1,90 @@
+import Synchronization
+
+// How an operation ended, beyond Foundation's `isFinished`/`isCancelled`: for the layers
+// above (async bodies, typed results, groups, retry) and for anyone who asks.
+
+extension Operation {
+    /// How an operation ended.
+    ///
+    /// Foundation's API is unchanged by it: dependents still run after a dependency that
+    /// was cancelled or failed.
+    public enum Outcome: Sendable {
+        /// It ran (or was finished by its subclass) and reported no error.
+        case succeeded
+        /// It was cancelled before it finished; `reason` is what ``Operation/cancel(with:)``
+        /// gave, nil for a plain ``Operation/cancel()``.
+        case cancelled(reason: (any Error)?)
+        /// It reported an error.
+        case failed(any Error)
+
+        /// Whether the operation was cancelled.
+        public var isCancelled: Bool {
+            if case .cancelled = self { return true }
+            return false
+        }
+
+        /// The reason of a cancellation or the error of a failure.
+        public var error: (any Error)? {
+            switch self {
+            case .succeeded: nil
+            case .cancelled(let reason): reason
+            case .failed(let error): error
+            }
+        }
+    }
+
+    /// How the operation ended; nil until it has finished.
+    ///
+    /// A cancellation that happened before the finish wins over a reported failure.
+    public var outcome: Outcome? { _update { $0.outcome } }
+
+    /// Cancels the operation, recording `reason` as the cause (see ``Outcome``).
+    ///
+    /// Calls ``cancel()``, so a subclass's override runs as for a plain cancel. The first
+    /// cancellation wins: a later call, or one after the finish, changes nothing.
+    public func cancel(with reason: any Error) {
+        _update { state in
+            if case .none = state.cancellation, state.offeredCancellationReason == nil {
+                state.offeredCancellationReason = reason
+            }
+        }
+        cancel()
+    }
+
+    /// Records the error the operation ends with; its outcome is ``Outcome/failed(_:)``
+    /// unless it was cancelled. For layers above (an async body that threw).
+    final func _recordFailure(_ error: any Error) {
+        _update { state in
+            if !state.phase.isFinishingOrFinished, state.failure == nil { state.failure = error }
+        }
+    }
+
+    /// Runs `hook` once the operation has finished (after its completion block), on the
+    /// thread that finished it; at once, on this thread, if it already has. Returns an
+    /// identifier for ``_removeFinishHook(_:)``, or nil when it ran at once.
+    @discardableResult
+    final func _onFinish(_ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
+        let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
+        let finished: Outcome? = _update { state in
+            if case .finished(let outcome) = state.phase { return outcome }
+            state.finishWaiters.append(.hook(id: id, hook))
+            return nil
+        }
+        guard let finished else { return id }
+        hook(finished)
+        return nil
+    }
+
+    /// Removes a hook that has not run (a waiting task was cancelled). The hook is
+    /// released after the lock.
+    final func _removeFinishHook(_ id: UInt64) {
+        let removed = _update { state -> [FinishWaiter] in
+            let removed = state.finishWaiters.filter { if case .hook(id, _) = $0 { true } else { false } }
+            state.finishWaiters.removeAll { if case .hook(id, _) = $0 { true } else { false } }
+            return removed
+        }
+        _ = removed
+    }
+
+    static let _nextHookID = Atomic<UInt64>(0)
+}
