@@ -1,0 +1,245 @@
+import Operations
+import Testing
+
+/// Bug 11: a `BlockOperation` that, the first time `isReady` is read after `armed` is
+/// set, adds a block (user code called by `start()` before it starts).
+final class AddsBlockWhenReadOperation: BlockOperation, @unchecked Sendable {
+    let armed = Shared(false)
+    let late: @Sendable () -> Void
+
+    init(late: @escaping @Sendable () -> Void) {
+        self.late = late
+        super.init()
+    }
+
+    override var isReady: Bool {
+        if takeOnce(armed) { addExecutionBlock(late) }
+        return super.isReady
+    }
+}
+
+@Suite("Engine regressions: cancel, events, KVO values, blocks")
+struct EngineRegressionRaceTests {
+    /// Collects the events of one queue.
+    final class Recorder: Sendable {
+        let events = Shared<[OperationEvent]>([])
+        func kinds(of operation: Operation) -> [OperationEvent.Kind] {
+            events().filter { $0.operation === operation }.map(\.kind)
+        }
+    }
+
+    // MARK: 8. cancel() checks and sets in two lock sections
+
+    /// Bug 8, two cancels. Forced: a `.prior` observer of `isCancelled`; the first
+    /// `cancel()` announces `willChange("isCancelled")`, and in that callback a second
+    /// `cancel()` runs on another thread while the callback waits for it (bounded: a fixed
+    /// engine may make the second cancel wait for the first, or return at once). Today both
+    /// passed the check before either set the flag: two `isCancelled` notifications and two
+    /// `.cancelled` events.
+    @Test("8a: two concurrent cancels announce the cancellation once")
+    func concurrentCancelsAnnounceOnce() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let operation = BlockOperation {}
+        queue.addOperation(operation)
+        let armed = Shared(true)
+        let secondReturned = Gate()
+        let secondWaited = Shared(false)
+        let notifications = Shared(0)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior else {
+                notifications.increment()
+                return
+            }
+            guard takeOnce(armed) else { return }
+            DispatchQueue.global().async {
+                operation.cancel()
+                secondReturned.open()
+            }
+            let returned = secondReturned.wait(timeout: 5)
+            secondWaited.update { $0 = returned }
+        }
+        operation.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        operation.cancel()
+        if !secondWaited() { #expect(secondReturned.wait(), "the second cancel never returned") }
+        #expect(!armed(), "the hook did not fire")
+        #expect(operation.isCancelled)
+        #expect(notifications() == 1, "isCancelled announced \(notifications()) times")
+        #expect(recorder.kinds(of: operation).filter { $0 == .cancelled }.count == 1, "\(recorder.kinds(of: operation))")
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        operation.removeObserver(observer, forKeyPath: "isCancelled")
+        subscription.cancel()
+    }
+
+    /// Bug 8, cancel racing the finish. Forced: a `.prior` observer of `isCancelled`; in the
+    /// first prior callback (after `cancel()` decided to cancel, before it set the flag)
+    /// the operation is started by hand and finishes, running its completion block, which
+    /// records `isCancelled`. Today `cancel()` then sets the flag on the finished
+    /// operation: the completion block saw false, later reads say true. A finished
+    /// operation never becomes cancelled: whichever order a fixed engine picks, the flag
+    /// the completion block saw is the flag for good.
+    @Test("8b: a cancel racing the finish never cancels a finished operation")
+    func cancelRacingFinish() {
+        let operation = BlockOperation {}
+        let sawCancelled = Shared<Bool?>(nil)
+        operation.completionBlock = { sawCancelled.update { $0 = operation.isCancelled } }
+        let armed = Shared(true)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, takeOnce(armed) else { return }
+            operation.start()
+        }
+        operation.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        operation.cancel()
+        #expect(!armed(), "the hook did not fire")
+        #expect(operation.isFinished)
+        #expect(sawCancelled() != nil, "the completion block did not run")
+        #expect(operation.isCancelled == sawCancelled(), "the completion block saw isCancelled \(String(describing: sawCancelled())); now it is \(operation.isCancelled)")
+        operation.removeObserver(observer, forKeyPath: "isCancelled")
+    }
+
+    // MARK: 9. .enqueued after .started/.finished
+
+    /// Bug 9. Forced: a serial queue runs `first`, which waits on a gate, so its worker is
+    /// busy. An observer of the queue's `operationCount` fires on the adding thread once
+    /// `second` is in the queue (after the queue's lock, before `addOperation` returns):
+    /// it releases `first` and waits (bounded: a fixed engine may hold `second` back until
+    /// its `.enqueued` event is out) for `second` to run on the same worker. Today
+    /// `.enqueued` of `second` is emitted only after that: [started, finished, enqueued].
+    @Test("9: per operation, .enqueued comes before .started and .finished")
+    func enqueuedComesFirst() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let firstStarted = Gate(), releaseFirst = Gate()
+        queue.addOperation {
+            firstStarted.open()
+            releaseFirst.wait()
+        }
+        #expect(firstStarted.wait())
+        let secondRan = Gate()
+        let second = BlockOperation { secondRan.open() }
+        let armed = Shared(false)
+        let observer = CallbackObserver { _, change in
+            guard !change.isPrior, takeOnce(armed) else { return }
+            releaseFirst.open()
+            _ = secondRan.wait(timeout: 5)
+        }
+        queue.addObserver(observer, forKeyPath: "operationCount", options: [.new], context: nil)
+        armed.update { $0 = true }
+        queue.addOperation(second)
+        queue.waitUntilAllOperationsAreFinished()
+        queue.removeObserver(observer, forKeyPath: "operationCount")
+        #expect(!armed(), "the hook did not fire")
+        #expect(recorder.kinds(of: second) == [.enqueued, .started, .finished(wasCancelled: false)])
+        subscription.cancel()
+    }
+
+    // MARK: 10. KVO old values
+
+    /// Bug 10, `start()`. Forced: no race; an observer with `.old`/`.new` of `isExecuting`.
+    /// Today the phase changes before `willChange("isExecuting")`, so the first change
+    /// reads old = true, new = true.
+    @Test("10a: start() reports isExecuting false → true, then true → false")
+    func startOldValues() {
+        let operation = BlockOperation {}
+        let observer = StateObserver()
+        operation.addObserver(observer, forKeyPath: "isExecuting", options: [.old, .new, .prior], context: nil)
+        operation.start()
+        let events = observer.events().filter { $0.keyPath == "isExecuting" }
+        #expect(events.filter { !$0.prior }.map { "\($0.old ?? "nil") → \($0.new ?? "nil")" } == ["false → true", "true → false"])
+        #expect(events.filter(\.prior).map { $0.old ?? "nil" } == ["false", "true"], "prior notifications carry the old value")
+        operation.removeObserver(observer, forKeyPath: "isExecuting")
+    }
+
+    /// Bug 10, `addDependency`. Forced: no race; an observer with `.old`/`.new` of `isReady`.
+    /// Today the count rises before `willChange("isReady")`, so adding an unfinished
+    /// dependency reads old = false, new = false.
+    @Test("10b: addDependency reports isReady true → false; the dependency's finish false → true")
+    func addDependencyOldValues() {
+        let operation = BlockOperation {}
+        let dependency = BlockOperation {}
+        let observer = StateObserver()
+        operation.addObserver(observer, forKeyPath: "isReady", options: [.old, .new], context: nil)
+        operation.addDependency(dependency)
+        dependency.start()
+        let changes = observer.events().filter { $0.keyPath == "isReady" && !$0.prior }.map { "\($0.old ?? "nil") → \($0.new ?? "nil")" }
+        #expect(changes == ["true → false", "false → true"])
+        operation.removeObserver(observer, forKeyPath: "isReady")
+    }
+
+    // MARK: 11. addExecutionBlock racing the start
+
+    /// Bug 11, before the start decides. The interleaving of the bug itself (a pause
+    /// between `addExecutionBlock`'s "started?" check and its append, while `start()`
+    /// takes the blocks) has no user-code hook: nothing in between calls user code. Needs
+    /// an internal hook (see the report), or goes away structurally when the check and the
+    /// append happen under the lock that `start()` takes the blocks under.
+    ///
+    /// What public hooks can force: `start()` by hand reads the (overridden) `isReady`
+    /// before it starts; a block added there must run.
+    @Test("11a: a block added while start() reads isReady runs")
+    func blockAddedFromIsReadyRuns() {
+        let ran = Shared<[String]>([])
+        let operation = AddsBlockWhenReadOperation { ran.append("late") }
+        operation.addExecutionBlock { ran.append("first") }
+        operation.armed.update { $0 = true }
+        operation.start()
+        #expect(!operation.armed(), "the hook did not fire")
+        #expect(ran().sorted() == ["first", "late"])
+    }
+
+    /// Bug 11, at the start. Forced: the `.prior` notification of `isExecuting` during
+    /// `start()` adds a block. Either it is accepted and runs, or the call stops the process
+    /// with the misuse message; never silently dropped. The child exits with code 3 when
+    /// the block was accepted and ran, 4 when it was dropped.
+    @Test("11b: a block added in isExecuting's prior notification at start runs or traps")
+    func blockAddedInPriorNotificationRunsOrTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let ran = Shared<[String]>([])
+            let operation = BlockOperation { ran.append("first") }
+            operation.name = "starting"
+            let armed = Shared(true)
+            let observer = CallbackObserver { _, change in
+                guard change.isPrior, takeOnce(armed) else { return }
+                operation.addExecutionBlock { ran.append("late") }
+            }
+            operation.addObserver(observer, forKeyPath: "isExecuting", options: [.prior], context: nil)
+            operation.start()
+            exit(ran().contains("late") ? 3 : 4)
+        }
+        checkRanOrTrapped(result)
+    }
+
+    /// Bug 11, just started. Forced: as 11b, in the plain notification of `isExecuting`
+    /// (the operation is executing; its blocks may not have been taken yet).
+    @Test("11c: a block added in isExecuting's notification at start runs or traps")
+    func blockAddedInNotificationRunsOrTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let ran = Shared<[String]>([])
+            let operation = BlockOperation { ran.append("first") }
+            operation.name = "starting"
+            let armed = Shared(true)
+            let observer = CallbackObserver { _, change in
+                guard !change.isPrior, takeOnce(armed) else { return }
+                operation.addExecutionBlock { ran.append("late") }
+            }
+            operation.addObserver(observer, forKeyPath: "isExecuting", options: [], context: nil)
+            operation.start()
+            exit(ran().contains("late") ? 3 : 4)
+        }
+        checkRanOrTrapped(result)
+    }
+
+    private func checkRanOrTrapped(_ result: ExitTest.Result?, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let result else { return }
+        let trappedWithMessage = result.standardErrorContent.containsText("\"starting\"", "already started")
+        #expect(
+            result.exitStatus == .exitCode(3) || trappedWithMessage,
+            "\(result.exitStatus): \(String(decoding: result.standardErrorContent, as: UTF8.self))",
+            sourceLocation: sourceLocation)
+    }
+}
