@@ -32,7 +32,7 @@ extension Operation {
             case .notInQueue: "it is in no queue (add it to one, or call start())"
             case .queueSuspended(let queue): "its queue \"\(queue.name ?? "?")\" is suspended"
             case .concurrencyLimit(let queue, let limit) where limit == 0:
-                "its queue \"\(queue.name ?? "?")\" has maxConcurrentOperationCount 0: it starts no operation until the limit is raised"
+                "its queue \"\(queue.name ?? "?")\" starts nothing: its maxConcurrentOperationCount is 0"
             case .concurrencyLimit(let queue, let limit):
                 "its queue \"\(queue.name ?? "?")\" already runs \(limit) operation\(limit == 1 ? "" : "s") (maxConcurrentOperationCount)"
             case .waitingForWorker(let queue): "it is ready; its queue \"\(queue.name ?? "?")\" is about to start it"

@@ -116,15 +116,12 @@ extension Operation {
     }
 
     /// A cycle as the user wrote it: `path` is the dependency, the dependent, …, the
-    /// dependency, each waiting for the one before; the description starts at the new
-    /// edge's dependent and reads "x depends on y".
+    /// dependency, each waiting for the one before. Reversed, each depends on the next: the
+    /// description starts at the new edge's dependency and ends with the new edge.
     private static func _describeCycle(_ path: [Operation]) -> String {
-        // Reversed, each element depends on the next; rotate to start at the dependent.
-        var order = Array(path.dropLast().reversed())
-        if let last = order.popLast() { order.insert(last, at: 0) }
-        order.append(order[0])
-        let pairs = zip(order, order.dropFirst()).map { "\($0._misuseName) depends on \($1._misuseName)" }
-        return pairs.joined(separator: ", ")
+        let order = Array(path.reversed())
+        return zip(order, order.dropFirst()).map { "\($0._shortName) depends on \($1._shortName)" }
+            .joined(separator: "; ")
     }
 
     /// The operations waiting for this one (while it has not finished), that have not

@@ -258,6 +258,12 @@ open class Operation: NSObject, @unchecked Sendable {
         visible.load(ordering: .acquiring) & flag != 0
     }
 
+    /// How cycle descriptions name the operation: `"name"`, or `<Type: 0x…>`.
+    final var _shortName: String {
+        if let name { return "\"\(name)\"" }
+        return "<\(type(of: self)): \(_address)>"
+    }
+
     /// How misuse messages name the operation.
     final var _misuseName: String {
         if let name { return "operation \"\(name)\" (\(type(of: self)))" }

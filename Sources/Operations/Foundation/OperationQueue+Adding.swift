@@ -81,8 +81,8 @@ extension OperationQueue {
         case .twiceInBatch:
             Misuse.fail("\(call): \(who) is listed more than once in the operations added to \(queue); an operation can be added to a queue only once (nothing was added)")
         case .inAnotherQueue(let owner):
-            let other = owner.map { "another queue, \($0._misuseName)" } ?? "another queue"
-            Misuse.fail("\(call): \(who) cannot be added to \(queue): it is already in \(other); an operation can be in at most one queue, ever")
+            let other = owner.map { "another queue (\"\($0.name ?? "?")\")" } ?? "another queue"
+            Misuse.fail("\(call): \(who) is already in \(other) and cannot be added to \(queue); an operation can be in at most one queue, ever")
         case .executing:
             Misuse.fail("\(call): \(who) is executing and cannot be added to \(queue); an operation runs at most once")
         case .finished:
