@@ -19,12 +19,14 @@ struct QueueCore {
     var isSuspended = false
     var isMain: Bool
     /// With the default limit: how many workers may run. Starts at the processor count;
-    /// the watchdog doubles it while workers are blocked, and it falls back when idle.
+    /// the watchdog raises it while workers are blocked, and it falls back when idle.
     var grownWorkerLimit = QueueCore.processorCount
     /// Counts operations finishing; the watchdog compares it to see whether workers progress
     /// (starts do not count: a worker that just started an operation may block in it).
     var progressStamp: UInt64 = 0
     var isWatchdogArmed = false
+    /// The CPU clocks of the running workers, by slot (default limit only).
+    var workerProbes: [WorkerThreadProbe?] = []
     var waiters: [DispatchSemaphore] = []
     /// The newest barrier not yet finished: operations added after it wait for it.
     var pendingBarrier: Operation?
@@ -196,6 +198,7 @@ struct QueueCore {
         }
         workers -= 1
         busySlots &= ~(1 << UInt64(slot))
+        if slot < workerProbes.count { workerProbes[slot] = nil }
         return (nil, nil)
     }
 
@@ -209,15 +212,37 @@ struct QueueCore {
         return progressStamp
     }
 
-    mutating func watchdogFired(stamp: UInt64) -> Wakeup {
+    /// A worker of a queue with the default limit starts on the thread whose clock this is.
+    mutating func workerStarted(slot: Int, clock: WorkerThreadProbe) {
+        guard maxConcurrent < 0, !isMain else { return }
+        if workerProbes.isEmpty { workerProbes = Array(repeating: nil, count: Self.maximumWorkers) }
+        workerProbes[slot] = clock
+    }
+
+    /// The clocks of the running workers, for the watchdog to sample.
+    var runningWorkerProbes: [WorkerThreadProbe] { workerProbes.compactMap { $0 } }
+
+    /// The watchdog fired. `blocked` is how many of the sampled workers wanted a processor
+    /// less than half of the time (nil where threads cannot be probed).
+    ///
+    /// Workers are added only for blocked ones: CPU-bound operations run about one per
+    /// processor, while operations that sleep or wait overlap as on Darwin. When every
+    /// worker is blocked the allowance doubles, so that many sleeping operations all run
+    /// within a few ticks.
+    mutating func watchdogFired(stamp: UInt64, blocked: Int?) -> Wakeup {
         isWatchdogArmed = false
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
+        let running = max(grownWorkerLimit, workers)
+        if let blocked {
+            guard blocked > 0 else { return wakeup() }
+            let allowance = blocked >= workers ? running * 2 : max(running, blocked + Self.processorCount)
+            grownWorkerLimit = min(allowance, Self.maximumWorkers)
+            return wakeup(force: true)
+        }
+        // No thread clocks: no operation finished since the watchdog was armed means the
+        // workers are blocked (this cannot tell them from long CPU-bound operations).
         guard stamp == progressStamp else { return wakeup() }
-        // No operation finished since the watchdog was armed: the workers are
-        // blocked. Double the allowance, so that seven sleeping operations all run within
-        // two ticks. (Linux's Dispatch cannot tell blocked threads from busy ones; long
-        // CPU-bound operations on a default queue get more threads than cores this way.)
-        grownWorkerLimit = min(max(grownWorkerLimit, workers) * 2, Self.maximumWorkers)
+        grownWorkerLimit = min(running * 2, Self.maximumWorkers)
         return wakeup(force: true)
     }
 

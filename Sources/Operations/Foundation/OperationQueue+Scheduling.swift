@@ -47,15 +47,19 @@ extension OperationQueue {
             OperationQueue._current.set(previous)
             context.restoreThreadQualityOfService()
         }
+        // Registered in the first lock section, for the watchdog (default limit only).
+        var clock = WorkerThreadProbe.current()
         var finished: Operation?
         var skipped: [Operation] = []
         while true {
             let (operation, watchdog, waiters, wakeup) = core.withLock { state in
+                if let clock { state.workerStarted(slot: slot, clock: clock) }
                 let waiters = finished.map { state.operationFinished($0, releasesSlot: true, leaves: true) } ?? []
                 let (operation, watchdog) = state.nextOperation(retiringSlot: slot, skipped: &skipped)
                 return (operation, watchdog, waiters, finished == nil ? nil : state.wakeup())
             }
             finished = nil
+            clock = nil
             // Dropped after the lock: the ready list's reference may have been the last.
             if !skipped.isEmpty { skipped.removeAll() }
             if let wakeup { _perform(wakeup) }
@@ -107,10 +111,25 @@ extension OperationQueue {
     }
 
     private func _armWatchdog(stamp: UInt64) {
+        // Samples the workers' active time now and when it fires (outside the lock: each
+        // reading is a few system calls).
+        let clocks = core.withLock { $0.runningWorkerProbes }
+        let before = clocks.map { $0.activeNanoseconds() }
+        let start = DispatchTime.now().uptimeNanoseconds
         // Holds the queue for a few milliseconds (no weak reference: a weak reference would
         // give the queue a side table and slow every retain of it).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
-            self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp) })
+            let elapsed = DispatchTime.now().uptimeNanoseconds - start
+            var blocked: Int? = nil
+            if !clocks.isEmpty {
+                blocked = 0
+                for (clock, used) in zip(clocks, before) {
+                    guard let used, let now = clock.activeNanoseconds() else { continue }
+                    // Wanted a processor less than half of the time: blocked.
+                    if (now &- used) * 2 < elapsed { blocked! += 1 }
+                }
+            }
+            self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp, blocked: blocked) })
         }
     }
 

@@ -1,0 +1,54 @@
+import Operations
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The default limit: operations that block overlap (as on Darwin), CPU-bound ones run
+/// about one per processor.
+@Suite("Default concurrency: blocked operations overlap, CPU-bound ones do not oversubscribe")
+struct DefaultConcurrencyTests {
+    /// Spins until this thread has used `nanoseconds` of CPU time (not wall time: on a
+    /// loaded machine the work takes longer, but it is the same work).
+    static func burnCPU(nanoseconds: UInt64) {
+        func used() -> UInt64 {
+            var time = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+            return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+        }
+        let start = used()
+        while used() - start < nanoseconds {}
+    }
+
+    @Test("64 CPU-bound operations on a default queue run about one per processor")
+    func cpuBound() {
+        let queue = OperationQueue()
+        let meter = ConcurrencyMeter()
+        for _ in 0..<64 {
+            queue.addOperation {
+                meter.enter()
+                Self.burnCPU(nanoseconds: 8_000_000)
+                meter.leave()
+            }
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        #expect(meter.most <= 2 * processors, "ran \(meter.most) at once on \(processors) processors")
+    }
+
+    @Test("operations that block overlap well beyond the processor count")
+    func blocking() {
+        let queue = OperationQueue()
+        let count = 4 * ProcessInfo.processInfo.activeProcessorCount + 1
+        let rendezvous = Rendezvous(count: count)
+        let arrived = Shared(0)
+        for _ in 0..<count {
+            queue.addOperation {
+                if rendezvous.arriveAndWait() { arrived.increment() }
+            }
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(arrived() == count, "all \(count) blocked operations ran at once")
+    }
+}
