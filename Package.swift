@@ -10,6 +10,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Operations", targets: ["Operations"]),
+        // For XCTest files: one import instead of XCTest + Operations + scoped imports.
+        .library(name: "OperationsXCTest", targets: ["OperationsXCTest"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -18,7 +20,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "Operations"),
+        .target(name: "OperationsXCTest", dependencies: ["Operations"]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
+        .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -32,10 +32,12 @@ open class BlockOperation: Operation, @unchecked Sendable {
 
     private let blocks = Locked<Blocks>(.none)
 
+    /// Creates an operation with no blocks yet; add them with `addExecutionBlock(_:)`.
     public override init() {
         super.init()
     }
 
+    /// Creates an operation that runs `block`.
     public convenience init(block: @escaping @Sendable () -> Void) {
         self.init()
         blocks.withLock { $0.append(block) }

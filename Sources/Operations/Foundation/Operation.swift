@@ -72,6 +72,7 @@ open class Operation: NSObject, @unchecked Sendable {
 
     // MARK: Properties
 
+    /// A name for debugging; misuse messages and `waitDescription` use it.
     open var name: String? {
         get { _update { $0.name } }
         set { _update { $0.name = newValue } }
@@ -247,10 +248,15 @@ open class Operation: NSObject, @unchecked Sendable {
 extension Operation {
     /// The relative order in which a queue starts ready operations.
     public enum QueuePriority: Int, Sendable {
+        /// Started after every other ready operation of its queue.
         case veryLow = -8
+        /// Started after `.normal`, `.high` and `.veryHigh` operations.
         case low = -4
+        /// The default.
         case normal = 0
+        /// Started before `.normal`, `.low` and `.veryLow` operations.
         case high = 4
+        /// Started before every other ready operation of its queue.
         case veryHigh = 8
     }
 }

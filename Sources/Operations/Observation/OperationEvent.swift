@@ -10,6 +10,7 @@ import Darwin
 ///
 /// Receive them with ``OperationQueue/addEventHandler(_:)``.
 public struct OperationEvent: Sendable {
+    /// What happened.
     public enum Kind: Sendable, Hashable {
         /// Added to the queue.
         case enqueued
@@ -22,8 +23,11 @@ public struct OperationEvent: Sendable {
         case finished(wasCancelled: Bool)
     }
 
+    /// What happened.
     public let kind: Kind
+    /// The operation it happened to.
     public let operation: Operation
+    /// The queue whose handler receives the event.
     public let queue: OperationQueue
     /// Monotonic time of the event, in nanoseconds (`DispatchTime.now().uptimeNanoseconds`).
     public let time: UInt64
