@@ -1,36 +1,28 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// The library and its tests, nothing else: a package that depends on `Operations` resolves
+// and compiles only this. The tour (`Tour/`) and the benchmark (`Benchmarks/`) are packages
+// of their own that depend on this one by path.
 let package = Package(
     name: "swift-operations",
     // Synchronization.Mutex/Atomic need these minimums on Apple platforms.
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Operations", targets: ["Operations"]),
-        .executable(name: "operations-demo", targets: ["operations-demo"]),
-        .executable(name: "operations-benchmark", targets: ["operations-benchmark"]),
+        // For XCTest files: one import instead of XCTest + Operations + scoped imports.
+        .library(name: "OperationsXCTest", targets: ["OperationsXCTest"]),
     ],
     dependencies: [
-        // Only the tour uses these; the Operations library depends on nothing.
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        // A plugin only (`swift package generate-documentation`): no target links it, so a
+        // package that depends on this one does not fetch it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .target(name: "Operations"),
-
-        // The tour: its chapters live in a library so that tests can run them.
-        .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
-        .target(
-            name: "OperationsTour",
-            dependencies: ["Operations", "CLibPNG", .product(name: "FlyingFox", package: "FlyingFox")]),
-        .executableTarget(
-            name: "operations-demo",
-            dependencies: ["OperationsTour", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-
-        .executableTarget(name: "operations-benchmark", dependencies: ["Operations"]),
-
+        .target(name: "OperationsXCTest", dependencies: ["Operations"]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
-        .testTarget(name: "OperationsTourTests", dependencies: ["OperationsTour"]),
+        .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("The classic asynchronous subclass (rule 4)")
+@Suite("The classic asynchronous subclass")
 struct AsyncOperationTests {
     @Test("the queue learns it finished from didChangeValue(forKey: \"isFinished\") on another thread")
     func finishesFromAnotherThread() {

@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("BlockOperation (rule 10)")
+@Suite("BlockOperation: concurrent blocks, completion block, release of blocks")
 struct BlockOperationTests {
     @Test("execution blocks run concurrently and start() returns after all of them")
     func concurrentBlocks() {

@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("Dependencies and readiness (rules 2, 6)")
+@Suite("Dependencies and readiness")
 struct DependencyTests {
     @Test("an operation is ready only when every dependency has finished")
     func readyAfterDependencies() {

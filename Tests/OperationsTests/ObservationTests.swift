@@ -27,7 +27,7 @@ final class StateObserver: NSObject, @unchecked Sendable {
     }
 }
 
-@Suite("Key-value observing of operations and queues (rule 22)")
+@Suite("Key-value observing of operations and queues")
 struct ObservationTests {
     @Test("observers of isExecuting and isFinished see the run, with new values")
     func stateKeys() {

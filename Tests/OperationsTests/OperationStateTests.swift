@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("Operation state (rules 1, 3, 5, 7, 8, 9)")
+@Suite("Operation state: ready, executing, finished, cancelled, start() and the completion block")
 struct OperationStateTests {
     @Test("a new operation is ready, not executing, not finished, not cancelled")
     func initialState() {

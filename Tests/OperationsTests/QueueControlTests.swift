@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("OperationQueue: cancel, wait, barriers, progress, properties (rules 15–19)")
+@Suite("OperationQueue: cancel, wait, barriers, progress, properties")
 struct QueueControlTests {
     @Test("cancelAllOperations() cancels every operation; each still finishes and completes")
     func cancelAll() {
@@ -153,7 +153,7 @@ struct QueueControlTests {
 }
 
 // Serialized: one test cancels everything on the (shared) main queue.
-@Suite("OperationQueue.main and .current (rule 20)", .serialized)
+@Suite("OperationQueue.main and OperationQueue.current", .serialized)
 struct MainQueueTests {
     static let mainKey = DispatchSpecificKey<Bool>()
 

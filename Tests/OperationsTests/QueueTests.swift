@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("OperationQueue: adding, order, concurrency, suspension (rules 11–14)")
+@Suite("OperationQueue: adding, order, concurrency, suspension")
 struct QueueTests {
     @Test("addOperation(_ block:) wraps the block in a BlockOperation with the queue's QoS")
     func addBlock() {

@@ -1,7 +1,7 @@
 import Operations
 import Testing
 
-@Suite("Retention (rule 21)")
+@Suite("Retention: what operations and queues keep alive, and when they release it")
 struct RetentionTests {
     final class Token: Sendable {}
 

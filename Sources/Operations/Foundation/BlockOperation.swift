@@ -32,6 +32,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
 
     private let blocks = Locked<Blocks>(.none)
 
+    /// Creates an operation with no blocks yet; add them with `addExecutionBlock(_:)`.
     public override init() {
         super.init()
     }

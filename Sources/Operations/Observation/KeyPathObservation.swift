@@ -1,11 +1,16 @@
 #if !canImport(ObjectiveC)
-/// Linux stand-in for Darwin's protocol that carries the key-path forms of KVO
-/// (`observe(_:options:changeHandler:)`, `willChangeValue(for:)`, `didChangeValue(for:)`).
-public protocol _KeyValueCodingAndObserving {}
+/// The key-path forms of key-value observing: `observe(_:options:changeHandler:)`,
+/// `willChangeValue(for:)` and `didChangeValue(for:)`, for operations and queues.
+///
+/// Every `NSObject` conforms; nothing else needs to. It plays the part of the protocol
+/// Darwin's Foundation hangs these methods on (`_KeyValueCodingAndObserving`), so that
+/// `observe(\.isFinished) { operation, change in … }` gets `operation` typed as the
+/// observed subclass.
+public protocol KeyPathObservable {}
 
-extension NSObject: _KeyValueCodingAndObserving {}
+extension NSObject: KeyPathObservable {}
 
-extension _KeyValueCodingAndObserving where Self: Operation {
+extension KeyPathObservable where Self: Operation {
     /// Observes an operation's `isReady`, `isExecuting`, `isFinished`, `isCancelled`,
     /// `isAsynchronous` or `isConcurrent`.
     public func observe<Value>(
@@ -42,12 +47,16 @@ extension _KeyValueCodingAndObserving where Self: Operation {
         return observation
     }
 
+    /// Announces that the value at `keyPath` is about to change: `willChangeValue(forKey:)`
+    /// with its key (every state key for a key path that cannot be named).
     public func willChangeValue<Value>(for keyPath: KeyPath<Self, Value>) {
         for key in Self._observableKey(keyPath).map({ [$0] }) ?? Operation._stateKeys {
             willChangeValue(forKey: key)
         }
     }
 
+    /// Announces that the value at `keyPath` changed: `didChangeValue(forKey:)` with its key
+    /// (every state key for a key path that cannot be named).
     public func didChangeValue<Value>(for keyPath: KeyPath<Self, Value>) {
         for key in Self._observableKey(keyPath).map({ [$0] }) ?? Operation._stateKeys {
             didChangeValue(forKey: key)
@@ -72,7 +81,7 @@ extension Operation {
     static let _stateKeys = ["isReady", "isExecuting", "isFinished", "isCancelled"]
 }
 
-extension _KeyValueCodingAndObserving where Self: OperationQueue {
+extension KeyPathObservable where Self: OperationQueue {
     /// Observes a queue's `operationCount`, `operations`, `isSuspended`,
     /// `maxConcurrentOperationCount`, `name` or `qualityOfService`.
     public func observe<Value>(

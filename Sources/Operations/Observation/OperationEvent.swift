@@ -10,6 +10,7 @@ import Darwin
 ///
 /// Receive them with ``OperationQueue/addEventHandler(_:)``.
 public struct OperationEvent: Sendable {
+    /// What happened.
     public enum Kind: Sendable, Hashable {
         /// Added to the queue.
         case enqueued

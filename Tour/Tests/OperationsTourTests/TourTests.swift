@@ -10,7 +10,7 @@ func runChapter<C: Chapter>(_ chapter: C.Type, unit: Double? = nil) async throws
     var settings = TourSettings.quick
     if let unit { settings.unit = unit }
     settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/\(C.name)-\(UUID().uuidString)"
-    let context = try TourContext(settings: settings, console: Console(isTerminal: false))
+    let context = try TourContext(settings: settings, console: Console.silent())
     let result = try await runOnOwnThread(chapter, context: context)
     await context.stop()
     return (result, context)

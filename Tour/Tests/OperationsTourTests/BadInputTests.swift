@@ -12,7 +12,7 @@ struct BadInputTests {
         var settings = TourSettings.quick
         settings.outputPath = file + "/output"
         #expect {
-            _ = try TourContext(settings: settings, console: Console(isTerminal: false))
+            _ = try TourContext(settings: settings, console: Console.silent())
         } throws: { error in
             guard case .outputFolderNotWritable(let path, _) = error as? TourError else { return false }
             return path.hasSuffix("/output")
@@ -23,10 +23,10 @@ struct BadInputTests {
     func portInUse() async throws {
         var settings = TourSettings.quick
         settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/port-\(UUID().uuidString)"
-        let first = try TourContext(settings: settings, console: Console(isTerminal: false))
+        let first = try TourContext(settings: settings, console: Console.silent())
         let server = try await first.imageServer()
         settings.port = server.baseURL.port!
-        let second = try TourContext(settings: settings, console: Console(isTerminal: false))
+        let second = try TourContext(settings: settings, console: Console.silent())
         await #expect {
             _ = try await second.imageServer()
         } throws: { error in
@@ -40,7 +40,7 @@ struct BadInputTests {
     func garbageResponse() async throws {
         var settings = TourSettings.quick
         settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/garbage-\(UUID().uuidString)"
-        let context = try TourContext(settings: settings, console: Console(isTerminal: false))
+        let context = try TourContext(settings: settings, console: Console.silent())
         let server = try await context.imageServer()
         let download = DownloadOperation(url: server.baseURL.appendingPathComponent("garbage"))
         let missing = DownloadOperation(url: server.baseURL.appendingPathComponent("images/9999"))

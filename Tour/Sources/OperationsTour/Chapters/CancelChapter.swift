@@ -16,6 +16,8 @@ public struct CancelChapter: Chapter {
         let sumProgress = Progress(totalUnitCount: 60)
         /// Signalled when `main()` begins.
         let started = DispatchSemaphore(value: 0)
+        /// Signalled (by the sum that reports progress) when a third of the chunks are done.
+        let thirdDone = DispatchSemaphore(value: 0)
         private let lock = NSLock()
         private var _processed = 0, _total = 0
 
@@ -38,7 +40,10 @@ public struct CancelChapter: Chapter {
                     _total += partial
                     _processed += 1
                 }
-                if style == .reportsProgress { sumProgress.completedUnitCount = Int64(chunk + 1) }
+                if style == .reportsProgress {
+                    sumProgress.completedUnitCount = Int64(chunk + 1)
+                    if chunk + 1 == chunks / 3 { thirdDone.signal() }
+                }
             }
         }
     }
@@ -47,7 +52,7 @@ public struct CancelChapter: Chapter {
         var result = ChapterResult(chapter: Self.name)
         let queue = OperationQueue()
         queue.name = "sums"
-        let timeline = Timeline(title: "Cancel: three sums cancelled after one unit")
+        let timeline = Timeline(title: "Cancel: three sums cancelled a third of the way")
         timeline.watch(queue)
         let sums = [Sum.Style.ignoresCancellation, .checksCancellation, .reportsProgress].map { Sum($0, context: context) }
         queue.addOperations(sums, waitUntilFinished: false)
@@ -58,9 +63,10 @@ public struct CancelChapter: Chapter {
                 try await Task.sleep(nanoseconds: UInt64(context.settings.unit * 0.25 * 1e9))
             }
         }
-        // Cancel one unit after all three are running.
+        // Cancel when the one that reports progress is a third done (one unit of chunks):
+        // an event, not a clock, so that a loaded machine cannot let all three finish first.
         for sum in sums { sum.started.wait() }
-        context.work(1)
+        sums[2].thirdDone.wait()
         queue.cancelAllOperations()
         queue.waitUntilAllOperationsAreFinished()
         watcher.cancel()
@@ -71,7 +77,7 @@ public struct CancelChapter: Chapter {
             context.console.say("   " + line)
             notes.append(line)
         }
-        notes.append("All three were cancelled after one unit (20 chunks' worth); only code that checks isCancelled stops.")
+        notes.append("All three were cancelled when the one that reports progress was 20 chunks in (one unit); only code that checks isCancelled stops.")
         try context.writeTimeline(timeline, chapter: "6-cancel", notes: notes, into: &result)
         return result
     }

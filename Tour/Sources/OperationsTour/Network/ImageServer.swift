@@ -3,7 +3,8 @@ import Foundation
 
 /// The tour's image server, on 127.0.0.1: `GET /images/N` serves generated PNG number N
 /// after a per-image latency (number 1 is deliberately slow, as in the tutorial);
-/// `GET /garbage` answers 200 with bytes that are not an image.
+/// `GET /garbage` answers 200 with bytes that are not an image. A chapter can hold an
+/// image's responses back until it has cancelled the download (``hold(image:)``).
 public final class ImageServer: Sendable {
     public let baseURL: URL
     public let imageCount: Int
@@ -11,17 +12,30 @@ public final class ImageServer: Sendable {
     public let sizes: [Int]
     private let server: HTTPServer
     private let task: Task<Void, any Error>
+    private let holds: ResponseHolds
 
-    private init(baseURL: URL, imageCount: Int, sizes: [Int], server: HTTPServer, task: Task<Void, any Error>) {
+    private init(
+        baseURL: URL, imageCount: Int, sizes: [Int], server: HTTPServer, task: Task<Void, any Error>, holds: ResponseHolds
+    ) {
         self.baseURL = baseURL
         self.imageCount = imageCount
         self.sizes = sizes
         self.server = server
         self.task = task
+        self.holds = holds
+    }
+
+    /// The index of the deliberately slow image.
+    public static let slowImage = 1
+
+    /// Holds image `index`'s responses (after their latency) until the returned hold is
+    /// released: a download of it cannot finish before then.
+    public func hold(image index: Int) -> ResponseHold {
+        ResponseHold(holds: holds, index: index)
     }
 
     public static func latency(of index: Int, unit: Double) -> Double {
-        index == 1 ? 4 * unit : (0.5 + Double(index % 3) * 0.25) * unit
+        index == slowImage ? 4 * unit : (0.5 + Double(index % 3) * 0.25) * unit
     }
 
     public func url(ofImage index: Int) -> URL { baseURL.appendingPathComponent("images/\(index)") }
@@ -35,11 +49,13 @@ public final class ImageServer: Sendable {
         // 127.0.0.1 explicitly: FlyingFox's `.loopback` is the IPv6 one.
         let server = HTTPServer(address: try sockaddr_in.inet(ip4: "127.0.0.1", port: port), logger: .disabled)
         let unit = settings.unit
+        let holds = ResponseHolds()
         await server.appendRoute("GET /images/:index") { request in
             guard let index = Int(request.routeParameters["index"] ?? ""), images.indices.contains(index) else {
                 return HTTPResponse(statusCode: .notFound)
             }
             try await Task.sleep(nanoseconds: UInt64(latency(of: index, unit: unit) * 1e9))
+            await holds.waitUntilReleased(index)
             return HTTPResponse(statusCode: .ok, headers: [.contentType: "image/png"], body: images[index])
         }
         await server.appendRoute("GET /garbage") { _ in
@@ -68,10 +84,11 @@ public final class ImageServer: Sendable {
         }
         return ImageServer(
             baseURL: URL(string: "http://127.0.0.1:\(boundPort)")!, imageCount: count, sizes: images.map(\.count),
-            server: server, task: task)
+            server: server, task: task, holds: holds)
     }
 
     func stop() async {
+        holds.releaseAll()
         await server.stop(timeout: 1)
         task.cancel()
     }

@@ -1,8 +1,8 @@
 // Benchmark: each workload on Operations, Foundation's OperationQueue and raw Dispatch,
 // interleaved in rounds in one process; prints medians, ratios and the targets.
 //
-//   swift run -c release operations-benchmark            # the full table (≈1–2 min)
-//   swift run -c release operations-benchmark --quick    # small N, one round: checks only
+//   swift run -c release --package-path Benchmarks operations-benchmark          # the full table (≈1–2 min)
+//   swift run -c release --package-path Benchmarks operations-benchmark --quick  # small N, one round: checks only
 import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()

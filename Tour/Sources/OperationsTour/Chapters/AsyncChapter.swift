@@ -70,18 +70,22 @@ public struct AsyncChapter: Chapter {
         notes.append(line1)
         result.lists["sums"] = sums.map { "\($0.sum ?? -1)" }
 
-        // The slow image (number 1) takes four units to arrive; cancel after one.
-        let slow = DownloadOperation(url: server.url(ofImage: 1), name: "download the slow image")
+        // The slow image: the server keeps it back until it has been cancelled, so the
+        // cancel always lands mid-request, however loaded the machine.
+        let held = server.hold(image: ImageServer.slowImage)
+        defer { held.release() }
+        let slow = DownloadOperation(url: server.url(ofImage: ImageServer.slowImage), name: "download the slow image")
         let fast = DownloadOperation(url: server.url(ofImage: 0), name: "download image 0")
         queue.addOperations([slow, fast], waitUntilFinished: false)
-        context.work(1.5)
+        fast.waitUntilFinished()
         slow.cancel()
         timeline.markFailed(slow)
+        held.release()
         queue.waitUntilAllOperationsAreFinished()
         let cancelledError = (slow.error as? URLError)?.code == .cancelled
         result.numbers["slow cancelled request"] = cancelledError ? 1 : 0
         result.numbers["fast bytes"] = Double(fast.bytesReceived)
-        let line2 = "image 0 arrived (\(fast.bytesReceived) bytes, \(fast.image.map { "\($0.width)×\($0.height)" } ?? "no image")); the slow one was cancelled after 1.5 units and its request ended with \(slow.error.map { "\($0)" } ?? "no error")"
+        let line2 = "image 0 arrived (\(fast.bytesReceived) bytes, \(fast.image.map { "\($0.width)×\($0.height)" } ?? "no image")); the slow one was cancelled after it and its request ended with \(slow.error.map { "\($0)" } ?? "no error")"
         notes.append(line2)
         for note in notes { context.console.say("   " + note) }
         try context.writeTimeline(timeline, chapter: "4-async", notes: notes, into: &result)

@@ -24,6 +24,10 @@ public struct ListChapter: Chapter {
         func tick(_ top: Int) -> Double {
             top < slowRows || top > rows - viewport - slowRows ? context.settings.unit / 3 : context.settings.unit / 16
         }
+        // The slow image (row 1) is kept back by the server until the scrolling ends: at
+        // least one row leaves the viewport mid-download, however loaded the machine.
+        let slow = server.hold(image: ImageServer.slowImage)
+        defer { slow.release() }
         // Scroll one row per tick, then stop at the bottom and let the last rows finish.
         for top in 0...(rows - viewport) {
             let visible = top..<(top + viewport)
@@ -42,12 +46,12 @@ public struct ListChapter: Chapter {
             if context.console.isTerminal {
                 let strip = String(states.map(\.rawValue))
                 let window = String(strip.enumerated().map { visible.contains($0.offset) ? $0.element : " " })
-                print("\r  rows [\(window)] top \(top)   ", terminator: "")
-                fflush(nil)
+                context.console.redraw("  rows [\(window)] top \(top)   ")
             }
             Thread.sleep(forTimeInterval: tick(top))
         }
-        if context.console.isTerminal { print("") }
+        context.console.redraw("", finished: true)
+        slow.release()
         for provider in providers.values { provider.wait() }
         for (row, provider) in providers {
             states[row] = provider.delivered ? .done : cancelled.contains(row) ? .cancelled : .loading

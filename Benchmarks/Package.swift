@@ -1,0 +1,23 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The benchmark: Operations against Foundation's OperationQueue and raw Dispatch, in one
+// process. A package of its own so that a package depending on the library never fetches
+// or compiles it. From the repository root:
+// `swift run -c release --package-path Benchmarks operations-benchmark`.
+let package = Package(
+    name: "swift-operations-benchmarks",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .executable(name: "operations-benchmark", targets: ["operations-benchmark"]),
+    ],
+    dependencies: [
+        .package(name: "swift-operations", path: ".."),
+    ],
+    targets: [
+        .executableTarget(
+            name: "operations-benchmark",
+            dependencies: [.product(name: "Operations", package: "swift-operations")]),
+    ],
+    swiftLanguageModes: [.v6]
+)

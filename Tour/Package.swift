@@ -1,0 +1,35 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The tour: the classic OperationQueue tutorial as nine chapters, run against real parts
+// (an HTTP server, URLSession, libpng). A package of its own so that a package depending
+// on the library never fetches or compiles it. From the repository root:
+// `swift run --package-path Tour operations-demo`, `swift test --package-path Tour`.
+let package = Package(
+    name: "swift-operations-tour",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .executable(name: "operations-demo", targets: ["operations-demo"]),
+    ],
+    dependencies: [
+        .package(name: "swift-operations", path: ".."),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        // The chapters live in a library so that tests can run them.
+        .target(
+            name: "OperationsTour",
+            dependencies: [
+                .product(name: "Operations", package: "swift-operations"),
+                "CLibPNG",
+                .product(name: "FlyingFox", package: "FlyingFox"),
+            ]),
+        .executableTarget(
+            name: "operations-demo",
+            dependencies: ["OperationsTour", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(name: "OperationsTourTests", dependencies: ["OperationsTour"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
