@@ -35,31 +35,39 @@ public struct PrinterChapter: Chapter {
             context.console.say("   " + line)
             notes.append(line)
         }
-        // Quality of service does not reorder a serial queue; queuePriority does.
-        for (label, configure) in [
-            ("userInitiated QoS", { (operation: Operation) in operation.qualityOfService = .userInitiated }),
-            ("veryHigh priority", { (operation: Operation) in operation.queuePriority = .veryHigh }),
-        ] {
+        // The seeds' experiment: G, added last, is more important. On a queue that is not
+        // serial its quality of service chooses its priority band, so it starts at the first
+        // free slot; a serial queue keeps first-in, first-out ("priorities don't work")
+        // unless queuePriority itself is set.
+        let experiments: [(label: String, limit: Int, queueQuality: QualityOfService?, suspended: Bool, configure: @Sendable (Operation) -> Void)] = [
+            ("limit 2, userInitiated QoS", 2, nil, false, { $0.qualityOfService = .userInitiated }),
+            ("background queue, limit 2, userInteractive QoS", 2, .background, true, { $0.qualityOfService = .userInteractive }),
+            ("userInitiated QoS", 1, nil, true, { $0.qualityOfService = .userInitiated }),
+            ("veryHigh priority", 1, nil, true, { $0.queuePriority = .veryHigh }),
+        ]
+        for experiment in experiments {
             let queue = OperationQueue()
-            queue.name = "printer \(label)"
-            queue.maxConcurrentOperationCount = 1
-            queue.isSuspended = true
+            queue.name = "printer \(experiment.label)"
+            queue.maxConcurrentOperationCount = experiment.limit
+            if let quality = experiment.queueQuality { queue.qualityOfService = quality }
+            queue.isSuspended = experiment.suspended
             timeline.watch(queue)
             let order = Protected<[String]>()
             for letter in "ABCDEFG" {
                 let operation = BlockOperation { order.append(String(letter)); context.work(0.25) }
-                operation.name = "print \(letter) (\(label))"
-                if letter == "G" { configure(operation) }
+                operation.name = "print \(letter) (\(experiment.label))"
+                if letter == "G" { experiment.configure(operation) }
                 queue.addOperation(operation)
             }
             queue.isSuspended = false
             queue.waitUntilAllOperationsAreFinished()
-            result.lists["\(label) order"] = order.current
-            let line = "serial queue, G added last with \(label): started \(order.current.joined())"
+            result.lists["\(experiment.label) order"] = order.current
+            let kind = experiment.limit == 1 ? "serial queue" : "queue with limit \(experiment.limit)"
+            let line = "\(kind), G added last with \(experiment.label): started \(order.current.joined())"
             context.console.say("   " + line)
             notes.append(line)
         }
-        notes.append("Quality of service says how important the work is to the system; it does not reorder a queue. queuePriority does, among ready operations.")
+        notes.append("On a queue that is not serial, an operation whose queuePriority was never set takes its priority band from its quality of service, so G starts at the first free slot. A serial queue stays first-in, first-out for quality of service; queuePriority reorders any queue, among ready operations.")
         try context.writeTimeline(timeline, chapter: "1-printer", notes: notes, into: &result)
         return result
     }
