@@ -362,14 +362,24 @@ extension OperationCore {
         return apply(.claim)
     }
 
+    enum Unclaim {
+        /// Given back: it waits for its next `isReady` announcement.
+        case parked
+        /// An announcement arrived since the worker read `isReady`: read it again.
+        case readAgain
+        /// Cancelled meanwhile: a cancelled operation ignores readiness; start it.
+        case start
+        /// It finished meanwhile (its finish frees the slot): nothing to start.
+        case skip
+    }
+
     /// The claiming worker found `isReady` false: back to waiting for an announcement,
-    /// unless one arrived since `generation` was read (then the worker reads again).
-    /// `nil` when the operation is no longer the worker's to give back (it finished, or
-    /// was cancelled, meanwhile): the worker goes on and calls `start()`.
-    mutating func unclaim(generation: UInt32) -> Bool? {
-        guard case .dispatched = phase, !cancellation.isCancelled else { return nil }
-        guard readinessGeneration == generation else { return false }
-        return apply(.unclaim)
+    /// unless something changed since `generation` was read.
+    mutating func unclaim(generation: UInt32) -> Unclaim {
+        guard case .dispatched = phase else { return .skip }
+        if cancellation.isCancelled { return .start }
+        guard readinessGeneration == generation else { return .readAgain }
+        return apply(.unclaim) ? .parked : .skip
     }
 }
 

@@ -253,6 +253,9 @@ open class Operation: NSObject, @unchecked Sendable {
         }
     }
 
+    /// Whether the base state says finished (no lock, no user code).
+    final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.finished) }
+
     @inline(__always)
     private func _visible(_ flag: UInt8) -> Bool {
         visible.load(ordering: .acquiring) & flag != 0

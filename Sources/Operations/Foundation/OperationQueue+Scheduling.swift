@@ -96,16 +96,18 @@ extension OperationQueue {
     private func _confirmReady(_ operation: Operation) -> Bool {
         while true {
             let generation = operation._update { $0.readinessGeneration }
-            if operation.isReady { return true }
-            let parked = core.withLock { state -> Bool? in
-                let parked = operation._update { $0.unclaim(generation: generation) }
-                if parked == true { state.executing -= 1 }
-                return parked
+            // An operation that finished meanwhile (say, finished by hand from another
+            // thread) is not started: its finish freed the slot.
+            if operation.isReady { return !operation._isFinishingFlag }
+            let unclaim = core.withLock { state -> OperationCore.Unclaim in
+                let unclaim = operation._update { $0.unclaim(generation: generation) }
+                if case .parked = unclaim { state.executing -= 1 }
+                return unclaim
             }
-            switch parked {
-            case nil: return true
-            case true?: return false
-            case false?: continue
+            switch unclaim {
+            case .start: return true
+            case .parked, .skip: return false
+            case .readAgain: continue
             }
         }
     }
