@@ -62,14 +62,23 @@ final class StressLedger: @unchecked Sendable {
 
     func workEnded(queue: Int) { lock.withLock { running[queue, default: 0] -= 1 } }
 
-    func completed(_ id: Int) {
+    private var sawCancelled: [Int: Bool] = [:]
+
+    func completed(_ id: Int, sawCancelled cancelled: Bool) {
         lock.withLock {
+            sawCancelled[id] = cancelled
             completions[id, default: 0] += 1
             if completions[id]! > 1 { failures.append("completion block of \(id) ran \(completions[id]!) times") }
         }
     }
 
     func completionCount(_ id: Int) -> Int { lock.withLock { completions[id] ?? 0 } }
+    func completionSawCancelled(_ id: Int) -> Bool? { lock.withLock { sawCancelled[id] } }
+
+    /// Every queue's events, in delivery order.
+    private var events: [ObjectIdentifier: [OperationEvent]] = [:]
+    func record(_ event: OperationEvent) { lock.withLock { events[ObjectIdentifier(event.operation), default: []].append(event) } }
+    func events(of operation: Operation) -> [OperationEvent] { lock.withLock { events[ObjectIdentifier(operation)] ?? [] } }
     var allFailures: [String] { lock.withLock { failures } }
 }
 
@@ -79,6 +88,10 @@ final class StressOperation: Operation, @unchecked Sendable {
     let ledger: StressLedger
     let limit: Int?
     let spin: Int
+    /// Read in `deinit`: a `deinit` that re-enters the queue must never run under its lock.
+    weak var probedQueue: OperationQueue?
+
+    deinit { _ = probedQueue?.operationCount }
 
     init(id: Int, queueIndex: Int, limit: Int?, spin: Int, ledger: StressLedger) {
         self.id = id
@@ -117,6 +130,18 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     private let endLock = NSLock()
     private var workRunning = false
     private var finishAnnounced = false
+    private var startCalled = false
+
+    /// A start after the operation was finished by hand does nothing (the tutorial's own
+    /// `start()` would move its state back to executing).
+    override func start() {
+        let proceed = endLock.withLock {
+            guard !finishAnnounced else { return false }
+            startCalled = true
+            return true
+        }
+        if proceed { super.start() }
+    }
 
     /// The work stops counting as running once, just before the operation announces that
     /// it finished, however it finishes: its work completing, or the tutorial's `cancel()`,
@@ -133,6 +158,17 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     override func willChangeValue(forKey key: String) {
         if key == "isFinished" { endWork() }
         super.willChangeValue(forKey: key)
+    }
+
+    /// Finishes the operation by hand unless its work has started (the tutorial state
+    /// moves to finished; the engine must notice wherever the operation is).
+    func finishIfNotStarted() {
+        let claimed = endLock.withLock {
+            guard !startCalled, !workRunning, !finishAnnounced else { return false }
+            finishAnnounced = true
+            return true
+        }
+        if claimed { finish() }
     }
 
     override func main() {
@@ -189,6 +225,20 @@ final class StressGatedOperation: Operation, @unchecked Sendable {
 struct StressRound {
     let seed: UInt64
 
+    /// An operation's events: enqueued first, started at most once, cancelled at most once,
+    /// finished last and once; sequence numbers increasing.
+    static func eventOrderFailures(id: Int, _ events: [OperationEvent]) -> [String] {
+        let kinds = events.map(\.kind)
+        var failures: [String] = []
+        if kinds.first != .enqueued { failures.append("operation \(id): first event \(String(describing: kinds.first))") }
+        if kinds.filter({ $0 == .started }).count > 1 { failures.append("operation \(id): started twice") }
+        if kinds.filter({ $0 == .cancelled }).count > 1 { failures.append("operation \(id): cancelled announced twice") }
+        let finishes = kinds.indices.filter { if case .finished = kinds[$0] { true } else { false } }
+        if finishes != [kinds.count - 1] { failures.append("operation \(id): events \(kinds) do not end with one finish") }
+        if events.map(\.sequence) != events.map(\.sequence).sorted() { failures.append("operation \(id): sequence numbers out of order") }
+        return failures
+    }
+
     struct Result {
         var operations: Int
         var failures: [String]
@@ -207,6 +257,8 @@ struct StressRound {
         queues[2].maxConcurrentOperationCount = 2
         queues[3].maxConcurrentOperationCount = 3
         let fixedLimits: [Int?] = [nil, 1, 2, 4]
+        let subscriptions = queues.map { queue in queue.addEventHandler { event in ledger.record(event) } }
+        defer { for subscription in subscriptions { subscription.cancel() } }
         let count = Int.random(in: 50...250, using: &random)
         var operations: [Operation] = []
         var placement: [Int] = []
@@ -230,12 +282,22 @@ struct StressRound {
             }
             operation.queuePriority = [.veryLow, .low, .normal, .high, .veryHigh].randomElement(using: &random)!
             operation.qualityOfService = [.background, .utility, .default, .userInitiated].randomElement(using: &random)!
-            operation.completionBlock = { ledger.completed(id) }
+            operation.completionBlock = { [unowned operation] in ledger.completed(id, sawCancelled: operation.isCancelled) }
+            (operation as? StressOperation)?.probedQueue = queues[queueIndex]
             // Dependencies only on earlier operations: acyclic, across queues.
             for _ in 0..<Int.random(in: 0...3, using: &random) where id > 0 {
                 operation.addDependency(operations[Int.random(in: max(0, id - 40)..<id, using: &random)])
             }
             if Int.random(in: 0..<30, using: &random) == 0 { operation.cancel() }  // before enqueue
+            // addDependency racing removeDependency of the same edge: either outcome is
+            // fine, but the count must agree with the list (checked by everything finishing).
+            if id > 0, Int.random(in: 0..<8, using: &random) == 0 {
+                let dependency = operations[Int.random(in: max(0, id - 40)..<id, using: &random)]
+                let both = DispatchGroup()
+                DispatchQueue.global().async(group: both) { operation.addDependency(dependency) }
+                DispatchQueue.global().async(group: both) { operation.removeDependency(dependency) }
+                both.wait()
+            }
             operations.append(operation)
             placement.append(queueIndex)
         }
@@ -255,6 +317,16 @@ struct StressRound {
             case 3: queues[Int.random(in: 0..<4, using: &random)].addBarrierBlock {}
             case 4: operations[Int.random(in: 0..<end, using: &random)].cancel()
             case 5: if let gate = gated.randomElement(using: &random) { gate.setOpen(Bool.random(using: &random)) }
+            case 6:
+                // A cancel racing whatever the operation is doing (also its finish).
+                let target = operations[Int.random(in: 0..<end, using: &random)]
+                DispatchQueue.global().async { target.cancel() }
+            case 7:
+                // A classic asynchronous operation finished by hand from another thread,
+                // possibly while it sits in its queue's ready list.
+                if let target = operations[0..<end].randomElement(using: &random) as? StressAsyncOperation {
+                    DispatchQueue.global().async { target.finishIfNotStarted() }
+                }
             default: break
             }
         }
@@ -281,6 +353,13 @@ struct StressRound {
         // Completion blocks run before the operation leaves its queue, so all ran by now.
         for id in 0..<count where ledger.completionCount(id) != 1 {
             failures.append("completion block of \(id) ran \(ledger.completionCount(id)) times")
+        }
+        for (id, operation) in operations.enumerated() {
+            // A cancel racing the finish: what the completion block saw is what stays.
+            if let saw = ledger.completionSawCancelled(id), saw != operation.isCancelled {
+                failures.append("operation \(id): completion block saw isCancelled \(saw), now \(operation.isCancelled)")
+            }
+            failures += Self.eventOrderFailures(id: id, ledger.events(of: operation))
         }
         return Result(operations: count, failures: failures)
     }
