@@ -24,6 +24,7 @@ struct DefaultConcurrencyTests {
     @Test("64 CPU-bound operations on a default queue run about one per processor")
     func cpuBound() {
         let queue = OperationQueue()
+        queue.name = "cpu-bound"
         let meter = ConcurrencyMeter()
         for _ in 0..<64 {
             queue.addOperation {

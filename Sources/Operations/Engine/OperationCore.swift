@@ -417,6 +417,8 @@ extension OperationCore {
         var releasesSlot: Bool
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
+        /// Whether the base `start()` ran `main()` (which releases a `BlockOperation`'s blocks).
+        var ranMain: Bool
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -424,6 +426,7 @@ extension OperationCore {
     /// reported failure.
     mutating func finish() -> Finish? {
         guard case .finishing(let byQueue, _)? = phase.after(.finish) else { return nil }
+        let ranMain = if case .executing = phase { true } else { false }
         let completedCancellation = completeCancellation()
         let outcome: Operation.Outcome
         if case .cancelled(let reason) = cancellation {
@@ -441,7 +444,7 @@ extension OperationCore {
         }
         return Finish(
             outcome: outcome, dependents: dependents, completionBlock: completionBlock, queue: queue,
-            releasesSlot: byQueue, completedCancellation: completedCancellation)
+            releasesSlot: byQueue, completedCancellation: completedCancellation, ranMain: ranMain)
     }
 
     /// What completing hands over: the references the operation no longer needs, and the

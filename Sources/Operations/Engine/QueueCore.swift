@@ -185,21 +185,27 @@ struct QueueCore {
     /// skipped (they finished, were started by hand, or gained a dependency meanwhile) are
     /// appended to `skipped`: the caller drops them after the lock, since the ready list's
     /// reference may be the last one.
-    mutating func nextOperation(retiringSlot slot: Int, skipped: inout [Operation]) -> (operation: Operation?, watchdog: UInt64?) {
+    /// The claimed operation comes with its own quality of service (nil when never set).
+    mutating func nextOperation(
+        retiringSlot slot: Int, skipped: inout [Operation]
+    ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
         if !isSuspended && executing < executionLimit && workers <= workerLimit {
             while let operation = ready.pop() {
-                guard operation._update({ $0.claimForQueue() }) else {
+                let claim = operation._update { state -> QualityOfService?? in
+                    state.claimForQueue() ? .some(state.qualityOfService) : nil
+                }
+                guard let quality = claim else {
                     skipped.append(operation)
                     continue
                 }
                 executing += 1
-                return (operation, armWatchdogIfBlocked())
+                return (operation, quality, armWatchdogIfBlocked())
             }
         }
         workers -= 1
         busySlots &= ~(1 << UInt64(slot))
         if slot < workerProbes.count { workerProbes[slot] = nil }
-        return (nil, nil)
+        return (nil, nil, nil)
     }
 
     /// With the default limit, operations may block (sleep, wait for I/O). While ready
@@ -233,15 +239,17 @@ struct QueueCore {
         isWatchdogArmed = false
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
         let running = max(grownWorkerLimit, workers)
+        // Operations finished meanwhile: the workers progress (a worker waiting for the
+        // queue's own lock looks blocked to the probe, but is not).
+        guard stamp == progressStamp else { return wakeup() }
         if let blocked {
             guard blocked > 0 else { return wakeup() }
             let allowance = blocked >= workers ? running * 2 : max(running, blocked + Self.processorCount)
             grownWorkerLimit = min(allowance, Self.maximumWorkers)
             return wakeup(force: true)
         }
-        // No thread clocks: no operation finished since the watchdog was armed means the
-        // workers are blocked (this cannot tell them from long CPU-bound operations).
-        guard stamp == progressStamp else { return wakeup() }
+        // No probes: no operation finished since the watchdog was armed means the workers
+        // are blocked (this cannot tell them from long CPU-bound operations).
         grownWorkerLimit = min(running * 2, Self.maximumWorkers)
         return wakeup(force: true)
     }

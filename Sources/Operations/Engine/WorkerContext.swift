@@ -24,11 +24,10 @@ final class WorkerContext: @unchecked Sendable {
         self.slot = slot
     }
 
-    /// Starts `operation` on this thread, at its quality of service: its own when set, but
-    /// never below its queue's.
-    func runOperation(_ operation: Operation, queueQuality: QualityOfService) {
-        let own = operation.qualityOfService
-        let quality = own == .default || own.rank < queueQuality.rank ? queueQuality : own
+    /// Starts `operation` on this thread, at its quality of service: its own (`own`, read
+    /// when it was claimed; nil when never set), but never below its queue's.
+    func runOperation(_ operation: Operation, own: QualityOfService?, queueQuality: QualityOfService) {
+        let quality = own.map { $0.rank < queueQuality.rank ? queueQuality : $0 } ?? queueQuality
         if quality != appliedQuality {
             let thread = Thread.current
             if originalQuality == nil { originalQuality = thread.qualityOfService }

@@ -26,6 +26,9 @@ struct WorkerThreadProbe: Sendable {
     private static let threadIDs = ThreadLocalPointer()
     #endif
 
+    /// Whether this platform can probe threads.
+    static let isSupported: Bool = current()?.activeNanoseconds() != nil
+
     /// The probe of the calling thread, where the platform has one.
     static func current() -> WorkerThreadProbe? {
         #if os(Linux)

@@ -15,7 +15,7 @@ extension Operation {
         let counted: Bool
         // An edge out of (or into) a finished operation can never block: it is listed,
         // and the graph of waiting operations never sees it.
-        if operation._isFinishing || _isFinishing {
+        if operation._isFinishingFlag || _isFinishingFlag {
             counted = _link(from: operation, visible: visible) == .counted
         } else {
             counted = _insertEdge(from: operation) { self._link(from: operation, visible: visible) } == .counted

@@ -80,7 +80,7 @@ extension Operation {
         for dependent in finish.dependents {
             dependent.operation?._dependencyFinished()
         }
-        _releaseWork()
+        if !finish.ranMain { _releaseWork() }
         if let completionBlock = finish.completionBlock.take() {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false)
             completionBlock()

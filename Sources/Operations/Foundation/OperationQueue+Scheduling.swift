@@ -52,11 +52,11 @@ extension OperationQueue {
         var finished: Operation?
         var skipped: [Operation] = []
         while true {
-            let (operation, watchdog, waiters, wakeup) = core.withLock { state in
+            let (operation, quality, watchdog, waiters, wakeup) = core.withLock { state in
                 if let clock { state.workerStarted(slot: slot, clock: clock) }
                 let waiters = finished.map { state.operationFinished($0, releasesSlot: true, leaves: true) } ?? []
-                let (operation, watchdog) = state.nextOperation(retiringSlot: slot, skipped: &skipped)
-                return (operation, watchdog, waiters, finished == nil ? nil : state.wakeup())
+                let (operation, quality, watchdog) = state.nextOperation(retiringSlot: slot, skipped: &skipped)
+                return (operation, quality, watchdog, waiters, finished == nil ? nil : state.wakeup())
             }
             finished = nil
             clock = nil
@@ -73,7 +73,7 @@ extension OperationQueue {
                 }
                 _deliverEvents()
             }
-            context.runOperation(operation, queueQuality: _threadQuality)
+            context.runOperation(operation, own: quality, queueQuality: _threadQuality)
             if context.finishedHere {
                 context.finishedHere = false
                 finished = operation
@@ -94,6 +94,8 @@ extension OperationQueue {
     /// arrives meanwhile is not lost. An operation that finished or was cancelled meanwhile
     /// is the worker's to start (its `start()` finishes or ignores it).
     private func _confirmReady(_ operation: Operation) -> Bool {
+        // The common case, without a lock.
+        if operation.isReady { return !operation._isFinishingFlag }
         while true {
             let generation = operation._update { $0.readinessGeneration }
             // An operation that finished meanwhile (say, finished by hand from another
@@ -122,8 +124,10 @@ extension OperationQueue {
         // give the queue a side table and slow every retain of it).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
             let elapsed = DispatchTime.now().uptimeNanoseconds - start
+            // Where threads can be probed, workers not probed yet (just started) count as
+            // busy: no growth on no evidence.
             var blocked: Int? = nil
-            if !clocks.isEmpty {
+            if WorkerThreadProbe.isSupported {
                 blocked = 0
                 for (clock, used) in zip(clocks, before) {
                     guard let used, let now = clock.activeNanoseconds() else { continue }
