@@ -37,10 +37,28 @@ struct OperationCore {
     var dependents: [WeakOperation] = []
     /// Run once when the operation has finished (after its completion block).
     var finishWaiters: [FinishWaiter] = []
+    /// Errors on their way in, boxed: most operations never have one, and every byte here
+    /// is in every operation.
+    var pendingErrors: PendingErrors?
+
     /// The error a layer above reported before finishing (an async body that threw).
-    var failure: (any Error)?
+    var failure: (any Error)? {
+        get { pendingErrors?.failure }
+        set { pendingErrors(orNew: ()).failure = newValue }
+    }
+
     /// The reason `cancel(with:)` passes to `cancel()` (which subclasses may override).
-    var offeredCancellationReason: (any Error)?
+    var offeredCancellationReason: (any Error)? {
+        get { pendingErrors?.offeredCancellationReason }
+        set { pendingErrors(orNew: ()).offeredCancellationReason = newValue }
+    }
+
+    private mutating func pendingErrors(orNew: Void) -> PendingErrors {
+        if let pendingErrors { return pendingErrors }
+        let fresh = PendingErrors()
+        pendingErrors = fresh
+        return fresh
+    }
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
     var isInternallyReady: Bool { cancellation.isCancelled || pendingDependencyCount == 0 }
@@ -237,7 +255,8 @@ extension OperationCore {
     /// when this call is the one that does (nothing finished and no other cancel came
     /// first). One lock section decides.
     mutating func requestCancellation() -> Bool {
-        let reason = offeredCancellationReason.take()
+        let reason = pendingErrors?.offeredCancellationReason
+        pendingErrors?.offeredCancellationReason = nil
         guard case .none = cancellation, !phase.isFinishingOrFinished else { return false }
         cancellation = .requested(reason)
         return true
@@ -437,7 +456,7 @@ extension OperationCore {
             outcome = .succeeded
         }
         phase = .finishing(byQueue: byQueue, outcome)
-        failure = nil
+        pendingErrors = nil
         defer {
             dependents = []
             completionBlock = nil
@@ -489,6 +508,14 @@ enum FinishWaiter {
         case .hook(_, let hook): hook(outcome)
         }
     }
+}
+
+/// The errors an operation may be handed before it finishes.
+/// - Note: `@unchecked Sendable`: only reached through `OperationCore`, under the
+///   operation's lock.
+final class PendingErrors: @unchecked Sendable {
+    var failure: (any Error)?
+    var offeredCancellationReason: (any Error)?
 }
 
 /// A weak reference to an operation, for the dependents list.
