@@ -49,20 +49,33 @@ enum DependencyGraph {
             let registered = register()
             if generation.load(ordering: .acquiring) == seen { return .inserted(registered) }
             // A reordering ran meanwhile: check the (already registered) edge under the lock.
-            return reordering.withLock { _ in
-                reorder(from: dependency, to: dependent).map { .cycle($0, registered: registered) }
+            let (insertion, visited) = reordering.withLock { _ -> (Insertion<Registered>, [[Operation]]) in
+                var visited: [[Operation]] = []
+                let insertion: Insertion<Registered> =
+                    reorder(from: dependency, to: dependent, visited: &visited).map { .cycle($0, registered: registered) }
                     ?? .inserted(registered)
+                return (insertion, visited)
             }
+            // The references the search took are dropped here, after the lock: one may be
+            // the last, and an operation's deinit releases its dependencies (user code).
+            _ = consume visited
+            return insertion
         }
-        return reordering.withLock { _ in
-            if let cycle = reorder(from: dependency, to: dependent) { return .cycle(cycle, registered: nil) }
-            return .inserted(register())
+        let (insertion, visited) = reordering.withLock { _ -> (Insertion<Registered>, [[Operation]]) in
+            var visited: [[Operation]] = []
+            if let cycle = reorder(from: dependency, to: dependent, visited: &visited) {
+                return (.cycle(cycle, registered: nil), visited)
+            }
+            return (.inserted(register()), visited)
         }
+        _ = consume visited
+        return insertion
     }
 
     /// Makes the order agree with the edge `dependency → dependent`, or returns the cycle
-    /// it closes. Called with the lock held.
-    private static func reorder(from dependency: Operation, to dependent: Operation) -> [Operation]? {
+    /// it closes. Called with the lock held; every reference the search takes is kept in
+    /// `visited`, for the caller to drop after the lock.
+    private static func reorder(from dependency: Operation, to dependent: Operation, visited: inout [[Operation]]) -> [Operation]? {
         let lower = dependent._position.load(ordering: .relaxed)
         let upper = dependency._position.load(ordering: .relaxed)
         guard upper >= lower else { return nil }
@@ -70,7 +83,9 @@ enum DependencyGraph {
         defer { generation.add(1, ordering: .acquiringAndReleasing) }
         // Nothing waits for the dependent and the dependency waits for nothing (a fan-in
         // from newer sources): swapping the two positions is enough.
-        if !dependent._hasLiveDependents, !dependency._hasLiveDependencies {
+        let dependentsOfDependent = dependent._liveDependents
+        visited.append(dependentsOfDependent)
+        if !dependentsOfDependent.contains(where: { !$0._isFinishing }), !dependency._hasLiveDependencies {
             dependent._position.store(upper, ordering: .relaxed)
             dependency._position.store(lower, ordering: .relaxed)
             return nil
@@ -88,7 +103,9 @@ enum DependencyGraph {
                 return [dependency] + Array(path.reversed()) + [dependency]
             }
             forward.append(node)
-            for next in node._liveDependents where next._position.load(ordering: .relaxed) <= upper {
+            let dependents = node._liveDependents
+            visited.append(dependents)
+            for next in dependents where !next._isFinishing && next._position.load(ordering: .relaxed) <= upper {
                 if seen.insert(ObjectIdentifier(next)).inserted {
                     parent[ObjectIdentifier(next)] = node
                     stack.append(next)
@@ -101,7 +118,9 @@ enum DependencyGraph {
         seen = [ObjectIdentifier(dependency)]
         while let node = stack.popLast() {
             backward.append(node)
-            for previous in node._liveDependencies where previous._position.load(ordering: .relaxed) >= lower {
+            let dependencies = node._liveDependencies
+            visited.append(dependencies)
+            for previous in dependencies where previous._position.load(ordering: .relaxed) >= lower {
                 if seen.insert(ObjectIdentifier(previous)).inserted { stack.append(previous) }
             }
         }

@@ -436,8 +436,8 @@ extension OperationCore {
         var releasesSlot: Bool
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
-        /// Whether the base `start()` ran `main()` (which releases a `BlockOperation`'s blocks).
-        var ranMain: Bool
+        /// The pending errors the finish took, for the caller to drop after the lock.
+        var droppedErrors: PendingErrors?
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -445,7 +445,6 @@ extension OperationCore {
     /// reported failure.
     mutating func finish() -> Finish? {
         guard case .finishing(let byQueue, _)? = phase.after(.finish) else { return nil }
-        let ranMain = if case .executing = phase { true } else { false }
         let completedCancellation = completeCancellation()
         let outcome: Operation.Outcome
         if case .cancelled(let reason) = cancellation {
@@ -456,14 +455,15 @@ extension OperationCore {
             outcome = .succeeded
         }
         phase = .finishing(byQueue: byQueue, outcome)
-        pendingErrors = nil
+        let droppedErrors = pendingErrors.take()
         defer {
             dependents = []
             completionBlock = nil
         }
         return Finish(
             outcome: outcome, dependents: dependents, completionBlock: completionBlock, queue: queue,
-            releasesSlot: byQueue, completedCancellation: completedCancellation, ranMain: ranMain)
+            releasesSlot: byQueue, completedCancellation: completedCancellation,
+            droppedErrors: droppedErrors)
     }
 
     /// What completing hands over: the references the operation no longer needs, and the

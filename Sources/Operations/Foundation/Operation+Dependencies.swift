@@ -124,13 +124,12 @@ extension Operation {
             .joined(separator: "; ")
     }
 
-    /// The operations waiting for this one (while it has not finished), that have not
-    /// finished themselves.
+    /// The operations waiting for this one (while it has not finished), as strong
+    /// references (the caller filters out those that finished, and drops the array after
+    /// any lock: the weak references made strong here may be the last).
     final var _liveDependents: [Operation] {
-        _update { state in state.dependents.compactMap(\.operation) }.filter { !$0._isFinishing }
+        _update { state in state.dependents.compactMap(\.operation) }
     }
-
-    final var _hasLiveDependents: Bool { !_liveDependents.isEmpty }
 
     /// The unfinished operations this one waits for.
     final var _liveDependencies: [Operation] { _allDependencies.filter { !$0._isFinishing } }

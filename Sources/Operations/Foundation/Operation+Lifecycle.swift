@@ -76,11 +76,11 @@ extension Operation {
     private func _processFinish(_ finish: inout OperationCore.Finish) {
         let queue = finish.queue
         // The finished event goes out before any dependent can start.
-        queue?._deliverEvents()
+        queue?._deliverEvents(waitingForDelivery: true)
         for dependent in finish.dependents {
             dependent.operation?._dependencyFinished()
         }
-        if !finish.ranMain { _releaseWork() }
+        _releaseWork()
         if let completionBlock = finish.completionBlock.take() {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false)
             completionBlock()
@@ -91,7 +91,10 @@ extension Operation {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
         }
         let completion = _update { $0.complete() }
-        ReleasePool.release(completion.hiddenDependencies)
+        // Errors a finish gave up (a cancellation reason, a failure that lost to a
+        // cancellation): dropped here, after the lock; their deinit is user code.
+        _ = finish.droppedErrors.take()
+        if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
         for waiter in completion.waiters {
             waiter.wake(completion.outcome)
         }

@@ -74,9 +74,13 @@ struct EventHandlers {
 ///
 /// Events are recorded where they happen, under the lock that makes them happen, so that
 /// their sequence numbers follow reality; they are delivered after every lock is released,
-/// by one thread at a time (the *deliverer*), in sequence order. A thread that recorded an
-/// event returns only once it has been delivered, by itself or by the deliverer.
+/// by one thread at a time (the *deliverer*), in sequence order. A thread that records an
+/// event while another delivers leaves it to that one and goes on; only a finish waits for
+/// its own event to be delivered (so that it is handled before dependents start).
 struct EventLog {
+    /// Whether any handler is registered: decided under this lock, so that no event is
+    /// recorded after the last handler went away (it would never be delivered).
+    var isListening = false
     var pending: [OperationEvent] = []
     var nextSequence: UInt64 = 0
     /// Every event with a smaller sequence number has been delivered.
@@ -100,10 +104,11 @@ extension OperationQueue {
     /// at a time, with no lock of the library held. Keep the returned subscription; the
     /// handler stops when it is cancelled or released.
     ///
-    /// The thread that makes an event happen waits until the event has been delivered, so
-    /// an operation's finished event has been handled when its waiters wake.
-    /// - Important: A handler must not wait for other operations of the queue (their
-    ///   events wait for the handler to return).
+    /// An operation's finished event has been handled before its dependents start and its
+    /// waiters wake: the thread that finishes it waits for that (unless it is itself in a
+    /// handler of this queue). Other events never make their thread wait.
+    /// - Important: A handler must not wait for an operation of the queue to finish (its
+    ///   finished event waits for the handler to return).
     /// - Note: While no handler is registered, events cost one atomic load.
     public func addEventHandler(_ handler: @escaping @Sendable (OperationEvent) -> Void) -> OperationEventSubscription {
         let id = eventHandlers.withLock { state in
@@ -111,6 +116,7 @@ extension OperationQueue {
             state.handlers.append((state.nextID, handler))
             return state.nextID
         }
+        eventLog.withLock { $0.isListening = true }
         hasEventHandlers.store(true, ordering: .releasing)
         return OperationEventSubscription(queue: self, id: id)
     }
@@ -127,6 +133,10 @@ extension OperationQueue {
         hasEventHandlers.store(false, ordering: .releasing)
         // Nobody listens: what was recorded is not delivered (dropped after the lock).
         let (dropped, waiters) = eventLog.withLock { log -> ([OperationEvent], [DispatchSemaphore]) in
+            // (A handler added meanwhile listens again.)
+            guard eventHandlers.withLock({ $0.handlers.isEmpty }) else { return ([], []) }
+            log.isListening = false
+            // A delivering thread drains what is pending itself.
             guard log.deliverer == nil else { return ([], []) }
             defer { log.pending = [] }
             log.deliveredBefore = log.nextSequence
@@ -143,6 +153,7 @@ extension OperationQueue {
         let time = DispatchTime.now().uptimeNanoseconds
         let thread = OperationEvent.currentThread
         eventLog.withLock { log in
+            guard log.isListening else { return }
             log.pending.append(OperationEvent(
                 kind: kind, operation: operation, queue: self, sequence: log.nextSequence, time: time,
                 thread: thread, slot: slot))
@@ -150,12 +161,12 @@ extension OperationQueue {
         }
     }
 
-    /// Delivers the events recorded so far, or waits until the thread delivering them has.
-    /// Called with no lock held.
+    /// Delivers the events recorded so far, or leaves them to the thread delivering now
+    /// (`waitingForDelivery`: and waits until it has). Called with no lock held.
     @inline(__always)
-    final func _deliverEvents() {
+    final func _deliverEvents(waitingForDelivery: Bool = false) {
         guard hasEventHandlers.load(ordering: .relaxed) else { return }
-        _deliverRecordedEvents()
+        _deliverRecordedEvents(waitingForDelivery: waitingForDelivery)
     }
 
     private enum Delivery {
@@ -164,14 +175,16 @@ extension OperationQueue {
         case deliver([OperationEvent])
     }
 
-    private func _deliverRecordedEvents() {
+    private func _deliverRecordedEvents(waitingForDelivery: Bool) {
         let me = OperationEvent.currentThread
         let action = eventLog.withLock { log -> Delivery in
             let target = log.nextSequence
             guard log.deliveredBefore < target else { return .done }
             if let deliverer = log.deliverer {
-                // A handler on this thread caused the event: the loop below delivers it next.
-                if deliverer == me { return .done }
+                // A handler on this thread caused the event: the loop below delivers it
+                // next. Otherwise the deliverer delivers it (it drains until nothing is
+                // pending); only a finish waits for that.
+                if deliverer == me || !waitingForDelivery { return .done }
                 let semaphore = DispatchSemaphore(value: 0)
                 log.waiters.append((target, semaphore))
                 return .wait(semaphore)

@@ -1,0 +1,67 @@
+import Operations
+import Testing
+
+/// Bugs a review of the Core v2 engine reproduced; each test failed before its fix.
+@Suite("Engine regressions found in review")
+struct ReviewRegressionTests {
+    /// An error whose `deinit` reads its operation's state (takes the operation's lock).
+    final class LockTouchingError: Error, @unchecked Sendable {
+        let operation: Operation
+        init(_ operation: Operation) { self.operation = operation }
+        deinit { _ = operation.name }
+    }
+
+    /// A subclass whose `cancel()` does not call `super`: the reason `cancel(with:)` offered
+    /// stays pending until the finish gives it up.
+    final class OwnCancelOperation: Operation, @unchecked Sendable {
+        override func cancel() {}
+    }
+
+    /// Forced: the offered reason is the error's only owner when `start()` finishes the
+    /// operation; before the fix the finish dropped it under the operation's lock and the
+    /// error's `deinit` trapped ("Recursive call to lock Mutex").
+    @Test("an error the finish gives up is released after the lock")
+    func errorReleasedOutsideLock() async {
+        await #expect(processExitsWith: .success) {
+            let operation = OwnCancelOperation()
+            operation.cancel(with: LockTouchingError(operation))
+            operation.start()
+        }
+    }
+
+    /// Forced: two queues' handlers, each delivering its own queue's events (a rendezvous
+    /// makes both be inside a handler at once), each cancel an operation of the other
+    /// queue. Before the fix, recording an event waited for the other queue's deliverer:
+    /// each waited for the other for good.
+    @Test("handlers of two queues that act on each other's operations do not deadlock")
+    func crossQueueHandlers() async {
+        await #expect(processExitsWith: .success) {
+            let first = OperationQueue(), second = OperationQueue()
+            first.isSuspended = true
+            second.isSuspended = true
+            let x1 = BlockOperation {}, x2 = BlockOperation {}
+            first.addOperation(x1)
+            second.addOperation(x2)
+            let firstInside = Gate(), secondInside = Gate()
+            let done = Gate()
+            let s1 = first.addEventHandler { event in
+                guard case .enqueued = event.kind, event.operation !== x1 else { return }
+                firstInside.open()
+                secondInside.wait()
+                x2.cancel()
+            }
+            let s2 = second.addEventHandler { event in
+                guard case .enqueued = event.kind, event.operation !== x2 else { return }
+                secondInside.open()
+                firstInside.wait()
+                x1.cancel()
+            }
+            let group = DispatchGroup()
+            DispatchQueue.global().async(group: group) { first.addOperation {} }
+            DispatchQueue.global().async(group: group) { second.addOperation {} }
+            group.notify(queue: .global()) { done.open() }
+            if !done.wait() { fatalError("deadlock: the two handlers wait for each other") }
+            withExtendedLifetime((s1, s2)) {}
+        }
+    }
+}
