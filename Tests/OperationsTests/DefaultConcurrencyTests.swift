@@ -21,9 +21,21 @@ struct DefaultConcurrencyTests {
         while used() - start < nanoseconds {}
     }
 
-    // Not in the suite: "64 CPU-bound operations run about one per processor" passed on an
-    // idle machine but ran 57 at once with both cores busy (2 × `yes`), so the watchdog's
-    // blocked-worker probe is not yet right under load (see the closing note).
+    @Test("64 CPU-bound operations on a default queue run about one per processor")
+    func cpuBound() {
+        let queue = OperationQueue()
+        let meter = ConcurrencyMeter()
+        for _ in 0..<64 {
+            queue.addOperation {
+                meter.enter()
+                Self.burnCPU(nanoseconds: 8_000_000)
+                meter.leave()
+            }
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        #expect(meter.most <= 2 * processors, "ran \(meter.most) at once on \(processors) processors")
+    }
 
     @Test("operations that block overlap well beyond the processor count")
     func blocking() {

@@ -219,30 +219,38 @@ struct QueueCore {
     }
 
     /// A worker of a queue with the default limit starts on the thread whose clock this is.
-    mutating func workerStarted(slot: Int, clock: WorkerThreadProbe) {
+    mutating func workerStarted(slot: Int, probe: WorkerThreadProbe) {
         guard maxConcurrent < 0, !isMain else { return }
         if workerProbes.isEmpty { workerProbes = Array(repeating: nil, count: Self.maximumWorkers) }
-        workerProbes[slot] = clock
+        workerProbes[slot] = probe
     }
 
     /// The clocks of the running workers, for the watchdog to sample.
-    var runningWorkerProbes: [WorkerThreadProbe] { workerProbes.compactMap { $0 } }
+    var runningWorkerProbes: [(slot: Int, probe: WorkerThreadProbe)] {
+        workerProbes.indices.compactMap { slot in workerProbes[slot].map { (slot, $0) } }
+    }
 
-    /// The watchdog fired. `blocked` is how many of the sampled workers wanted a processor
-    /// less than half of the time (nil where threads cannot be probed).
+    /// The slots whose workers the previous tick found blocked.
+    var blockedAtLastTick: UInt64 = 0
+
+    /// The watchdog fired. `blockedSlots` holds the slots whose workers the probe found
+    /// blocked now (nil where threads cannot be probed).
     ///
-    /// Workers are added only for blocked ones: CPU-bound operations run about one per
-    /// processor, while operations that sleep or wait overlap as on Darwin. When every
-    /// worker is blocked the allowance doubles, so that many sleeping operations all run
-    /// within a few ticks.
-    mutating func watchdogFired(stamp: UInt64, blocked: Int?) -> Wakeup {
+    /// Workers are added only for workers blocked at two ticks in a row while no operation
+    /// finished: CPU-bound operations run about one per processor, while operations that
+    /// sleep or wait overlap as on Darwin. (One sample could catch a busy worker waiting a
+    /// moment for a lock.) When every worker is blocked the allowance doubles, so that many
+    /// sleeping operations all run within a few ticks.
+    mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64?) -> Wakeup {
         isWatchdogArmed = false
+        let confirmed = blockedSlots.map { $0 & blockedAtLastTick }
+        blockedAtLastTick = blockedSlots ?? 0
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
         let running = max(grownWorkerLimit, workers)
-        // Operations finished meanwhile: the workers progress (a worker waiting for the
-        // queue's own lock looks blocked to the probe, but is not).
+        // Operations finished meanwhile: the workers progress.
         guard stamp == progressStamp else { return wakeup() }
-        if let blocked {
+        if let confirmed {
+            let blocked = confirmed.nonzeroBitCount
             guard blocked > 0 else { return wakeup() }
             let allowance = blocked >= workers ? running * 2 : max(running, blocked + Self.processorCount)
             grownWorkerLimit = min(allowance, Self.maximumWorkers)

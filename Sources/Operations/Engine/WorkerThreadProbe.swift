@@ -6,14 +6,14 @@ import Musl
 import Darwin
 #endif
 
-/// How much of the time a worker thread wanted a processor: how the watchdog tells a
-/// blocked worker (sleeping, waiting for I/O or a lock) from a busy one.
+/// Whether a worker thread is blocked (sleeping, waiting for I/O or a lock) or busy
+/// (running, or ready to run and waiting for a processor): how the watchdog tells a queue
+/// whose operations block from one whose operations compute.
 ///
-/// On Linux, `/proc/self/task/<tid>/schedstat` gives the time a thread ran and the time it
-/// waited in the run queue; their sum grows with wall time for a busy thread (even on a
-/// loaded machine, where it mostly waits to run) and stands still for a blocked one. The
-/// thread is named by its kernel id, so reading it after the thread ended fails cleanly.
-/// Elsewhere there is no probe, and the watchdog falls back to "no operation finished".
+/// On Linux, the state letter in `/proc/self/task/<tid>/stat` says it: `R` runnable, `S`
+/// sleeping, `D` waiting for I/O. The thread is named by its kernel id, so reading it after
+/// the thread ended fails cleanly. Elsewhere there is no probe, and the watchdog falls back
+/// to "no operation finished".
 struct WorkerThreadProbe: Sendable {
     #if os(Linux)
     /// The thread's kernel id (cheap to take when a worker starts; the file is read only
@@ -27,7 +27,7 @@ struct WorkerThreadProbe: Sendable {
     #endif
 
     /// Whether this platform can probe threads.
-    static let isSupported: Bool = current()?.activeNanoseconds() != nil
+    static let isSupported: Bool = current()?.isBlocked() != nil
 
     /// The probe of the calling thread, where the platform has one.
     static func current() -> WorkerThreadProbe? {
@@ -48,20 +48,20 @@ struct WorkerThreadProbe: Sendable {
         #endif
     }
 
-    /// Nanoseconds the thread has spent running or ready to run; nil when it is gone.
-    func activeNanoseconds() -> UInt64? {
+    /// Whether the thread is blocked now; nil when it is gone (or cannot be read).
+    func isBlocked() -> Bool? {
         #if os(Linux)
-        let descriptor = open("/proc/self/task/\(threadID)/schedstat", O_RDONLY | O_CLOEXEC)
+        let descriptor = open("/proc/self/task/\(threadID)/stat", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 96)
+        var buffer = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
-        // "<ns on cpu> <ns waiting to run> <timeslices>\n"
-        let fields = buffer[..<count].split(separator: UInt8(ascii: " ")).prefix(2)
-        let numbers = fields.compactMap { UInt64(String(decoding: $0, as: UTF8.self)) }
-        guard numbers.count == 2 else { return nil }
-        return numbers[0] &+ numbers[1]
+        // "<tid> (<name>) <state> …": the name may hold spaces and parentheses, so the
+        // state is the first letter after the last ')'.
+        guard let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")), close + 2 < count else { return nil }
+        let state = buffer[close + 2]
+        return state == UInt8(ascii: "S") || state == UInt8(ascii: "D")
         #else
         return nil
         #endif

@@ -48,18 +48,18 @@ extension OperationQueue {
             context.restoreThreadQualityOfService()
         }
         // Registered in the first lock section, for the watchdog (default limit only).
-        var clock = WorkerThreadProbe.current()
+        var probe = WorkerThreadProbe.current()
         var finished: Operation?
         var skipped: [Operation] = []
         while true {
             let (operation, quality, watchdog, waiters, wakeup) = core.withLock { state in
-                if let clock { state.workerStarted(slot: slot, clock: clock) }
+                if let probe { state.workerStarted(slot: slot, probe: probe) }
                 let waiters = finished.map { state.operationFinished($0, releasesSlot: true, leaves: true) } ?? []
                 let (operation, quality, watchdog) = state.nextOperation(retiringSlot: slot, skipped: &skipped)
                 return (operation, quality, watchdog, waiters, finished == nil ? nil : state.wakeup())
             }
             finished = nil
-            clock = nil
+            probe = nil
             // Dropped after the lock: the ready list's reference may have been the last.
             if !skipped.isEmpty { skipped.removeAll() }
             if let wakeup { _perform(wakeup) }
@@ -115,27 +115,19 @@ extension OperationQueue {
     }
 
     private func _armWatchdog(stamp: UInt64) {
-        // Samples the workers' active time now and when it fires (outside the lock: each
-        // reading is a few system calls).
-        let clocks = core.withLock { $0.runningWorkerProbes }
-        let before = clocks.map { $0.activeNanoseconds() }
-        let start = DispatchTime.now().uptimeNanoseconds
         // Holds the queue for a few milliseconds (no weak reference: a weak reference would
-        // give the queue a side table and slow every retain of it).
+        // give the queue a side table and slow every retain of it). The workers are probed
+        // on the watchdog's thread, outside the lock (each probe reads a file).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
-            let elapsed = DispatchTime.now().uptimeNanoseconds - start
-            // Where threads can be probed, workers not probed yet (just started) count as
-            // busy: no growth on no evidence.
-            var blocked: Int? = nil
+            var blockedSlots: UInt64? = nil
             if WorkerThreadProbe.isSupported {
-                blocked = 0
-                for (clock, used) in zip(clocks, before) {
-                    guard let used, let now = clock.activeNanoseconds() else { continue }
-                    // Wanted a processor less than half of the time: blocked.
-                    if (now &- used) * 2 < elapsed { blocked! += 1 }
+                var slots: UInt64 = 0
+                for (slot, probe) in self.core.withLock({ $0.runningWorkerProbes }) where probe.isBlocked() == true {
+                    slots |= 1 << UInt64(slot)
                 }
+                blockedSlots = slots
             }
-            self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp, blocked: blocked) })
+            self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp, blockedSlots: blockedSlots) })
         }
     }
 
