@@ -231,6 +231,8 @@ open class Operation: NSObject, @unchecked Sendable {
     open override func didChangeValue(forKey key: String) {
         super.didChangeValue(forKey: key)
         _stateAnnounced(key)
+        // Dependent keys: a framework announcing only "state" (observation branch).
+        for affected in _affectedStateKeys(announced: key) { _stateAnnounced(affected) }
     }
 
     #if !canImport(ObjectiveC)

@@ -139,6 +139,11 @@ extension OperationQueue {
         guard isProgressRequested.load(ordering: .acquiring) else { return }
         let progress = core.withLock { $0.progress }
         guard let progress, progress.totalUnitCount > 0 else { return }
+        // Observation branch: our Progress counts atomically and notifies with no lock held.
+        #if canImport(ObjectiveC)
         progressLock.withLock { _ in progress.completedUnitCount += 1 }
+        #else
+        progress._incrementCompletedUnitCount(by: 1)
+        #endif
     }
 }

@@ -1,5 +1,4 @@
 #if !canImport(ObjectiveC)
-import Synchronization
 
 /// Foundation's `NSObject` with key-value observing, for Linux.
 ///
@@ -11,31 +10,28 @@ import Synchronization
 /// - Note: Only the keys that `Operation` and `OperationQueue` announce carry values
 ///   (see the "Key-Value Observing" article). Other keys can be announced with
 ///   `willChangeValue(forKey:)`/`didChangeValue(forKey:)` but report no values.
-open class NSObject: Foundation.NSObject {
-    /// Created with the first observer; released with the object.
-    private let _registry = Atomic<Unmanaged<ObservationRegistry>?>(nil)
+open class NSObject: Foundation.NSObject, KeyValueObservable {
+    private let _observation = ObservationStorage()
 
     public override init() {
         super.init()
     }
 
-    deinit {
-        _registry.load(ordering: .acquiring)?.release()
-    }
-
     /// The registry, if any observer was ever added.
-    final var _observationRegistry: ObservationRegistry? {
-        _registry.load(ordering: .acquiring)?.takeUnretainedValue()
-    }
+    final var _observationRegistry: ObservationRegistry? { _observation.registry }
 
-    private func _makeRegistry() -> ObservationRegistry {
-        if let existing = _observationRegistry { return existing }
-        let fresh = Unmanaged.passRetained(ObservationRegistry())
-        let (exchanged, current) = _registry.compareExchange(
-            expected: nil, desired: fresh, ordering: .acquiringAndReleasing)
-        if exchanged { return fresh.takeUnretainedValue() }
-        fresh.release()
-        return current!.takeUnretainedValue()
+    final func _makeObservationRegistry() -> ObservationRegistry { _observation.makeRegistry() }
+
+    /// The keys whose changes also change `key`: a change announced for one of them is
+    /// reported to the observers of `key` (Darwin's dependent keys), and to the queue for an
+    /// operation's `isReady`, `isExecuting`, `isFinished`. The base returns none.
+    /// - Note: Darwin's per-key form (`@objc class func keyPathsForValuesAffecting<Key>()`)
+    ///   needs the Objective-C runtime; on Linux override this general form.
+    open class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> { [] }
+
+    final func _keysTriggering(_ key: String) -> Set<String> {
+        let type = Swift.type(of: self)
+        return DependentKeys.triggers(of: key, in: type) { type.keyPathsForValuesAffectingValue(forKey: $0) }
     }
 
     /// Called on the observer when an observed key changes.
@@ -50,13 +46,12 @@ open class NSObject: Foundation.NSObject {
         _ observer: NSObject, forKeyPath keyPath: String, options: NSKeyValueObservingOptions = [],
         context: UnsafeMutableRawPointer?
     ) {
-        let registry = _makeRegistry()
-        let entry = registry.add(observer: observer, keyPath: keyPath, options: options, context: context, handler: nil)
-        if options.contains(.initial) { registry.deliverInitial(entry, object: self) }
+        _addObserver(observer, keyPath: keyPath, options: options, context: context)
     }
 
     /// Removes a registration made with the same observer, key path and context.
-    /// - Important: Removing an observer that is not registered is a programmer error, as on Darwin.
+    /// - Important: Removing an observer that is not registered is a programmer error, as on
+    ///   Darwin. Removing one inside a `deinit` (the observer's or this object's) is fine.
     open func removeObserver(_ observer: NSObject, forKeyPath keyPath: String, context: UnsafeMutableRawPointer?) {
         _removeObserver(observer, keyPath: keyPath, context: context, matchContext: true)
     }
@@ -64,15 +59,6 @@ open class NSObject: Foundation.NSObject {
     /// Removes the most recent registration made with the same observer and key path.
     open func removeObserver(_ observer: NSObject, forKeyPath keyPath: String) {
         _removeObserver(observer, keyPath: keyPath, context: nil, matchContext: false)
-    }
-
-    private func _removeObserver(
-        _ observer: NSObject, keyPath: String, context: UnsafeMutableRawPointer?, matchContext: Bool
-    ) {
-        guard _observationRegistry?.remove(observer: observer, keyPath: keyPath, context: context, matchContext: matchContext) == true
-        else {
-            Misuse.fail("cannot remove observer \(observer) for key path \"\(keyPath)\" from \(self): it is not registered as an observer")
-        }
     }
 
     /// Announces that the value of `key` is about to change.
@@ -88,22 +74,6 @@ open class NSObject: Foundation.NSObject {
     /// The current value of an observable key, read when a change is announced.
     /// `Operation` and `OperationQueue` override it.
     func _observableValue(forKey key: String) -> Any? { nil }
-
-    /// Registers a change handler; used by `observe(_:options:changeHandler:)`.
-    final func _observe(
-        keys: [String], options: NSKeyValueObservingOptions,
-        handler: @escaping (NSObject, [NSKeyValueChangeKey: Any]) -> Void
-    ) -> NSKeyValueObservation {
-        let registry = _makeRegistry()
-        let entries = keys.map { key in
-            registry.add(observer: nil, keyPath: key, options: options, context: nil, handler: handler)
-        }
-        let observation = NSKeyValueObservation(registry: registry, ids: entries.map(\.id))
-        if options.contains(.initial) {
-            for entry in entries { registry.deliverInitial(entry, object: self) }
-        }
-        return observation
-    }
 }
 
 /// The token returned by `observe(_:options:changeHandler:)`; the observation lasts until it

@@ -3,8 +3,10 @@
 ///
 /// Created the first time an observer is added. Changes are announced in two steps, as in
 /// KVO: the registry decides under its lock which observers a change goes to, then reads
-/// the value and calls them with no lock held.
+/// the values and calls them with no lock held.
 final class ObservationRegistry: Sendable {
+    typealias Handler = (AnyObject, [NSKeyValueChangeKey: Any]) -> Void
+
     /// One registration.
     /// - Note: `@unchecked Sendable`: the context pointer and the handler are never used by
     ///   the registry; they are handed back to the observer on whichever thread announces
@@ -12,18 +14,33 @@ final class ObservationRegistry: Sendable {
     struct Entry: @unchecked Sendable {
         let id: UInt64
         weak var observer: NSObject?
+        /// Taken at registration: inside the observer's `deinit` the weak reference already
+        /// reads nil, yet the observer may still remove itself.
+        let observerID: ObjectIdentifier?
         let keyPath: String
+        /// The observed key, in canonical spelling.
         let key: String
+        /// The keys whose announcements reach this registration: `key` and the keys it
+        /// depends on.
+        let triggers: Set<String>
         let options: NSKeyValueObservingOptions
         let context: UnsafeMutableRawPointer?
-        let handler: ((NSObject, [NSKeyValueChangeKey: Any]) -> Void)?
+        let handler: Handler?
+    }
+
+    /// A `willChange` waiting for its `didChange`: one per thread and announced key, since
+    /// pairs on one key from different threads may cross (Darwin keeps them per thread).
+    private struct PendingChange: Hashable {
+        let thread: UInt64
+        let key: String
     }
 
     private struct State {
         var entries: [Entry] = []
         var nextID: UInt64 = 1
-        /// Values read at `willChange`, popped at `didChange`, per canonical key.
-        var priorValues: [String: [ObservedValue]] = [:]
+        /// Old values read at `willChange` (observed key → value), stacked per thread and
+        /// announced key, popped at `didChange`.
+        var pending: [PendingChange: [[String: ObservedValue]]] = [:]
     }
 
     /// A value read for observers.
@@ -35,30 +52,42 @@ final class ObservationRegistry: Sendable {
 
     private let state = Locked(State())
 
-    /// Adds a registration and returns its identifier.
+    /// Adds a registration and returns it.
     func add(
-        observer: NSObject?, keyPath: String, options: NSKeyValueObservingOptions,
-        context: UnsafeMutableRawPointer?, handler: ((NSObject, [NSKeyValueChangeKey: Any]) -> Void)?
+        observer: NSObject?, keyPath: String, triggers: Set<String>, options: NSKeyValueObservingOptions,
+        context: UnsafeMutableRawPointer?, handler: Handler?
     ) -> Entry {
-        state.withLock { state in
+        let observerID = observer.map(ObjectIdentifier.init)
+        let (entry, stale) = state.withLock { state in
+            // Registrations left by a dead object at the same address (it never removed them):
+            // that object's `deinit` has ended, since a new one lives there now.
+            let stale = state.entries.filter { $0.observerID == observerID && observerID != nil && $0.observer == nil }
+            if !stale.isEmpty {
+                state.entries.removeAll { $0.observerID == observerID && observerID != nil && $0.observer == nil }
+            }
             let entry = Entry(
-                id: state.nextID, observer: observer, keyPath: keyPath, key: ObservationKey.canonical(keyPath),
-                options: options, context: context, handler: handler)
+                id: state.nextID, observer: observer, observerID: observerID, keyPath: keyPath,
+                key: ObservationKey.canonical(keyPath), triggers: triggers, options: options, context: context,
+                handler: handler)
             state.nextID += 1
             state.entries.append(entry)
-            return entry
+            return (entry, stale)
         }
+        _ = stale
+        return entry
     }
 
     /// Removes the most recent registration matching `observer` and `keyPath` (and
-    /// `context` when given); returns false when there is none.
-    func remove(observer: NSObject, keyPath: String, context: UnsafeMutableRawPointer?, matchContext: Bool) -> Bool {
+    /// `context` when given); returns it (for the caller to release with no lock held), or
+    /// nil when there is none.
+    func remove(
+        observer: ObjectIdentifier, keyPath: String, context: UnsafeMutableRawPointer?, matchContext: Bool
+    ) -> Entry? {
         state.withLock { state in
             guard let index = state.entries.lastIndex(where: {
-                $0.observer === observer && $0.keyPath == keyPath && (!matchContext || $0.context == context)
-            }) else { return false }
-            state.entries.remove(at: index)
-            return true
+                $0.observerID == observer && $0.keyPath == keyPath && (!matchContext || $0.context == context)
+            }) else { return nil }
+            return state.entries.remove(at: index)
         }
     }
 
@@ -71,52 +100,69 @@ final class ObservationRegistry: Sendable {
         _ = removed
     }
 
-    /// Announces that `key` of `object` is about to change: delivers `.prior` notifications
-    /// and remembers the old value for `didChange`.
-    func willChange(_ object: NSObject, key rawKey: String) {
+    /// Announces that `key` of `object` is about to change: remembers the old values of the
+    /// keys it affects for `didChange` and delivers `.prior` notifications.
+    func willChange(_ object: some KeyValueObservable, key rawKey: String) {
         let key = ObservationKey.canonical(rawKey)
+        let pending = PendingChange(thread: OperationEvent.currentThread, key: key)
         let entries = state.withLock { state in
-            state.entries.removeAll { $0.handler == nil && $0.observer == nil }
-            return state.entries.filter { $0.key == key }
+            // Pushed even when nobody listens, so that every `didChange` pops its own.
+            state.pending[pending, default: []].append([:])
+            return state.entries.filter { $0.triggers.contains(key) }
         }
         guard !entries.isEmpty else { return }
-        let old = object._observableValue(forKey: key) ?? NSNull()
-        state.withLock { state in state.priorValues[key, default: []].append(ObservedValue(value: old)) }
+        // Old values are read only when asked for (as on Darwin): the getters are user code.
+        var old: [String: ObservedValue] = [:]
+        for entry in entries where entry.options.contains(.old) && old[entry.key] == nil {
+            old[entry.key] = ObservedValue(value: object._observableValue(forKey: entry.key) ?? NSNull())
+        }
+        if !old.isEmpty {
+            let values = old
+            state.withLock { state in
+                // Announcements nested in the getters above are balanced: the top is ours.
+                guard let top = state.pending[pending]?.indices.last else { return }
+                state.pending[pending]![top] = values
+            }
+        }
         for entry in entries where entry.options.contains(.prior) {
             var change: [NSKeyValueChangeKey: Any] = [
                 .kindKey: NSKeyValueChange.setting.rawValue, .notificationIsPriorKey: true,
             ]
-            if entry.options.contains(.old) { change[.oldKey] = old }
+            if entry.options.contains(.old), let value = old[entry.key] { change[.oldKey] = value.value }
             deliver(entry, object: object, change: change)
         }
     }
 
     /// Announces that `key` of `object` has changed: delivers the notifications.
-    func didChange(_ object: NSObject, key rawKey: String) {
+    func didChange(_ object: some KeyValueObservable, key rawKey: String) {
         let key = ObservationKey.canonical(rawKey)
-        let (entries, old) = state.withLock { state -> ([Entry], ObservedValue?) in
-            let old = state.priorValues[key]?.popLast()
-            if state.priorValues[key]?.isEmpty == true { state.priorValues[key] = nil }
-            return (state.entries.filter { $0.key == key }, old)
+        let pending = PendingChange(thread: OperationEvent.currentThread, key: key)
+        let (entries, old) = state.withLock { state -> ([Entry], [String: ObservedValue]) in
+            let old = state.pending[pending]?.popLast() ?? [:]
+            if state.pending[pending]?.isEmpty == true { state.pending[pending] = nil }
+            return (state.entries.filter { $0.triggers.contains(key) }, old)
         }
         guard !entries.isEmpty else { return }
-        let new = entries.contains { $0.options.contains(.new) } ? (object._observableValue(forKey: key) ?? NSNull()) : nil
+        var new: [String: Any] = [:]
+        for entry in entries where entry.options.contains(.new) && new[entry.key] == nil {
+            new[entry.key] = object._observableValue(forKey: entry.key) ?? NSNull()
+        }
         for entry in entries {
             var change: [NSKeyValueChangeKey: Any] = [.kindKey: NSKeyValueChange.setting.rawValue]
-            if entry.options.contains(.new), let new { change[.newKey] = new }
-            if entry.options.contains(.old), let old { change[.oldKey] = old.value }
+            if entry.options.contains(.new), let value = new[entry.key] { change[.newKey] = value }
+            if entry.options.contains(.old), let value = old[entry.key] { change[.oldKey] = value.value }
             deliver(entry, object: object, change: change)
         }
     }
 
     /// Delivers the `.initial` notification of a new registration.
-    func deliverInitial(_ entry: Entry, object: NSObject) {
+    func deliverInitial(_ entry: Entry, object: some KeyValueObservable) {
         var change: [NSKeyValueChangeKey: Any] = [.kindKey: NSKeyValueChange.setting.rawValue]
         if entry.options.contains(.new) { change[.newKey] = object._observableValue(forKey: entry.key) ?? NSNull() }
         deliver(entry, object: object, change: change)
     }
 
-    private func deliver(_ entry: Entry, object: NSObject, change: [NSKeyValueChangeKey: Any]) {
+    private func deliver(_ entry: Entry, object: AnyObject, change: [NSKeyValueChangeKey: Any]) {
         if let handler = entry.handler {
             handler(object, change)
         } else if let observer = entry.observer {

@@ -1,0 +1,161 @@
+import Operations
+import Testing
+
+/// An observer that hands every notification to a closure.
+final class ClosureObserver: NSObject, @unchecked Sendable {
+    // @unchecked Sendable: `body` is immutable and itself Sendable.
+    private let body: @Sendable (String?, [NSKeyValueChangeKey: Any]?) -> Void
+
+    init(_ body: @escaping @Sendable (String?, [NSKeyValueChangeKey: Any]?) -> Void) {
+        self.body = body
+    }
+
+    override func observeValue(
+        forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
+        context: UnsafeMutableRawPointer?
+    ) {
+        body(keyPath, change)
+    }
+}
+
+@Suite("Observation v2: removal inside deinit (rule 22)")
+struct ObservationDeinitRemovalTests {
+    @Test("an object that observes itself removes the observation in its own deinit")
+    func observedRemovesInDeinit() async {
+        await #expect(processExitsWith: .success) {
+            final class SelfObserving: Operation, @unchecked Sendable {
+                override init() {
+                    super.init()
+                    addObserver(self, forKeyPath: "isFinished", options: [.new], context: nil)
+                }
+                deinit { removeObserver(self, forKeyPath: "isFinished") }
+            }
+            var operation: SelfObserving? = SelfObserving()
+            operation!.start()
+            operation = nil
+        }
+    }
+
+    @Test("an observer removes itself in its deinit")
+    func observerRemovesItselfInDeinit() async {
+        await #expect(processExitsWith: .success) {
+            final class Watcher: NSObject, @unchecked Sendable {
+                let target: Operation
+                init(target: Operation) {
+                    self.target = target
+                    super.init()
+                    target.addObserver(self, forKeyPath: "isFinished", options: [.new], context: nil)
+                }
+                deinit { target.removeObserver(self, forKeyPath: "isFinished") }
+            }
+            let operation = Operation()
+            var watcher: Watcher? = Watcher(target: operation)
+            _ = watcher
+            watcher = nil
+            operation.start()
+        }
+    }
+
+    @Test("after removal in deinit the registration is gone and others still hear")
+    func removalInDeinitKeepsOthers() {
+        final class Watcher: NSObject, @unchecked Sendable {
+            let target: Operation
+            init(target: Operation) {
+                self.target = target
+                super.init()
+                target.addObserver(self, forKeyPath: "isFinished", options: [.new], context: nil)
+            }
+            deinit { target.removeObserver(self, forKeyPath: "isFinished") }
+        }
+        let operation = Operation()
+        let other = StateObserver()
+        operation.addObserver(other, forKeyPath: "isFinished", options: [.new], context: nil)
+        var watcher: Watcher? = Watcher(target: operation)
+        _ = watcher
+        watcher = nil
+        operation.start()
+        #expect(other.values(for: "isFinished") == ["true"])
+        operation.removeObserver(other, forKeyPath: "isFinished")
+    }
+}
+
+@Suite("Observation v2: old values per thread (rule 22)")
+struct ObservationPerThreadTests {
+    /// Thread A announces `willChange`, then B does; A's `didChange` comes first, then B's.
+    /// Each `didChange` must report the old value its own `willChange` read.
+    @Test("crossing will/did pairs on one key from two threads keep their own old values")
+    func crossingPairs() {
+        let operation = Operation()
+        operation.name = "a0"
+        let aWilled = Gate(), bWilled = Gate(), aDid = Gate(), bDone = Gate(), aDone = Gate()
+        let results = Shared<[String: String]>([:])
+        let observer = ClosureObserver { _, change in
+            let old = change?[.oldKey].map { "\($0)" } ?? "nil"
+            if change?[.notificationIsPriorKey] as? Bool == true {
+                if old == "a0" { aWilled.open(); #expect(bWilled.wait()) }
+                if old == "b0" { bWilled.open(); #expect(aDid.wait()) }
+            } else {
+                let new = change?[.newKey].map { "\($0)" } ?? "nil"
+                results.update { $0[new] = old }
+            }
+        }
+        operation.addObserver(observer, forKeyPath: "name", options: [.old, .new, .prior], context: nil)
+        Thread {
+            operation.willChangeValue(forKey: "name")
+            operation.name = "a1"
+            operation.didChangeValue(forKey: "name")
+            aDid.open()
+            aDone.open()
+        }.start()
+        Thread {
+            #expect(aWilled.wait())
+            operation.name = "b0"
+            operation.willChangeValue(forKey: "name")
+            operation.name = "b1"
+            operation.didChangeValue(forKey: "name")
+            bDone.open()
+        }.start()
+        #expect(aDone.wait())
+        #expect(bDone.wait())
+        #expect(results() == ["a1": "a0", "b1": "b0"])
+        operation.removeObserver(observer, forKeyPath: "name")
+    }
+
+    /// Thread A announces `willChange`; B announces a whole pair; then A's `didChange`.
+    @Test("a pair from another thread nested inside a pending one")
+    func nestedPair() {
+        let operation = Operation()
+        operation.name = "a0"
+        let aWilled = Gate(), bDid = Gate(), aDone = Gate(), bDone = Gate()
+        let results = Shared<[String: String]>([:])
+        let observer = ClosureObserver { _, change in
+            let old = change?[.oldKey].map { "\($0)" } ?? "nil"
+            if change?[.notificationIsPriorKey] as? Bool == true {
+                if old == "a0" { aWilled.open(); #expect(bDid.wait()) }
+            } else {
+                let new = change?[.newKey].map { "\($0)" } ?? "nil"
+                results.update { $0[new] = old }
+            }
+        }
+        operation.addObserver(observer, forKeyPath: "name", options: [.old, .new, .prior], context: nil)
+        Thread {
+            operation.willChangeValue(forKey: "name")
+            operation.name = "a1"
+            operation.didChangeValue(forKey: "name")
+            aDone.open()
+        }.start()
+        Thread {
+            #expect(aWilled.wait())
+            operation.name = "b0"
+            operation.willChangeValue(forKey: "name")
+            operation.name = "b1"
+            operation.didChangeValue(forKey: "name")
+            bDid.open()
+            bDone.open()
+        }.start()
+        #expect(aDone.wait())
+        #expect(bDone.wait())
+        #expect(results() == ["a1": "a0", "b1": "b0"])
+        operation.removeObserver(observer, forKeyPath: "name")
+    }
+}
