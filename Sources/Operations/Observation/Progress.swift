@@ -194,9 +194,9 @@ public protocol ProgressReporting: Foundation.NSObjectProtocol {
     var progress: Progress { get }
 }
 
-extension Progress: _KeyValueCodingAndObserving {}
+extension Progress: KeyPathObservable {}
 
-extension _KeyValueCodingAndObserving where Self: Progress {
+extension KeyPathObservable where Self: Progress {
     /// Observes a progress's `fractionCompleted`, `completedUnitCount`, `totalUnitCount`,
     /// `isCancelled`, `isPaused`, `isFinished` or `isIndeterminate`.
     public func observe<Value>(
