@@ -62,7 +62,7 @@ struct TransitionTableTests {
             Issue.record(); return
         }
         #expect(finishedByQueue)
-        guard case .finished(let outcome)? = Phase.finishing(byQueue: false, .cancelled(reason: nil)).after(.complete)
+        guard case .finished(let outcome)? = Phase.finishing(byQueue: false, .cancelled).after(.complete)
         else { Issue.record(); return }
         #expect(outcome.isCancelled)
     }

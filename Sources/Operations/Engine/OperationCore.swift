@@ -37,26 +37,28 @@ struct OperationCore {
     var dependents: [WeakOperation] = []
     /// Run once when the operation has finished (after its completion block).
     var finishWaiters: [FinishWaiter] = []
-    /// Errors on their way in, boxed: most operations never have one, and every byte here
-    /// is in every operation.
-    var pendingErrors: PendingErrors?
+    /// The errors of the outcome, boxed: most operations never have one, every byte here
+    /// is in every operation, and a phase without payloads that need releasing keeps every
+    /// transition a plain store. Kept until the operation goes away (never dropped under
+    /// the lock).
+    var errors: OperationErrors?
 
     /// The error a layer above reported before finishing (an async body that threw).
     var failure: (any Error)? {
-        get { pendingErrors?.failure }
-        set { pendingErrors(orNew: ()).failure = newValue }
+        get { errors?.failure }
+        set { errors(orNew: ()).failure = newValue }
     }
 
     /// The reason `cancel(with:)` passes to `cancel()` (which subclasses may override).
     var offeredCancellationReason: (any Error)? {
-        get { pendingErrors?.offeredCancellationReason }
-        set { pendingErrors(orNew: ()).offeredCancellationReason = newValue }
+        get { errors?.offeredCancellationReason }
+        set { errors(orNew: ()).offeredCancellationReason = newValue }
     }
 
-    private mutating func pendingErrors(orNew: Void) -> PendingErrors {
-        if let pendingErrors { return pendingErrors }
-        let fresh = PendingErrors()
-        pendingErrors = fresh
+    private mutating func errors(orNew: Void) -> OperationErrors {
+        if let errors { return errors }
+        let fresh = OperationErrors()
+        errors = fresh
         return fresh
     }
 
@@ -121,9 +123,9 @@ extension OperationCore {
         case executing(byQueue: Bool)
         /// Finished (the getters say so); the finish is being processed: dependents
         /// released, slot freed, completion block run. Happens exactly once.
-        case finishing(byQueue: Bool, Operation.Outcome)
+        case finishing(byQueue: Bool, OutcomeKind)
         /// Done, waiters woken.
-        case finished(Operation.Outcome)
+        case finished(OutcomeKind)
 
         /// The events that move an operation.
         enum Event: CaseIterable {
@@ -230,42 +232,34 @@ extension OperationCore {
 // MARK: - Cancellation
 
 extension OperationCore {
-    /// Whether, and why, the operation was cancelled.
-    enum Cancellation {
+    /// Whether the operation was cancelled (the reason, if any, is in `errors`).
+    enum Cancellation: UInt8 {
         case none
         /// `cancel()` claimed the cancellation and is announcing it; `isCancelled` still
         /// reads false. A finish that comes first completes it (the cancel came first).
-        case requested((any Error)?)
-        case cancelled((any Error)?)
+        case requested
+        case cancelled
 
-        var isCancelled: Bool {
-            if case .cancelled = self { return true }
-            return false
-        }
-
-        var reason: (any Error)? {
-            switch self {
-            case .none: nil
-            case .requested(let reason), .cancelled(let reason): reason
-            }
-        }
+        var isCancelled: Bool { self == .cancelled }
     }
 
     /// `cancel()` wants to cancel (with the reason `cancel(with:)` offered, if any): true
     /// when this call is the one that does (nothing finished and no other cancel came
     /// first). One lock section decides.
     mutating func requestCancellation() -> Bool {
-        let reason = pendingErrors?.offeredCancellationReason
-        pendingErrors?.offeredCancellationReason = nil
-        guard case .none = cancellation, !phase.isFinishingOrFinished else { return false }
-        cancellation = .requested(reason)
+        guard cancellation == .none, !phase.isFinishingOrFinished else { return false }
+        if let errors, let reason = errors.offeredCancellationReason {
+            errors.cancellationReason = reason
+            errors.offeredCancellationReason = nil
+        }
+        cancellation = .requested
         return true
     }
 
     /// Makes a requested cancellation take effect; false when a finish already did.
     mutating func completeCancellation() -> Bool {
-        guard case .requested(let reason) = cancellation else { return false }
-        cancellation = .cancelled(reason)
+        guard cancellation == .requested else { return false }
+        cancellation = .cancelled
         readinessGeneration &+= 1
         return true
     }
@@ -436,8 +430,6 @@ extension OperationCore {
         var releasesSlot: Bool
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
-        /// The pending errors the finish took, for the caller to drop after the lock.
-        var droppedErrors: PendingErrors?
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -446,24 +438,15 @@ extension OperationCore {
     mutating func finish() -> Finish? {
         guard case .finishing(let byQueue, _)? = phase.after(.finish) else { return nil }
         let completedCancellation = completeCancellation()
-        let outcome: Operation.Outcome
-        if case .cancelled(let reason) = cancellation {
-            outcome = .cancelled(reason: reason)
-        } else if let failure {
-            outcome = .failed(failure)
-        } else {
-            outcome = .succeeded
-        }
-        phase = .finishing(byQueue: byQueue, outcome)
-        let droppedErrors = pendingErrors.take()
+        let kind: OutcomeKind = cancellation.isCancelled ? .cancelled : errors?.failure != nil ? .failed : .succeeded
+        phase = .finishing(byQueue: byQueue, kind)
         defer {
             dependents = []
             completionBlock = nil
         }
         return Finish(
-            outcome: outcome, dependents: dependents, completionBlock: completionBlock, queue: queue,
-            releasesSlot: byQueue, completedCancellation: completedCancellation,
-            droppedErrors: droppedErrors)
+            outcome: outcome!, dependents: dependents, completionBlock: completionBlock, queue: queue,
+            releasesSlot: byQueue, completedCancellation: completedCancellation)
     }
 
     /// What completing hands over: the references the operation no longer needs, and the
@@ -476,7 +459,7 @@ extension OperationCore {
 
     /// The finish has been processed (dependents released, completion block run).
     mutating func complete() -> Completion {
-        guard apply(.complete), case .finished(let outcome) = phase else {
+        guard apply(.complete), let outcome else {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
         defer {
@@ -489,10 +472,23 @@ extension OperationCore {
 
     /// The outcome, once the operation finished.
     var outcome: Operation.Outcome? {
+        let kind: OutcomeKind
         switch phase {
-        case .finishing(_, let outcome), .finished(let outcome): outcome
-        default: nil
+        case .finishing(_, let finished), .finished(let finished): kind = finished
+        default: return nil
         }
+        switch kind {
+        case .succeeded: return .succeeded
+        case .cancelled: return .cancelled(reason: errors?.cancellationReason)
+        case .failed: return .failed(errors!.failure!)
+        }
+    }
+
+    /// How an operation ended, without the errors (they are in `errors`).
+    enum OutcomeKind: UInt8 {
+        case succeeded, cancelled, failed
+
+        var isCancelled: Bool { self == .cancelled }
     }
 }
 
@@ -510,12 +506,14 @@ enum FinishWaiter {
     }
 }
 
-/// The errors an operation may be handed before it finishes.
+/// The errors of an operation's outcome: a reported failure, a cancellation reason, and
+/// the reason `cancel(with:)` offered before `cancel()` took it.
 /// - Note: `@unchecked Sendable`: only reached through `OperationCore`, under the
 ///   operation's lock.
-final class PendingErrors: @unchecked Sendable {
+final class OperationErrors: @unchecked Sendable {
     var failure: (any Error)?
     var offeredCancellationReason: (any Error)?
+    var cancellationReason: (any Error)?
 }
 
 /// A weak reference to an operation, for the dependents list.

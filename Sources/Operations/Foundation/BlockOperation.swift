@@ -1,3 +1,5 @@
+import Synchronization
+
 /// An operation that runs one or more closures: Foundation's `BlockOperation`.
 ///
 /// The blocks run **concurrently** (as on Darwin; Linux's Foundation runs them one after
@@ -41,6 +43,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
     public convenience init(block: @escaping @Sendable () -> Void) {
         self.init()
         blocks.withLock { $0.append(block) }
+        hasBlocks.store(true, ordering: .releasing)
     }
 
     /// Adds a block.
@@ -53,6 +56,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
             case .executing, .finishing, .finished: return true
             default:
                 blocks.withLock { $0.append(block) }
+                hasBlocks.store(true, ordering: .releasing)
                 return false
             }
         }
@@ -64,15 +68,24 @@ open class BlockOperation: Operation, @unchecked Sendable {
     /// The blocks, until they have run.
     open var executionBlocks: [@Sendable () -> Void] { blocks.withLock { $0.all } }
 
-    /// Releases the blocks of an operation that finished without running them (cancelled).
+    /// Whether `blocks` holds any: read without the lock when the operation finishes (the
+    /// common case: `main()` already took them).
+    private let hasBlocks = Atomic<Bool>(false)
+
+    /// Releases the blocks of an operation that finished without running them (cancelled,
+    /// or a subclass whose `main()` does not call `super`).
     override func _releaseWork() {
+        guard hasBlocks.load(ordering: .acquiring) else { return }
         let taken = _takeBlocks()
         _ = taken
     }
 
     private func _takeBlocks() -> Blocks {
         blocks.withLock { blocks in
-            defer { blocks = .none }
+            defer {
+                blocks = .none
+                hasBlocks.store(false, ordering: .releasing)
+            }
             return blocks
         }
     }

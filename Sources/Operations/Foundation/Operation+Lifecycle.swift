@@ -91,9 +91,6 @@ extension Operation {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
         }
         let completion = _update { $0.complete() }
-        // Errors a finish gave up (a cancellation reason, a failure that lost to a
-        // cancellation): dropped here, after the lock; their deinit is user code.
-        _ = finish.droppedErrors.take()
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
         for waiter in completion.waiters {
             waiter.wake(completion.outcome)

@@ -44,7 +44,7 @@ extension Operation {
     /// cancellation wins: a later call, or one after the finish, changes nothing.
     public func cancel(with reason: any Error) {
         _update { state in
-            if case .none = state.cancellation, state.offeredCancellationReason == nil {
+            if state.cancellation == .none, state.offeredCancellationReason == nil {
                 state.offeredCancellationReason = reason
             }
         }
@@ -66,7 +66,7 @@ extension Operation {
     final func _onFinish(_ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let finished: Outcome? = _update { state in
-            if case .finished(let outcome) = state.phase { return outcome }
+            if case .finished = state.phase { return state.outcome }
             state.finishWaiters.append(.hook(id: id, hook))
             return nil
         }

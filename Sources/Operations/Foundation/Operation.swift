@@ -123,25 +123,33 @@ open class Operation: NSObject, @unchecked Sendable {
     /// - Important: Calling it on an executing operation, or by hand on one that is not
     ///   ready, is a programmer error.
     open func start() {
-        let observed = _hasObservers
-        // What the (possibly overridden) isReady says matters only for a start by hand.
-        let byQueue = _update { if case .dispatched = $0.phase { true } else { false } }
-        let reportedReady: Bool? = byQueue || isCancelled ? nil : isReady
-        var announced = false
-        if observed {
-            // Announced before the state changes (observers read the old value), and only
-            // when it will change: the decision is previewed on a copy first.
+        var action: OperationCore.StartAction?
+        if !_hasObservers {
+            // Started by a queue worker: it was ready when claimed; one lock decides.
+            action = _update { state in
+                guard case .dispatched = state.phase else { return nil }
+                return state.start(reportedReady: nil)
+            }
+            if action == nil {
+                let reportedReady: Bool? = isCancelled ? nil : isReady
+                action = _update { $0.start(reportedReady: reportedReady) }
+            }
+        } else {
+            // Observed: `isExecuting` is announced before the state changes (observers read
+            // the old value), and only when it will change: the decision is previewed on a
+            // copy first.
+            let byQueue = _update { if case .dispatched = $0.phase { true } else { false } }
+            let reportedReady: Bool? = byQueue || isCancelled ? nil : isReady
             let preview = _update { state -> OperationCore.StartAction in
                 var copy = state
                 return copy.start(reportedReady: reportedReady)
             }
-            if case .run = preview {
-                _announceWillChange("isExecuting")
-                announced = true
-            }
+            let announced: Bool
+            if case .run = preview { announced = true } else { announced = false }
+            if announced { _announceWillChange("isExecuting") }
+            action = _update { $0.start(reportedReady: reportedReady) }
+            if announced { _announceDidChange("isExecuting") }
         }
-        let action: OperationCore.StartAction? = _update { $0.start(reportedReady: reportedReady) }
-        if announced { _announceDidChange("isExecuting") }
         switch action! {
         case .ignore:
             return

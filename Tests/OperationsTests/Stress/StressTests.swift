@@ -263,13 +263,20 @@ struct StressRound {
         var operations: [Operation] = []
         var placement: [Int] = []
         var gated: [StressGatedOperation] = []
+        // Classic asynchronous operations with no dependencies, started by hand on another
+        // thread instead of being enqueued (operations in queues may depend on them).
+        var startedByHand = Set<Int>()
         for id in 0..<count {
-            let queueIndex = Int.random(in: 0..<4, using: &random)
-            let limit = fixedLimits[queueIndex]
+            var queueIndex = Int.random(in: 0..<4, using: &random)
+            var limit = fixedLimits[queueIndex]
             let kind = Int.random(in: 0..<10, using: &random)
             let operation: Operation
             switch kind {
             case 0, 1:
+                if Int.random(in: 0..<4, using: &random) == 0 {
+                    startedByHand.insert(id)
+                    (queueIndex, limit) = (-2, nil)
+                }
                 operation = StressAsyncOperation(
                     id: id, queueIndex: queueIndex, limit: limit, finishInline: Bool.random(using: &random), ledger: ledger)
             case 2:
@@ -283,15 +290,15 @@ struct StressRound {
             operation.queuePriority = [.veryLow, .low, .normal, .high, .veryHigh].randomElement(using: &random)!
             operation.qualityOfService = [.background, .utility, .default, .userInitiated].randomElement(using: &random)!
             operation.completionBlock = { [unowned operation] in ledger.completed(id, sawCancelled: operation.isCancelled) }
-            (operation as? StressOperation)?.probedQueue = queues[queueIndex]
+            (operation as? StressOperation)?.probedQueue = queueIndex >= 0 ? queues[queueIndex] : nil
             // Dependencies only on earlier operations: acyclic, across queues.
-            for _ in 0..<Int.random(in: 0...3, using: &random) where id > 0 {
+            for _ in 0..<Int.random(in: 0...3, using: &random) where id > 0 && !startedByHand.contains(id) {
                 operation.addDependency(operations[Int.random(in: max(0, id - 40)..<id, using: &random)])
             }
             if Int.random(in: 0..<30, using: &random) == 0 { operation.cancel() }  // before enqueue
             // addDependency racing removeDependency of the same edge: either outcome is
             // fine, but the count must agree with the list (checked by everything finishing).
-            if id > 0, Int.random(in: 0..<8, using: &random) == 0 {
+            if id > 0, !startedByHand.contains(id), Int.random(in: 0..<8, using: &random) == 0 {
                 let dependency = operations[Int.random(in: max(0, id - 40)..<id, using: &random)]
                 let both = DispatchGroup()
                 DispatchQueue.global().async(group: both) { operation.addDependency(dependency) }
@@ -301,13 +308,19 @@ struct StressRound {
             operations.append(operation)
             placement.append(queueIndex)
         }
+        let handStarts = DispatchGroup()
         // Enqueue in random batches, with actions between them.
         var index = 0
         while index < count {
             let batch = Int.random(in: 1...20, using: &random)
             let end = min(count, index + batch)
             for position in index..<end {
-                queues[placement[position]].addOperation(operations[position])
+                if startedByHand.contains(position) {
+                    let operation = operations[position]
+                    DispatchQueue.global().async(group: handStarts) { operation.start() }
+                } else {
+                    queues[placement[position]].addOperation(operations[position])
+                }
             }
             index = end
             switch Int.random(in: 0..<12, using: &random) {
@@ -332,10 +345,13 @@ struct StressRound {
         }
         for queue in queues { queue.isSuspended = false }
         for gate in gated { gate.setOpen(true) }
+        let handStarted = startedByHand.map { operations[$0] }
         // Everything must finish: wait on another thread, with a timeout.
         let done = Gate()
         DispatchQueue.global().async {
             for queue in queues { queue.waitUntilAllOperationsAreFinished() }
+            handStarts.wait()
+            for operation in handStarted { operation.waitUntilFinished() }
             done.open()
         }
         var failures = ledger.allFailures
@@ -359,7 +375,7 @@ struct StressRound {
             if let saw = ledger.completionSawCancelled(id), saw != operation.isCancelled {
                 failures.append("operation \(id): completion block saw isCancelled \(saw), now \(operation.isCancelled)")
             }
-            failures += Self.eventOrderFailures(id: id, ledger.events(of: operation))
+            if !startedByHand.contains(id) { failures += Self.eventOrderFailures(id: id, ledger.events(of: operation)) }
         }
         return Result(operations: count, failures: failures)
     }
