@@ -332,6 +332,9 @@ struct EngineRegressionTests {
             guard x.isFinished else { fatalError("setup: x did not finish") }
             d.addDependency(x)
             guard d.isReady else { fatalError("d waits for the finished x") }
+            // Each holds the other as a dependency (a retain cycle, as on Darwin): break it
+            // so that the leak checker of the sanitizer runs sees nothing.
+            d.removeDependency(x)
         }.map { !$0.standardErrorContent.containsText("cycle") }.check()
     }
 
@@ -345,6 +348,7 @@ struct EngineRegressionTests {
             x.start()
             d.addDependency(x)
             guard d.isReady else { fatalError("d waits for the finished x") }
+            d.removeDependency(x)  // breaks the retain cycle (see 7a)
         }.map { !$0.standardErrorContent.containsText("cycle") }.check()
     }
 }

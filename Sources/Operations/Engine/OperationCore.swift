@@ -430,6 +430,8 @@ extension OperationCore {
         var releasesSlot: Bool
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
+        /// Errors the outcome does not keep, to be dropped after the lock.
+        var unusedErrors: [any Error]
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -440,13 +442,20 @@ extension OperationCore {
         let completedCancellation = completeCancellation()
         let kind: OutcomeKind = cancellation.isCancelled ? .cancelled : errors?.failure != nil ? .failed : .succeeded
         phase = .finishing(byQueue: byQueue, kind)
+        // Errors the outcome does not keep (a reason no `cancel()` took, a failure that lost
+        // to a cancellation) go to the caller, to be dropped after the lock.
+        var unused: [any Error] = []
+        if let errors {
+            if let offered = errors.offeredCancellationReason.take() { unused.append(offered) }
+            if kind == .cancelled, let failure = errors.failure.take() { unused.append(failure) }
+        }
         defer {
             dependents = []
             completionBlock = nil
         }
         return Finish(
             outcome: outcome!, dependents: dependents, completionBlock: completionBlock, queue: queue,
-            releasesSlot: byQueue, completedCancellation: completedCancellation)
+            releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused)
     }
 
     /// What completing hands over: the references the operation no longer needs, and the

@@ -79,6 +79,8 @@ final class StressLedger: @unchecked Sendable {
     private var events: [ObjectIdentifier: [OperationEvent]] = [:]
     func record(_ event: OperationEvent) { lock.withLock { events[ObjectIdentifier(event.operation), default: []].append(event) } }
     func events(of operation: Operation) -> [OperationEvent] { lock.withLock { events[ObjectIdentifier(operation)] ?? [] } }
+    /// Events hold their operations, which hold the ledger: dropped at the end of a round.
+    func clearEvents() { lock.withLock { events = [:] } }
     var allFailures: [String] { lock.withLock { failures } }
 }
 
@@ -258,7 +260,10 @@ struct StressRound {
         queues[3].maxConcurrentOperationCount = 3
         let fixedLimits: [Int?] = [nil, 1, 2, 4]
         let subscriptions = queues.map { queue in queue.addEventHandler { event in ledger.record(event) } }
-        defer { for subscription in subscriptions { subscription.cancel() } }
+        defer {
+            for subscription in subscriptions { subscription.cancel() }
+            ledger.clearEvents()
+        }
         let count = Int.random(in: 50...250, using: &random)
         var operations: [Operation] = []
         var placement: [Int] = []
