@@ -63,7 +63,7 @@ open class Progress: Foundation.Progress, KeyValueObservable, @unchecked Sendabl
         Progress.unitCounts.withLock { _ in super.isIndeterminate }
     }
 
-    /// Set by ``cancel()`` on this progress or an ancestor.
+    /// Set by `cancel()` on this progress or an ancestor.
     open override var isCancelled: Bool {
         get { _cancelled.load(ordering: .acquiring) }
         set {

@@ -62,8 +62,8 @@ public struct PrinterChapter: Chapter {
             queue.isSuspended = false
             queue.waitUntilAllOperationsAreFinished()
             result.lists["\(experiment.label) order"] = order.current
-            let kind = experiment.limit == 1 ? "serial queue" : "queue with limit \(experiment.limit)"
-            let line = "\(kind), G added last with \(experiment.label): started \(order.current.joined())"
+            let queueKind = experiment.limit == 1 ? "serial queue, " : ""
+            let line = "\(queueKind)\(experiment.label) for G (added last): started \(order.current.joined())"
             context.console.say("   " + line)
             notes.append(line)
         }
