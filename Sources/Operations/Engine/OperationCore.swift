@@ -423,7 +423,7 @@ extension OperationCore {
 
     /// What finishing hands over to be done once the lock is released.
     struct Finish {
-        var outcome: Operation.Outcome
+        var outcome: OutcomeKind
         var dependents: [WeakOperation]
         var completionBlock: (@Sendable () -> Void)?
         var queue: OperationQueue?
@@ -431,7 +431,7 @@ extension OperationCore {
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
         /// Errors the outcome does not keep, to be dropped after the lock.
-        var unusedErrors: [any Error]
+        var unusedErrors: (offeredReason: (any Error)?, failure: (any Error)?)
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -444,17 +444,17 @@ extension OperationCore {
         phase = .finishing(byQueue: byQueue, kind)
         // Errors the outcome does not keep (a reason no `cancel()` took, a failure that lost
         // to a cancellation) go to the caller, to be dropped after the lock.
-        var unused: [any Error] = []
+        var unused: (offeredReason: (any Error)?, failure: (any Error)?) = (nil, nil)
         if let errors {
-            if let offered = errors.offeredCancellationReason.take() { unused.append(offered) }
-            if kind == .cancelled, let failure = errors.failure.take() { unused.append(failure) }
+            unused.offeredReason = errors.offeredCancellationReason.take()
+            if kind == .cancelled { unused.failure = errors.failure.take() }
         }
         defer {
             dependents = []
             completionBlock = nil
         }
         return Finish(
-            outcome: outcome!, dependents: dependents, completionBlock: completionBlock, queue: queue,
+            outcome: kind, dependents: dependents, completionBlock: completionBlock, queue: queue,
             releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused)
     }
 
@@ -463,20 +463,22 @@ extension OperationCore {
     struct Completion {
         var waiters: [FinishWaiter]
         var hiddenDependencies: [Operation]
-        var outcome: Operation.Outcome
+        /// The outcome for hooks; nil when no hook waits (threads need none).
+        var outcome: Operation.Outcome?
     }
 
     /// The finish has been processed (dependents released, completion block run).
     mutating func complete() -> Completion {
-        guard apply(.complete), let outcome else {
+        guard apply(.complete) else {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
+        let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         defer {
             finishWaiters = []
             hiddenDependencies = []
             queue = nil
         }
-        return Completion(waiters: finishWaiters, hiddenDependencies: hiddenDependencies, outcome: outcome)
+        return Completion(waiters: finishWaiters, hiddenDependencies: hiddenDependencies, outcome: hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.
@@ -507,10 +509,10 @@ enum FinishWaiter {
     case thread(DispatchSemaphore)
     case hook(id: UInt64, @Sendable (Operation.Outcome) -> Void)
 
-    func wake(_ outcome: Operation.Outcome) {
+    func wake(_ outcome: Operation.Outcome?) {
         switch self {
         case .thread(let semaphore): semaphore.signal()
-        case .hook(_, let hook): hook(outcome)
+        case .hook(_, let hook): hook(outcome!)
         }
     }
 }
