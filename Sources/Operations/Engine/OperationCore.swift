@@ -430,8 +430,8 @@ extension OperationCore {
         var releasesSlot: Bool
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
-        /// Errors the outcome does not keep, to be dropped after the lock.
-        var unusedErrors: (offeredReason: (any Error)?, failure: (any Error)?)
+        /// Errors the outcome does not keep (boxed, rare), to be dropped after the lock.
+        var unusedErrors: OperationErrors?
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -444,10 +444,12 @@ extension OperationCore {
         phase = .finishing(byQueue: byQueue, kind)
         // Errors the outcome does not keep (a reason no `cancel()` took, a failure that lost
         // to a cancellation) go to the caller, to be dropped after the lock.
-        var unused: (offeredReason: (any Error)?, failure: (any Error)?) = (nil, nil)
-        if let errors {
-            unused.offeredReason = errors.offeredCancellationReason.take()
-            if kind == .cancelled { unused.failure = errors.failure.take() }
+        var unused: OperationErrors?
+        if let errors, errors.offeredCancellationReason != nil || (kind == .cancelled && errors.failure != nil) {
+            let box = OperationErrors()
+            box.offeredCancellationReason = errors.offeredCancellationReason.take()
+            if kind == .cancelled { box.failure = errors.failure.take() }
+            unused = box
         }
         defer {
             dependents = []

@@ -90,7 +90,7 @@ extension Operation {
         } else {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
         }
-        finish.unusedErrors = (nil, nil)
+        finish.unusedErrors = nil
         let completion = _update { $0.complete() }
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
         for waiter in completion.waiters {
