@@ -178,25 +178,37 @@ open class Operation: NSObject, @unchecked Sendable {
     /// becomes ready at once and finishes without running ``main()``. Does nothing once
     /// the operation has finished, or when it was cancelled already.
     open func cancel() {
-        // One lock section decides who cancels: a second cancel, or one after the finish,
-        // announces nothing.
-        guard _update({ $0.requestCancellation() }) else { return }
-        let observed = _hasObservers
-        if observed {
+        let queue: OperationQueue?
+        // Only a queued operation still waiting for its dependencies (or for an `isReady`
+        // announcement) becomes ready through its cancellation; one being checked notices
+        // the new readiness generation itself.
+        var waits = true
+        if !_hasObservers {
+            // Nothing to announce between deciding and setting: one lock section.
+            let decided = _update { state -> (Bool, OperationQueue?, Bool) in
+                guard state.requestCancellation(), state.completeCancellation() else { return (false, nil, false) }
+                state.queue?._record(.cancelled, self)
+                return (true, state.queue, state.phase.kind == .waiting || state.phase.kind == .parked)
+            }
+            guard decided.0 else { return }
+            queue = decided.1
+            waits = decided.2
+        } else {
+            // One lock section decides who cancels: a second cancel, or one after the
+            // finish, announces nothing. The change is announced around the setting.
+            guard _update({ $0.requestCancellation() }) else { return }
             _announceWillChange("isCancelled")
             _announceWillChange("isReady")
-        }
-        let queue = _update { state -> OperationQueue? in
-            // A finish that came meanwhile completed the cancellation (and recorded it).
-            if state.completeCancellation() { state.queue?._record(.cancelled, self) }
-            return state.queue
-        }
-        if observed {
+            queue = _update { state -> OperationQueue? in
+                // A finish that came meanwhile completed the cancellation (and recorded it).
+                if state.completeCancellation() { state.queue?._record(.cancelled, self) }
+                return state.queue
+            }
             _announceDidChange("isCancelled")
             _announceDidChange("isReady")
         }
         queue?._deliverEvents()
-        _readinessChanged()
+        if waits { _readinessChanged() }
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
