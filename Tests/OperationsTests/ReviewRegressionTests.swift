@@ -65,3 +65,43 @@ struct ReviewRegressionTests {
         }
     }
 }
+
+/// A handler added while the last one is being removed keeps hearing events.
+@Suite("Event handlers added while the last one goes away")
+struct EventHandlerRaceTests {
+    /// Blocks in its `deinit` until told to go on: user code in the middle of a removal.
+    final class SlowToDie: Sendable {
+        let dying = Gate(), proceed = Gate()
+        deinit {
+            dying.open()
+            proceed.wait()
+        }
+    }
+
+    /// Forced: the removed handler's capture blocks in its `deinit` (which runs when the
+    /// removal drops the handler); meanwhile a new handler is added. Before the fix the
+    /// removal then stored "nobody listens" over the new handler's "listening", and the new
+    /// handler heard nothing, ever (seen in release builds, where the drop happens early).
+    @Test("a handler added during the removal of the last one hears every event")
+    func addedDuringRemoval() {
+        let queue = OperationQueue()
+        var slow: SlowToDie? = SlowToDie()
+        let dying = slow!.dying, proceed = slow!.proceed
+        let first = queue.addEventHandler { [slow] _ in _ = slow }
+        slow = nil
+        let removed = Gate()
+        DispatchQueue.global().async {
+            first.cancel()
+            removed.open()
+        }
+        #expect(dying.wait())
+        let heard = Shared(0)
+        let second = queue.addEventHandler { _ in heard.increment() }
+        proceed.open()
+        #expect(removed.wait())
+        for _ in 0..<5 { queue.addOperation {} }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(heard() == 15, "enqueued, started and finished for 5 operations")
+        _ = second
+    }
+}

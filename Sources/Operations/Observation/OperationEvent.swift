@@ -116,26 +116,27 @@ extension OperationQueue {
             state.handlers.append((state.nextID, handler))
             return state.nextID
         }
-        eventLog.withLock { $0.isListening = true }
-        hasEventHandlers.store(true, ordering: .releasing)
+        // Both flags change only inside the event log's lock, where a removal decides too.
+        eventLog.withLock { log in
+            log.isListening = true
+            hasEventHandlers.store(true, ordering: .releasing)
+        }
         return OperationEventSubscription(queue: self, id: id)
     }
 
     final func _removeEventHandler(_ id: UInt64) {
-        // The handler is released after the lock: its captures' deinit is user code.
-        let (removed, empty) = eventHandlers.withLock { state in
+        var removed = eventHandlers.withLock { state in
             let removed = state.handlers.filter { $0.id == id }
             state.handlers.removeAll { $0.id == id }
-            return (removed, state.handlers.isEmpty)
+            return removed
         }
-        _ = removed
-        guard empty else { return }
-        hasEventHandlers.store(false, ordering: .releasing)
-        // Nobody listens: what was recorded is not delivered (dropped after the lock).
+        // Nobody listens any more: decided in the event log's lock (where adding a handler
+        // sets the flags again), so a handler added meanwhile is never silenced. What was
+        // recorded is not delivered (dropped after the lock).
         let (dropped, waiters) = eventLog.withLock { log -> ([OperationEvent], [DispatchSemaphore]) in
-            // (A handler added meanwhile listens again.)
             guard eventHandlers.withLock({ $0.handlers.isEmpty }) else { return ([], []) }
             log.isListening = false
+            hasEventHandlers.store(false, ordering: .releasing)
             // A delivering thread drains what is pending itself.
             guard log.deliverer == nil else { return ([], []) }
             defer { log.pending = [] }
@@ -144,6 +145,8 @@ extension OperationQueue {
         }
         _ = dropped
         for waiter in waiters { waiter.signal() }
+        // The handler is dropped last, after every lock: its captures' deinit is user code.
+        removed.removeAll()
     }
 
     /// Records an event, if anyone listens. Called under the lock that makes it happen.
