@@ -20,13 +20,7 @@ final class AddsBlockWhenReadOperation: BlockOperation, @unchecked Sendable {
 
 @Suite("Engine regressions: cancel, events, KVO values, blocks")
 struct EngineRegressionRaceTests {
-    /// Collects the events of one queue.
-    final class Recorder: Sendable {
-        let events = Shared<[OperationEvent]>([])
-        func kinds(of operation: Operation) -> [OperationEvent.Kind] {
-            events().filter { $0.operation === operation }.map(\.kind)
-        }
-    }
+    typealias Recorder = EventTests.Recorder
 
     // MARK: 8. cancel() checks and sets in two lock sections
 

@@ -12,22 +12,20 @@ extension Operation {
         let observed = _hasObservers
         // Announced before the count changes, so that observers read the old value.
         if observed { _announceWillChange("isReady") }
-        let counted: Bool
         // An edge out of (or into) a finished operation can never block: it is listed,
         // and the graph of waiting operations never sees it.
         if operation._isFinishingFlag || _isFinishingFlag {
-            counted = _link(from: operation, visible: visible) == .counted
+            _ = _link(from: operation, visible: visible)
         } else {
             // Unretained captures (the caller holds both; see `_withBothLocked`).
             let me = Unmanaged.passUnretained(self), dependency = Unmanaged.passUnretained(operation)
-            counted = _insertEdge(from: operation) {
+            _ = _insertEdge(from: operation) {
                 me._withUnsafeGuaranteedRef { me in
                     dependency._withUnsafeGuaranteedRef { me._link(from: $0, visible: visible) }
                 }
-            } == .counted
+            }
         }
         if observed { _announceDidChange("isReady") }
-        _ = counted
     }
 
     enum Link: Equatable, Sendable {
