@@ -21,6 +21,9 @@ struct OperationCore {
     var queuePriority: Operation.QueuePriority?
     /// Nil until set (the getter reports `.default`).
     var qualityOfService: QualityOfService?
+    /// Raised by priority escalation (an awaiting task or a dependent of higher quality of
+    /// service): the operation runs, and is filed, at least at this level. Never lowered.
+    var escalatedQuality: QualityOfService?
     var threadPriority = 0.5
     var name: String?
     /// The queue the operation was added to, until it finished.
@@ -68,9 +71,26 @@ struct OperationCore {
     /// The priority the ready list files the operation under. An operation whose priority
     /// was never set takes its band from its quality of service, except on a serial queue.
     func effectivePriority(serialQueue: Bool) -> Operation.QueuePriority {
-        if let queuePriority { return queuePriority }
-        guard !serialQueue, let qualityOfService else { return .normal }
-        return Operation.QueuePriority(band: qualityOfService)
+        let base: Operation.QueuePriority
+        if let queuePriority {
+            base = queuePriority
+        } else if !serialQueue, let qualityOfService {
+            base = Operation.QueuePriority(band: qualityOfService)
+        } else {
+            base = .normal
+        }
+        // An escalation raises the band, on serial queues too: someone waits for it.
+        guard let escalatedQuality else { return base }
+        let raised = Operation.QueuePriority(band: escalatedQuality)
+        return raised.rawValue > base.rawValue ? raised : base
+    }
+
+    /// The quality of service the operation runs at (before its queue's floor): its own,
+    /// raised by an escalation. Nil when neither was set.
+    var threadQuality: QualityOfService? {
+        guard let escalatedQuality else { return qualityOfService }
+        guard let qualityOfService else { return escalatedQuality }
+        return escalatedQuality.rank > qualityOfService.rank ? escalatedQuality : qualityOfService
     }
 
     /// Bits of the state the base getters report without the lock.

@@ -27,7 +27,15 @@ struct QueueCore {
     var isWatchdogArmed = false
     /// The CPU clocks of the running workers, by slot (default limit only).
     var workerProbes: [WorkerThreadProbe?] = []
-    var waiters: [DispatchSemaphore] = []
+    /// Waiting for the queue to become empty (`waitUntilAllOperationsAreFinished`).
+    var waiters: [QueueWaiter] = []
+    /// The bound on unfinished operations that `enqueue` respects (back-pressure); nil for
+    /// none.
+    var capacity: Int?
+    /// Places promised to producers that `enqueue` woke and that have not added yet.
+    var reservedPlaces = 0
+    /// Producers suspended in `enqueue` until there is room, oldest first.
+    var capacityWaiters: [QueueWaiter] = []
     /// The newest barrier not yet finished: operations added after it wait for it.
     var pendingBarrier: Operation?
     var name: String?
@@ -192,7 +200,7 @@ struct QueueCore {
         if !isSuspended && executing < executionLimit && workers <= workerLimit {
             while let operation = ready.pop() {
                 let claim = operation._update { state -> QualityOfService?? in
-                    state.claimForQueue() ? .some(state.qualityOfService) : nil
+                    state.claimForQueue() ? .some(state.threadQuality) : nil
                 }
                 guard let quality = claim else {
                     skipped.append(operation)
@@ -265,9 +273,10 @@ struct QueueCore {
     // MARK: Finishing
 
     /// An operation of this queue finished: free its slot, and (when `leaves`) take it out.
-    /// Returns the waiters to wake when the queue became empty.
-    mutating func operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> [DispatchSemaphore] {
-        var waitersToWake: [DispatchSemaphore] = []
+    /// Returns the waiters to wake: those waiting for the queue to become empty when it
+    /// did, and producers waiting for room.
+    mutating func operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> [QueueWaiter] {
+        var waitersToWake: [QueueWaiter] = []
         if releasesSlot {
             executing -= 1
             progressStamp &+= 1
@@ -279,9 +288,65 @@ struct QueueCore {
                 waitersToWake = waiters
                 waiters = []
             }
+            if !capacityWaiters.isEmpty { waitersToWake += producersToAdmit() }
         }
         if executing == 0 && ready.count == 0 { grownWorkerLimit = Self.processorCount }
         return waitersToWake
+    }
+}
+
+// MARK: - Capacity (back-pressure)
+
+extension QueueCore {
+    /// Whether a producer may add now: room under the capacity, and nobody waiting before
+    /// it. Takes a place when it may.
+    mutating func takePlace() -> Bool {
+        if let capacity {
+            guard capacityWaiters.isEmpty, members.count + reservedPlaces < capacity else { return false }
+        }
+        reservedPlaces += 1
+        return true
+    }
+
+    /// A producer that waited gave up (its task was cancelled). If it had been admitted
+    /// meanwhile, its place goes to the next ones. Returns the producers to wake.
+    mutating func producerLeft(id: UInt64) -> (removed: [QueueWaiter], admitted: [QueueWaiter]) {
+        let removed = capacityWaiters.filter { $0.hasID(id) }
+        guard removed.isEmpty else {
+            capacityWaiters.removeAll { $0.hasID(id) }
+            return (removed, [])
+        }
+        reservedPlaces -= 1
+        return ([], producersToAdmit())
+    }
+
+    /// The producers the room now admits, oldest first; each gets a place reserved.
+    mutating func producersToAdmit() -> [QueueWaiter] {
+        var admitted: [QueueWaiter] = []
+        let capacity = capacity ?? Int.max
+        while !capacityWaiters.isEmpty, members.count + reservedPlaces < capacity {
+            admitted.append(capacityWaiters.removeFirst())
+            reservedPlaces += 1
+        }
+        return admitted
+    }
+}
+
+/// Something waiting on a queue: a blocked thread or a hook (a suspended task).
+enum QueueWaiter {
+    case thread(DispatchSemaphore)
+    case hook(id: UInt64, @Sendable () -> Void)
+
+    func wake() {
+        switch self {
+        case .thread(let semaphore): semaphore.signal()
+        case .hook(_, let hook): hook()
+        }
+    }
+
+    func hasID(_ id: UInt64) -> Bool {
+        if case .hook(id, _) = self { return true }
+        return false
     }
 }
 

@@ -33,8 +33,10 @@ struct ReadyList {
         count += 1
     }
 
-    /// Removes a given operation (O(n) in its level; only for undoing a refused batch).
-    mutating func remove(_ operation: Operation) {
+    /// Removes a given operation; false when it is not in the list. O(n) in its level:
+    /// only for undoing a refused batch and for refiling an escalated operation.
+    @discardableResult
+    mutating func remove(_ operation: Operation) -> Bool {
         for level in levels.indices {
             var previous: Operation?
             var cursor = levels[level].head
@@ -44,12 +46,13 @@ struct ReadyList {
                     if levels[level].tail === current { levels[level].tail = previous }
                     current._nextReady = nil
                     count -= 1
-                    return
+                    return true
                 }
                 previous = current
                 cursor = current._nextReady
             }
         }
+        return false
     }
 
     /// The oldest operation of the highest priority level.

@@ -14,18 +14,22 @@ extension Operation {
         if observed { _announceWillChange("isReady") }
         // An edge out of (or into) a finished operation can never block: it is listed,
         // and the graph of waiting operations never sees it.
+        // Set when this operation runs at a higher quality of service than the dependency:
+        // the dependency (and what it waits for) is escalated after the locks.
+        var escalation: QualityOfService?
         if operation._isFinishingFlag || _isFinishingFlag {
-            _ = _link(from: operation, visible: visible)
+            _ = _link(from: operation, visible: visible, escalation: &escalation)
         } else {
             // Unretained captures (the caller holds both; see `_withBothLocked`).
             let me = Unmanaged.passUnretained(self), dependency = Unmanaged.passUnretained(operation)
             _ = _insertEdge(from: operation) {
                 me._withUnsafeGuaranteedRef { me in
-                    dependency._withUnsafeGuaranteedRef { me._link(from: $0, visible: visible) }
+                    dependency._withUnsafeGuaranteedRef { me._link(from: $0, visible: visible, escalation: &escalation) }
                 }
             }
         }
         if observed { _announceDidChange("isReady") }
+        if let escalation { operation._escalate(to: escalation) }
     }
 
     enum Link: Equatable, Sendable {
@@ -38,7 +42,7 @@ extension Operation {
     }
 
     /// Lists, registers and counts the edge `dependency → self` under both locks.
-    private func _link(from dependency: Operation, visible: Bool) -> Link {
+    private func _link(from dependency: Operation, visible: Bool, escalation: inout QualityOfService?) -> Link {
         let me = Unmanaged.passUnretained(self), them = Unmanaged.passUnretained(dependency)
         return Operation._withBothLocked(self, dependency) { mine, theirs in
             if visible {
@@ -49,6 +53,10 @@ extension Operation {
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
             theirs.dependents.append(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
             mine.gainDependency()
+            // Two byte compares in the common case (neither quality of service set).
+            if let wanted = mine.threadQuality, wanted.rank > (theirs.threadQuality ?? .default).rank {
+                escalation = wanted
+            }
             return .counted
         }
     }

@@ -174,6 +174,10 @@ open class Operation: NSObject, @unchecked Sendable {
     /// once when it finished, whether its work ran or it was cancelled.
     func _releaseWork() {}
 
+    /// Raises the work an operation runs outside the queue's workers (an asynchronous
+    /// body's task) after an escalation (`_escalate(to:)`). Called without a lock held.
+    func _escalateWork(to quality: QualityOfService) {}
+
     /// Sets ``isCancelled``. Running code stops only if it checks; a pending operation
     /// becomes ready at once and finishes without running ``main()``. Does nothing once
     /// the operation has finished, or when it was cancelled already.

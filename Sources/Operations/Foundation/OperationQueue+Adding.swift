@@ -12,7 +12,7 @@ extension OperationQueue {
     /// has seen them and they are ready.
     final func _add(
         _ operations: some Collection<Operation>, inheritQoS: Bool = false, fresh: Bool = false,
-        call: String = "addOperation"
+        call: String = "addOperation", usingReservedPlace: Bool = false
     ) {
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
@@ -48,6 +48,8 @@ extension OperationQueue {
                     if !delivered { undelivered.append(operation) }
                 }
             }
+            // `enqueue` took a place under the capacity before adding.
+            if usingReservedPlace { state.reservedPlaces -= 1 }
             return .added(barrier: barrier, undelivered: undelivered, wakeup: state.wakeup())
         }
         switch outcome {

@@ -28,7 +28,7 @@ extension OperationQueue {
         }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
         _perform(wakeup)
-        for waiter in waiters { waiter.signal() }
+        for waiter in waiters { waiter.wake() }
     }
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
@@ -63,7 +63,7 @@ extension OperationQueue {
             // Dropped after the lock: the ready list's reference may have been the last.
             if !skipped.isEmpty { skipped.removeAll() }
             if let wakeup { _perform(wakeup) }
-            for waiter in waiters { waiter.signal() }
+            for waiter in waiters { waiter.wake() }
             if let watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation else { return }
             guard _confirmReady(operation) else { continue }

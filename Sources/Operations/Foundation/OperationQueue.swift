@@ -179,7 +179,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         let semaphore: DispatchSemaphore? = core.withLock { state in
             guard state.members.count > 0 else { return nil }
             let semaphore = DispatchSemaphore(value: 0)
-            state.waiters.append(semaphore)
+            state.waiters.append(.thread(semaphore))
             return semaphore
         }
         semaphore?.wait()
@@ -221,6 +221,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// The queue running the current operation; ``main`` on the main thread; nil elsewhere.
     open class var current: OperationQueue? {
         if let context = WorkerContext.current { return context.queue }
+        // Inside the body of an asynchronous operation (`TaskOperation`), also after a
+        // suspension point.
+        if let queue = OperationQueue._taskQueue { return queue }
         return Thread.isMainThread ? main : nil
     }
 

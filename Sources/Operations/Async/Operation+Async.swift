@@ -1,0 +1,43 @@
+// Awaiting operations without blocking a thread.
+
+extension Operation {
+    /// Suspends until the operation has finished and its completion block has run.
+    ///
+    /// The `async` form of ``waitUntilFinished()``: in an `async` context the compiler picks
+    /// this one, so code moved into async functions stops blocking its thread.
+    ///
+    /// Returns early if the waiting task is cancelled; the operation itself is **not**
+    /// cancelled (others may be waiting for it). Awaiting from a task of higher priority
+    /// escalates the operation (and what it waits for).
+    public func waitUntilFinished() async {
+        _ = await _outcome()
+    }
+
+    /// Waits for the outcome; nil when the waiting task was cancelled first. The finish
+    /// hook is removed when the wait ends early, so nothing is left behind.
+    final func _outcome() async -> Outcome? {
+        if _isFinishingFlag, let outcome = _update({ state -> Outcome? in
+            if case .finished = state.phase { return state.outcome }
+            return nil
+        }) {
+            return outcome
+        }
+        let signal = AsyncSignal<Outcome?>()
+        let hook = _onFinish { signal.resume(with: $0) }
+        _escalate(toPriorityOf: Task.currentPriority)
+        let outcome = await withTaskPriorityEscalationHandler {
+            await signal.value(orOnCancel: nil)
+        } onPriorityEscalated: { _, raised in
+            self._escalate(toPriorityOf: raised)
+        }
+        if outcome == nil, let hook { _removeFinishHook(hook) }
+        return outcome
+    }
+
+    /// Escalates the operation when a task of higher priority than it runs at waits for it.
+    final func _escalate(toPriorityOf priority: TaskPriority) {
+        let quality = QualityOfService(priority)
+        let current = _update { $0.threadQuality } ?? .default
+        if quality.rank > current.rank { _escalate(to: quality) }
+    }
+}

@@ -1,0 +1,69 @@
+// Queues from async code: waiting without blocking, adding async work, awaiting a result.
+
+extension OperationQueue {
+    /// Suspends until the queue has no operations (including ones added while waiting, and
+    /// asynchronous ones) and their completion blocks have run.
+    ///
+    /// The `async` form of ``waitUntilAllOperationsAreFinished()``; an `async` context picks
+    /// it. Returns early if the waiting task is cancelled (the operations are not cancelled).
+    public func waitUntilAllOperationsAreFinished() async {
+        let signal = AsyncSignal<Bool>()
+        let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
+        let waiting = core.withLock { state -> Bool in
+            guard state.members.count > 0 else { return false }
+            state.waiters.append(.hook(id: id) { signal.resume(with: true) })
+            return true
+        }
+        guard waiting else { return }
+        if await signal.value(orOnCancel: false) { return }
+        // Cancelled: take the hook out (dropped after the lock).
+        let removed = core.withLock { state in
+            let removed = state.waiters.filter { $0.hasID(id) }
+            state.waiters.removeAll { $0.hasID(id) }
+            return removed
+        }
+        _ = removed
+    }
+
+    /// Wraps an `async` closure in an ``AsyncBlockOperation`` and adds it; returns the
+    /// operation, whose ``ValueOperation/value`` can be awaited.
+    ///
+    /// Like ``addOperation(_:)-(()->Void)``, the operation takes the queue's quality of
+    /// service when one was set.
+    @discardableResult
+    public func addOperation<Success: Sendable>(
+        _ body: @escaping @Sendable @isolated(any) () async throws -> Success
+    ) -> AsyncBlockOperation<Success> {
+        let operation = AsyncBlockOperation(body)
+        _add(CollectionOfOne(operation), inheritQoS: true, fresh: true)
+        return operation
+    }
+
+    /// Adds `operation` and awaits its value: the shortcut for `addOperation` + `value`.
+    ///
+    /// Unlike awaiting ``ValueOperation/value``, cancelling the awaiting task **cancels the
+    /// operation** (nobody else was given it), and the call returns once it has finished.
+    public func perform<Success: Sendable>(_ operation: ValueOperation<Success>) async throws -> Success {
+        addOperation(operation)
+        let outcome = await withTaskCancellationHandler {
+            await operation._outcome()
+        } onCancel: {
+            operation.cancel()
+        }
+        // The awaiting task was cancelled: the operation was cancelled too; wait for it to
+        // finish so that nothing of it outlives the call.
+        if outcome == nil { _ = await Task { await operation._outcome() }.value }
+        return try operation.result!.get()
+    }
+
+    /// Runs `body` as an ``AsyncBlockOperation`` on this queue and returns its value:
+    /// bounded by the queue's limit, ordered by its priorities. Cancelling the awaiting task
+    /// cancels the operation.
+    public func perform<Success: Sendable>(
+        _ body: @escaping @Sendable @isolated(any) () async throws -> Success
+    ) async throws -> Success {
+        let operation = AsyncBlockOperation(body)
+        operation.qualityOfService = QualityOfService(Task.currentPriority)
+        return try await perform(operation)
+    }
+}

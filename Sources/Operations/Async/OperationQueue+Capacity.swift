@@ -1,0 +1,66 @@
+// Back-pressure: a bound on a queue's unfinished operations that producers can wait on.
+
+extension OperationQueue {
+    /// The most unfinished operations (waiting or running) that ``enqueue(_:)`` lets the
+    /// queue hold; nil (the default) for no bound.
+    ///
+    /// A producer that adds with ``enqueue(_:)`` suspends while the queue is full, so a
+    /// producer of a million items holds only `capacity` operations in memory. The
+    /// Foundation methods (``addOperation(_:)``, ``addOperations(_:waitUntilFinished:)``)
+    /// never wait and ignore it, but what they add counts.
+    /// - Important: A capacity below 1 is a programmer error.
+    public var capacity: Int? {
+        get { core.withLock { $0.capacity } }
+        set {
+            if let newValue, newValue < 1 {
+                Misuse.fail("capacity of \(_misuseName) set to \(newValue); it must be at least 1, or nil for no bound")
+            }
+            let admitted = core.withLock { state in
+                state.capacity = newValue
+                return state.producersToAdmit()
+            }
+            for producer in admitted { producer.wake() }
+        }
+    }
+
+    /// Adds `operation` once the queue holds fewer than ``capacity`` unfinished operations,
+    /// suspending the caller meanwhile (at once when there is no bound). Producers waiting
+    /// for room add in the order they came.
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled while it waits; the
+    ///   operation was not added then.
+    public func enqueue(_ operation: Operation) async throws {
+        try await _waitForPlace()
+        _add(CollectionOfOne(operation), usingReservedPlace: true)
+    }
+
+    /// Wraps an `async` closure in an ``AsyncBlockOperation`` and adds it as
+    /// ``enqueue(_:)`` does; returns the operation.
+    @discardableResult
+    public func enqueue<Success: Sendable>(
+        _ body: @escaping @Sendable @isolated(any) () async throws -> Success
+    ) async throws -> AsyncBlockOperation<Success> {
+        let operation = AsyncBlockOperation(body)
+        try await _waitForPlace()
+        _add(CollectionOfOne(operation), inheritQoS: true, fresh: true, usingReservedPlace: true)
+        return operation
+    }
+
+    /// Returns with a place reserved for the caller, or throws when cancelled first.
+    private func _waitForPlace() async throws {
+        let signal = AsyncSignal<Bool>()
+        let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
+        let placed = core.withLock { state -> Bool in
+            if state.takePlace() { return true }
+            state.capacityWaiters.append(.hook(id: id) { signal.resume(with: true) })
+            return false
+        }
+        if placed { return }
+        if await signal.value(orOnCancel: false) { return }
+        // Cancelled: leave the line, or give back the place that came meanwhile.
+        let (removed, admitted) = core.withLock { $0.producerLeft(id: id) }
+        _ = removed
+        for producer in admitted { producer.wake() }
+        throw CancellationError()
+    }
+}

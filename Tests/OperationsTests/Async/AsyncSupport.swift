@@ -1,0 +1,74 @@
+import Operations
+import Testing
+
+/// A gate that tasks await until it opens (at once if it is open).
+final class AsyncGate: Sendable {
+    private let state = Shared<(isOpen: Bool, next: Int, waiters: [Int: CheckedContinuation<Void, Never>])>((false, 0, [:]))
+
+    func open() {
+        let waiters = state.update { state in
+            state.isOpen = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var isOpen: Bool { state().isOpen }
+
+    /// Waits until the gate opens; with `orCancel`, also returns when the task is cancelled.
+    func wait(orCancel: Bool = false) async {
+        let id = state.update { state in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.update { state in
+                    if state.isOpen || (orCancel && Task.isCancelled) { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            guard orCancel else { return }
+            let waiter = state.update { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume()
+        }
+    }
+}
+
+/// A count that tasks can await reaching a value.
+final class AsyncCounter: Sendable {
+    private let state = Shared<(count: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, []))
+
+    var value: Int { state().count }
+
+    @discardableResult
+    func increment() -> Int {
+        let (count, ready) = state.update { state -> (Int, [CheckedContinuation<Void, Never>]) in
+            state.count += 1
+            let ready = state.waiters.filter { $0.0 <= state.count }.map(\.1)
+            state.waiters.removeAll { $0.0 <= state.count }
+            return (state.count, ready)
+        }
+        for waiter in ready { waiter.resume() }
+        return count
+    }
+
+    /// Suspends until the count is at least `target`.
+    func wait(for target: Int) async {
+        await withCheckedContinuation { continuation in
+            let reached = state.update { state in
+                if state.count < target { state.waiters.append((target, continuation)) }
+                return state.count >= target
+            }
+            if reached { continuation.resume() }
+        }
+    }
+}
+
+struct TestError: Error, Equatable {
+    var code: Int
+}
