@@ -1,0 +1,120 @@
+@testable import Operations
+import Testing
+
+private let mainQueueKey = DispatchSpecificKey<Int>()
+
+@Suite("Main actor and priority escalation", .timeLimit(.minutes(1)))
+struct MainActorAndEscalationTests {
+    /// True when called on the main dispatch queue (where the main actor runs here).
+    private static func onMainQueue() -> Bool {
+        DispatchQueue.getSpecific(key: mainQueueKey) == 1
+    }
+
+    @Test("bodies on OperationQueue.main run on the main actor, nonisolated ones too")
+    func mainQueueBodies() async throws {
+        DispatchQueue.main.setSpecific(key: mainQueueKey, value: 1)
+        let plain = AsyncBlockOperation { () async -> [Bool] in
+            let first = Self.onMainQueue()
+            await Task.yield()
+            return [first, Self.onMainQueue()]
+        }
+        OperationQueue.main.addOperation(plain)
+        #expect(try await plain.value == [true, true])
+        let isolated = AsyncBlockOperation { @MainActor () -> Bool in
+            MainActor.assertIsolated()
+            return Self.onMainQueue()
+        }
+        OperationQueue.main.addOperation(isolated)
+        #expect(try await isolated.value)
+        // A @MainActor closure on another queue runs on the main actor too.
+        let elsewhere = AsyncBlockOperation { @MainActor () -> Bool in Self.onMainQueue() }
+        OperationQueue().addOperation(elsewhere)
+        #expect(try await elsewhere.value)
+        // And a plain body elsewhere does not.
+        let plainElsewhere = AsyncBlockOperation { () async -> Bool in Self.onMainQueue() }
+        OperationQueue().addOperation(plainElsewhere)
+        #expect(try await !plainElsewhere.value)
+    }
+
+    @Test("awaiting from a high-priority task lets a waiting operation jump its serial queue")
+    func awaitEscalatesQueued() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let order = Shared<[String]>([])
+        let early = BlockOperation { order.append("early") }
+        let late = AsyncBlockOperation { order.append("late") }
+        queue.addOperations([early, late], waitUntilFinished: false)
+        let waiter = Task(priority: .high) { try await late.value }
+        #expect(eventually { late._update { $0.escalatedQuality } == .userInitiated })
+        queue.isSuspended = false
+        try await waiter.value
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(order() == ["late", "early"])
+    }
+
+    @Test("without an escalation the serial queue keeps its order")
+    func noEscalationKeepsOrder() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let order = Shared<[String]>([])
+        let early = BlockOperation { order.append("early") }
+        let late = AsyncBlockOperation { order.append("late") }
+        queue.addOperations([early, late], waitUntilFinished: false)
+        let gate = AsyncGate()
+        late.completionBlock = { gate.open() }
+        queue.isSuspended = false
+        await gate.wait()
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(order() == ["early", "late"])
+    }
+
+    @Test("a dependent of higher QoS escalates its dependency and what that waits for")
+    func dependencyEscalates() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let order = Shared<[String]>([])
+        let other = BlockOperation { order.append("other") }
+        let root = BlockOperation { order.append("root") }
+        let middle = BlockOperation { order.append("middle") }
+        middle.addDependency(root)
+        queue.addOperations([other, root, middle], waitUntilFinished: false)
+        let urgent = BlockOperation { order.append("urgent") }
+        urgent.qualityOfService = .userInteractive
+        urgent.addDependency(middle)
+        #expect(middle._update { $0.escalatedQuality } == .userInteractive)
+        #expect(root._update { $0.escalatedQuality } == .userInteractive)
+        #expect(other._update { $0.escalatedQuality } == nil)
+        #expect(root.qualityOfService == .default)
+        queue.addOperation(urgent)
+        queue.isSuspended = false
+        await queue.waitUntilAllOperationsAreFinished()
+        // Without the escalation: other, root, middle (FIFO). (On a serial queue the urgent
+        // operation's own QoS gives it no band, so it does not overtake "other" itself.)
+        #expect(Array(order().prefix(2)) == ["root", "middle"])
+    }
+
+    @Test("awaiting a running body from a high-priority task raises its task's priority")
+    func runningBodyEscalates() async throws {
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        let entered = AsyncGate()
+        let gate = AsyncGate()
+        let operation = AsyncBlockOperation { () async -> (TaskPriority, TaskPriority) in
+            let before = Task.currentPriority
+            entered.open()
+            await gate.wait()
+            return (before, Task.currentPriority)
+        }
+        queue.addOperation(operation)
+        await entered.wait()
+        let waiter = Task(priority: .high) { try await operation.value }
+        #expect(eventually { operation._update { $0.escalatedQuality } == .userInitiated })
+        gate.open()
+        let (before, after) = try await waiter.value
+        #expect(before == .low)
+        #expect(after >= .high)
+    }
+}
