@@ -13,6 +13,11 @@ if let which = arguments.drop(while: { $0 != "--memory" }).dropFirst().first,
     print(which == "Foundation" ? Workloads<FoundationQueue>.pendingMemory(n) : Workloads<OursQueue>.pendingMemory(n))
     exit(0)
 }
+if let which = arguments.drop(while: { $0 != "--async-memory" }).dropFirst().first,
+   let n = Int(arguments.drop(while: { $0 != "--n" }).dropFirst().first ?? "") {
+    print(which == "tasks" ? AsyncWorkloads.suspendedTaskMemory(n) : AsyncWorkloads.suspendedMemory(n))
+    exit(0)
+}
 let quick = arguments.contains("--quick")
 let rounds = quick ? 1 : Int(arguments.drop { $0 != "--rounds" }.dropFirst().first ?? "") ?? 7
 let scale = quick ? 20 : 1
@@ -157,6 +162,50 @@ for workload in workloads {
 let memoryText = target("pending memory", oursMemory <= 256, "≤ 256 bytes")
 print("| pending memory (bytes per BlockOperation) | \(memoryN) | \(f(oursMemory)) | \(f(foundationMemory)) | — | \(f(foundationMemory / oursMemory, 1)) | — | — | \(memoryText) |")
 print("")
+
+// MARK: Async rows
+
+/// Median ns per operation of `run` at `n`, over the rounds.
+func asyncMedian(_ label: String, _ n: Int, _ run: @escaping (Int) throws -> UInt64) throws -> Double {
+    var samples: [Double] = []
+    for _ in 0..<rounds { try measure(Runner(n: n, run: run), n: n, into: &samples, label: label) }
+    return median(samples)
+}
+let asyncN = max(100_000 / scale, 10)
+let chainN = max(10_000 / scale, 10)
+let suspendedN = max(20_000 / scale, 10)
+do {
+    let limited = try asyncMedian("async limit 4 Operations", asyncN, AsyncWorkloads.queueLimited)
+    let limiter = try asyncMedian("async limit 4 TaskGroup limiter", asyncN, AsyncWorkloads.taskGroupLimiter)
+    let unlimited = try asyncMedian("async TaskGroup unlimited", asyncN, AsyncWorkloads.taskGroupUnlimited)
+    let synchronous = try asyncMedian("sync limit 4 Operations", asyncN, AsyncWorkloads.queueLimitedSynchronous)
+    let values = try asyncMedian("await value Operations", asyncN, AsyncWorkloads.awaitValues)
+    let taskValues = try asyncMedian("await Task.value", asyncN, AsyncWorkloads.awaitTaskValues)
+    let chain = try asyncMedian("then chain", chainN, AsyncWorkloads.thenChain)
+    let chain2 = try asyncMedian("then chain 2N", chainN * 2, AsyncWorkloads.thenChain)
+    func childMemory(_ which: String) -> Double {
+        let output = (try? runChild(["--async-memory", which, "--n", "\(suspendedN)"])) ?? ""
+        return Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan
+    }
+    let suspendedOurs = childMemory("operations"), suspendedTasks = childMemory("tasks")
+
+    print("Async rows (same run; ns per operation, medians):")
+    print("")
+    print("| workload | N | Operations | TaskGroup + limiter | TaskGroup unlimited / Task | same work, synchronous operations | target |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    let limitText = target("async limit 4", limited <= limiter && limited <= 2 * synchronous,
+        "≤ 1.0 × TaskGroup limiter (\(f(limited / limiter, 2)) ×) and ≤ 2 × synchronous (\(f(limited / synchronous, 2)) ×)")
+    print("| async closures, limit 4 | \(asyncN) | \(f(limited)) | \(f(limiter)) | \(f(unlimited)) | \(f(synchronous)) | \(limitText) |")
+    print("| await value (typed operations / tasks) | \(asyncN) | \(f(values)) | — | \(f(taskValues)) | — | — |")
+    let growth = 2 * chain2 / chain
+    print("| then chain | \(chainN) | \(f(chain)) | — | — | — | \(target("then chain", growth <= 2.3, "linear: growth at 2N ≤ 2.3 (\(f(growth, 2)))")) |")
+    print("| memory per suspended async operation (bytes) | \(suspendedN) | \(f(suspendedOurs)) | — | \(f(suspendedTasks)) | — | — |")
+    print("")
+} catch {
+    print("CHECK FAILED: \(error)")
+    exit(1)
+}
+
 print("All self-checks passed (nothing lost, dependency order, FIFO, priority order, cancelled operations not run).")
 if !failures.isEmpty {
     print("Targets missed: \(failures.count): " + failures.joined(separator: "; "))

@@ -72,3 +72,15 @@ final class AsyncCounter: Sendable {
 struct TestError: Error, Equatable {
     var code: Int
 }
+
+/// Polls `condition` (internal state that announces nothing) from a task without blocking
+/// its thread, until it holds or the timeout passes. The pause between checks is a poll
+/// interval, not the synchronization: the condition is.
+func eventuallyAsync(timeout: TimeInterval = eventTimeout, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}

@@ -34,7 +34,7 @@ struct AwaitingTests {
         }
         await waiting.wait()
         // The hook is registered before the waiter suspends; wait until it is there.
-        #expect(eventually { hookCount(operation) == 1 })
+        #expect(await eventuallyAsync { hookCount(operation) == 1 })
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(hookCount(operation) == 0)
@@ -67,7 +67,7 @@ struct AwaitingTests {
         let release = AsyncGate()
         queue.addOperation { await release.wait() }
         let waiter = Task { await queue.waitUntilAllOperationsAreFinished() }
-        #expect(eventually { queue.core.withLock { $0.waiters.count } == 1 })
+        #expect(await eventuallyAsync { queue.core.withLock { $0.waiters.count } == 1 })
         waiter.cancel()
         await waiter.value
         #expect(queue.core.withLock { $0.waiters.count } == 0)

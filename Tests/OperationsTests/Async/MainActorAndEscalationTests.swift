@@ -46,7 +46,7 @@ struct MainActorAndEscalationTests {
         let late = AsyncBlockOperation { order.append("late") }
         queue.addOperations([early, late], waitUntilFinished: false)
         let waiter = Task(priority: .high) { try await late.value }
-        #expect(eventually { late._update { $0.escalatedQuality } == .userInitiated })
+        #expect(await eventuallyAsync { late._update { $0.escalatedQuality } == .userInitiated })
         queue.isSuspended = false
         try await waiter.value
         await queue.waitUntilAllOperationsAreFinished()
@@ -111,7 +111,7 @@ struct MainActorAndEscalationTests {
         queue.addOperation(operation)
         await entered.wait()
         let waiter = Task(priority: .high) { try await operation.value }
-        #expect(eventually { operation._update { $0.escalatedQuality } == .userInitiated })
+        #expect(await eventuallyAsync { operation._update { $0.escalatedQuality } == .userInitiated })
         gate.open()
         let (before, after) = try await waiter.value
         #expect(before == .low)

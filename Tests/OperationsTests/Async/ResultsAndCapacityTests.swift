@@ -120,11 +120,11 @@ struct ResultsAndCapacityTests {
         let order = Shared<[Int]>([])
         let waiting = { queue.core.withLock { $0.capacityWaiters.count } }
         let first = Task { try await queue.enqueue(BlockOperation { order.update { $0.append(1) } }) }
-        #expect(eventually { waiting() == 1 })
+        #expect(await eventuallyAsync { waiting() == 1 })
         let cancelled = Task { try await queue.enqueue(BlockOperation { order.update { $0.append(99) } }) }
-        #expect(eventually { waiting() == 2 })
+        #expect(await eventuallyAsync { waiting() == 2 })
         let third = Task { try await queue.enqueue(BlockOperation { order.update { $0.append(3) } }) }
-        #expect(eventually { waiting() == 3 })
+        #expect(await eventuallyAsync { waiting() == 3 })
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         #expect(waiting() == 2)

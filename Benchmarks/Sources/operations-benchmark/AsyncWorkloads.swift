@@ -1,0 +1,209 @@
+import Foundation
+import Operations
+import class Operations.OperationQueue
+import Synchronization
+
+/// Runs `body` on the cooperative pool and blocks the calling thread until it returns
+/// (the benchmark's driver is synchronous top-level code).
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = Mutex<Swift.Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        let result: Swift.Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        box.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    return try box.withLock { $0! }.get()
+}
+
+/// Counts bodies in flight and the most seen at once.
+final class InFlight: Sendable {
+    private let state = Mutex((now: 0, most: 0))
+    func enter() { state.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+    func leave() { state.withLock { $0.now -= 1 } }
+    var most: Int { state.withLock { $0.most } }
+}
+
+/// The async rows: an operation queue as a concurrency limiter for async work, against
+/// the usual hand-written TaskGroup limiter and an unlimited TaskGroup.
+enum AsyncWorkloads {
+    static let limit = 4
+
+    /// The body every row runs: one suspension point, so that bodies really suspend.
+    @Sendable static func body(_ inFlight: InFlight) async -> Int {
+        inFlight.enter()
+        await Task.yield()
+        inFlight.leave()
+        return 1
+    }
+
+    /// N async closures through a queue with limit 4.
+    static func queueLimited(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let queue = Operations.OperationQueue()
+            queue.maxConcurrentOperationCount = limit
+            let inFlight = InFlight()
+            let start = now()
+            for _ in 0..<n { queue.addOperation { await body(inFlight) } }
+            await queue.waitUntilAllOperationsAreFinished()
+            let elapsed = now() - start
+            try check(inFlight.most <= limit, "queue limit 4: \(inFlight.most) bodies at once")
+            return elapsed
+        }
+    }
+
+    /// The same work as N synchronous BlockOperations through a queue with limit 4 (no
+    /// suspension point: the synchronous row the async one is compared with).
+    static func queueLimitedSynchronous(_ n: Int) throws -> UInt64 {
+        let queue = Operations.OperationQueue()
+        queue.maxConcurrentOperationCount = limit
+        let inFlight = InFlight()
+        let start = now()
+        for _ in 0..<n { queue.addOperation { inFlight.enter(); inFlight.leave() } }
+        queue.waitUntilAllOperationsAreFinished()
+        let elapsed = now() - start
+        try check(inFlight.most <= limit, "sync limit 4: \(inFlight.most) at once")
+        return elapsed
+    }
+
+    /// The usual workaround: a TaskGroup that starts a new child each time one finishes.
+    static func taskGroupLimiter(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let inFlight = InFlight()
+            let start = now()
+            let total = await withTaskGroup(of: Int.self) { group in
+                var started = 0, sum = 0
+                while started < min(limit, n) {
+                    group.addTask { await body(inFlight) }
+                    started += 1
+                }
+                while let value = await group.next() {
+                    sum += value
+                    if started < n {
+                        group.addTask { await body(inFlight) }
+                        started += 1
+                    }
+                }
+                return sum
+            }
+            let elapsed = now() - start
+            try check(total == n && inFlight.most <= limit, "TaskGroup limiter: \(total) of \(n), \(inFlight.most) at once")
+            return elapsed
+        }
+    }
+
+    /// A TaskGroup with no limit.
+    static func taskGroupUnlimited(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let inFlight = InFlight()
+            let start = now()
+            let total = await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<n { group.addTask { await body(inFlight) } }
+                return await group.reduce(0, +)
+            }
+            let elapsed = now() - start
+            try check(total == n, "TaskGroup: \(total) of \(n)")
+            return elapsed
+        }
+    }
+
+    /// N typed operations on a default queue, each value awaited in turn.
+    static func awaitValues(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let queue = Operations.OperationQueue()
+            let start = now()
+            let operations = (0..<n).map { index in ValueBlockOperation { index } }
+            queue.addOperations(operations, waitUntilFinished: false)
+            var sum = 0
+            for operation in operations { sum += try await operation.value }
+            let elapsed = now() - start
+            try check(sum == n * (n - 1) / 2, "await value: wrong sum \(sum)")
+            return elapsed
+        }
+    }
+
+    /// The same with tasks: N child tasks' values awaited in turn.
+    static func awaitTaskValues(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let start = now()
+            let tasks = (0..<n).map { index in Task { index } }
+            var sum = 0
+            for task in tasks { sum += await task.value }
+            let elapsed = now() - start
+            try check(sum == n * (n - 1) / 2, "await Task.value: wrong sum \(sum)")
+            return elapsed
+        }
+    }
+
+    /// A chain of N `then` stages (synchronous transforms), the last value awaited.
+    static func thenChain(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let queue = Operations.OperationQueue()
+            let start = now()
+            let first = ValueBlockOperation { 0 }
+            var operations: [ValueOperation<Int>] = [first]
+            operations.reserveCapacity(n)
+            for _ in 1..<n { operations.append(operations.last!.then { $0 + 1 }) }
+            queue.addOperations(operations, waitUntilFinished: false)
+            let last = try await operations.last!.value
+            let elapsed = now() - start
+            try check(last == n - 1, "then chain: \(last) at the end of \(n) stages")
+            return elapsed
+        }
+    }
+
+    /// Resident memory per suspended async operation: N bodies suspended on a gate at once
+    /// (default queue, no limit). Run in a child process.
+    static func suspendedMemory(_ n: Int) -> Double {
+        let gate = Mutex<[CheckedContinuation<Void, Never>]>([])
+        let entered = Mutex(0)
+        let before = residentBytes()
+        let queue = Operations.OperationQueue()
+        let operations = (0..<n).map { _ in
+            AsyncBlockOperation {
+                await withCheckedContinuation { continuation in
+                    gate.withLock { $0.append(continuation) }
+                    entered.withLock { $0 += 1 }
+                }
+            }
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        while entered.withLock({ $0 }) < n { usleep(1_000) }
+        let during = residentBytes()
+        for continuation in gate.withLock({ $0 }) { continuation.resume() }
+        queue.waitUntilAllOperationsAreFinished()
+        return Double(during - before) / Double(n)
+    }
+
+    /// The same for N suspended child tasks of a TaskGroup.
+    static func suspendedTaskMemory(_ n: Int) -> Double {
+        final class State: Sendable {
+            let gate = Mutex<[CheckedContinuation<Void, Never>]>([])
+            let entered = Mutex(0)
+            let measured = Mutex(0)
+        }
+        let state = State()
+        let before = residentBytes()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<n {
+                    group.addTask {
+                        await withCheckedContinuation { continuation in
+                            state.gate.withLock { $0.append(continuation) }
+                            state.entered.withLock { $0 += 1 }
+                        }
+                    }
+                }
+                while state.entered.withLock({ $0 }) < n { await Task.yield() }
+                state.measured.withLock { $0 = residentBytes() }
+                for continuation in state.gate.withLock({ $0 }) { continuation.resume() }
+            }
+            done.signal()
+        }
+        done.wait()
+        return Double(state.measured.withLock { $0 } - before) / Double(n)
+    }
+}
