@@ -44,6 +44,7 @@ enum AsyncWorkloads {
         try blocking {
             let queue = Operations.OperationQueue()
             queue.maxConcurrentOperationCount = limit
+            queue.qualityOfService = .default
             let inFlight = InFlight()
             let start = now()
             for _ in 0..<n { queue.addOperation { await body(inFlight) } }

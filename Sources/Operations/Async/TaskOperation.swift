@@ -40,8 +40,16 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         Misuse.fail("execute() called on \(_misuseName); a TaskOperation does its work in run()")
     }
 
+    /// Cancels it first when an input did not succeed (`then`, `combine`), then starts
+    /// the task. Final: starting must never block (queues start it on any thread).
+    public final override func start() {
+        super.start()
+    }
+
+    override var _startsWithoutBlocking: Bool { true }
+
     override func _runWork() {
-        let queue = OperationQueue._taskQueue ?? WorkerContext.current?.queue
+        let queue = _update { $0.queue }
         let onMain = queue === OperationQueue.main
         let priority = TaskPriority(_startQuality(queue: queue))
         let body: @Sendable () async -> Void = { [self] in

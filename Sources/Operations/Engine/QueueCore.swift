@@ -216,6 +216,23 @@ struct QueueCore {
         return (nil, nil, nil)
     }
 
+    /// Claims the next ready operation when it is one whose `start()` never blocks (see
+    /// `Operation._startsWithoutBlocking`) and the queue may start one now; nil otherwise
+    /// (a worker starts it). Skipped operations go to `skipped`, as in `nextOperation`.
+    mutating func nextOperation(startingWithoutBlocking skipped: inout [Operation]) -> Operation? {
+        guard !isSuspended, executing < executionLimit else { return nil }
+        while let operation = ready.peek(), operation._startsWithoutBlocking {
+            _ = ready.pop()
+            guard operation._update({ $0.claimForQueue() }) else {
+                skipped.append(operation)
+                continue
+            }
+            executing += 1
+            return operation
+        }
+        return nil
+    }
+
     /// With the default limit, operations may block (sleep, wait for I/O). While ready
     /// operations wait and every worker is busy, check again shortly; if no operation
     /// started meanwhile, the workers are blocked and one more is allowed.

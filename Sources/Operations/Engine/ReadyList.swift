@@ -55,6 +55,14 @@ struct ReadyList {
         return false
     }
 
+    /// The operation `pop()` would return, left in the list.
+    func peek() -> Operation? {
+        guard count > 0 else { return nil }
+        var level = 4
+        while levels[level].head == nil { level -= 1 }
+        return levels[level].head
+    }
+
     /// The oldest operation of the highest priority level.
     mutating func pop() -> Operation? {
         guard count > 0 else { return nil }

@@ -174,6 +174,10 @@ open class Operation: NSObject, @unchecked Sendable {
     /// once when it finished, whether its work ran or it was cancelled.
     func _releaseWork() {}
 
+    /// Whether `start()` only hands the work elsewhere and returns at once (an async
+    /// body's task): such an operation may be started on any thread, without a worker.
+    var _startsWithoutBlocking: Bool { false }
+
     /// Raises the work an operation runs outside the queue's workers (an asynchronous
     /// body's task) after an escalation (`_escalate(to:)`). Called without a lock held.
     func _escalateWork(to quality: QualityOfService) {}

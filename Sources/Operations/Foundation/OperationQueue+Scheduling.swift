@@ -23,12 +23,33 @@ extension OperationQueue {
             return
         }
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        let (waiters, wakeup) = core.withLock { state in
-            (state.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves), state.wakeup())
+        // An operation whose start() never blocks (an async body's task) frees its slot on
+        // the thread its body ended on: that thread starts the next such operation itself,
+        // instead of a hop to a worker and back.
+        let startsInline = releasesSlot && operation._startsWithoutBlocking
+        var skipped: [Operation] = []
+        let (waiters, wakeup, next) = core.withLock { state in
+            let waiters = state.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves)
+            let next = startsInline ? state.nextOperation(startingWithoutBlocking: &skipped) : nil
+            return (waiters, state.wakeup(), next)
         }
+        if !skipped.isEmpty { skipped.removeAll() }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
         _perform(wakeup)
         for waiter in waiters { waiter.wake() }
+        if let next { _startInline(next) }
+    }
+
+    /// Starts, on this thread, an operation claimed for a slot by `_operationFinished`.
+    private func _startInline(_ operation: Operation) {
+        guard _confirmReady(operation) else { return }
+        if hasEventHandlers.load(ordering: .relaxed) {
+            operation._update { state in
+                if case .dispatched = state.phase { self._record(.started, operation) }
+            }
+            _deliverEvents()
+        }
+        operation.start()
     }
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {

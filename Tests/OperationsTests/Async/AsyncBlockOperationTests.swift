@@ -289,3 +289,48 @@ struct AsyncBlockOperationTests {
         #expect(operation.isFinished)
     }
 }
+
+@Suite("Async bodies hand their slot on without a worker hop", .timeLimit(.minutes(1)))
+struct InlineStartTests {
+    @Test("after a body ends, a synchronous operation next in line still runs on a queue worker")
+    func synchronousNextRunsOnWorker() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let gate = AsyncGate()
+        let first = AsyncBlockOperation { await gate.wait() }
+        let sawQueue = Shared<Bool?>(nil)
+        let second = BlockOperation { sawQueue.update { $0 = OperationQueue.current === queue } }
+        let third = AsyncBlockOperation { OperationQueue.current === queue }
+        queue.addOperations([first, second, third], waitUntilFinished: false)
+        gate.open()
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(sawQueue() == true)
+        #expect(try! await third.value)
+    }
+
+    @Test("a chain of async bodies on a limit-1 queue runs one at a time, in order, with started events")
+    func asyncChainInline() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let meter = ConcurrencyMeter()
+        let order = Shared<[String]>([])
+        let started = Shared(0)
+        let subscription = queue.addEventHandler { event in
+            if case .started = event.kind { started.increment() }
+        }
+        defer { subscription.cancel() }
+        let operations = (0..<50).map { index in
+            AsyncBlockOperation {
+                meter.enter()
+                await Task.yield()
+                order.append("\(index)")
+                meter.leave()
+            }
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(meter.most == 1)
+        #expect(order() == (0..<50).map(String.init))
+        #expect(started() == 50)
+    }
+}
