@@ -46,8 +46,8 @@ struct BadInputTests {
         let missing = DownloadOperation(url: server.baseURL.appendingPathComponent("images/9999"))
         download.start()
         missing.start()
-        download.waitUntilFinished()
-        missing.waitUntilFinished()
+        await download.waitUntilFinished()
+        await missing.waitUntilFinished()
         #expect(download.image == nil)
         guard case .badResponse(_, let reason) = download.error as? TourError else {
             Issue.record("expected a bad response, got \(String(describing: download.error))")

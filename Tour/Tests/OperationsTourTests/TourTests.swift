@@ -106,6 +106,13 @@ struct TourChapterTests {
         #expect(result.numbers["slow cancelled request"] == 1)
         #expect(try #require(result.numbers["fast bytes"]) > 0)
         #expect(result.bars.contains { $0.outcome == .failed })
+        // The modern form: every image through download → then(sepia), the limit held while
+        // bodies were suspended, and a batch cancelled with the task that awaited it.
+        #expect(result.numbers["async images"] == 6)
+        let most = try #require(result.numbers["async most in flight"])
+        #expect(most >= 1 && most <= 4)
+        #expect(result.numbers["async slow cancelled"] == 1)
+        #expect(try #require(result.numbers["async cancelled"]) >= 1)
         try checkTimelineFiles(result)
     }
 

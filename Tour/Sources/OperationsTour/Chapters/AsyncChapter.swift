@@ -1,7 +1,8 @@
 import Operations
 
 /// 4. The classic asynchronous operation: a slow asynchronous addition, and a download
-/// wrapped as an operation that cancels its request when cancelled.
+/// wrapped as an operation that cancels its request when cancelled; then the modern form,
+/// async bodies bounded by a queue (`AsyncChapter+Tasks.swift`).
 public struct AsyncChapter: Chapter {
     public static let name = "async"
     public static let title = "async: asynchronous operations, and cancelling a download"
@@ -87,6 +88,7 @@ public struct AsyncChapter: Chapter {
         result.numbers["fast bytes"] = Double(fast.bytesReceived)
         let line2 = "image 0 arrived (\(fast.bytesReceived) bytes, \(fast.image.map { "\($0.width)×\($0.height)" } ?? "no image")); the slow one was cancelled after it and its request ended with \(slow.error.map { "\($0)" } ?? "no error")"
         notes.append(line2)
+        notes += try runWithTasks(in: context, server: server, timeline: timeline, result: &result)
         for note in notes { context.console.say("   " + note) }
         try context.writeTimeline(timeline, chapter: "4-async", notes: notes, into: &result)
         return result
