@@ -1,12 +1,12 @@
 // Back-pressure: a bound on a queue's unfinished operations that producers can wait on.
 
 extension OperationQueue {
-    /// The most unfinished operations (waiting or running) that ``enqueue(_:)`` lets the
+    /// The most unfinished operations (waiting or running) that ``enqueue(_:)->()`` lets the
     /// queue hold; nil (the default) for no bound.
     ///
-    /// A producer that adds with ``enqueue(_:)`` suspends while the queue is full, so a
+    /// A producer that adds with ``enqueue(_:)->()`` suspends while the queue is full, so a
     /// producer of a million items holds only `capacity` operations in memory. The
-    /// Foundation methods (``addOperation(_:)``, ``addOperations(_:waitUntilFinished:)``)
+    /// Foundation methods (``addOperation(_:)-(Operation)``, ``addOperations(_:waitUntilFinished:)``)
     /// never wait and ignore it, but what they add counts.
     /// - Important: A capacity below 1 is a programmer error.
     public var capacity: Int? {
@@ -35,7 +35,7 @@ extension OperationQueue {
     }
 
     /// Wraps an `async` closure in an ``AsyncBlockOperation`` and adds it as
-    /// ``enqueue(_:)`` does; returns the operation.
+    /// ``enqueue(_:)->()`` does; returns the operation.
     @discardableResult
     public func enqueue<Success: Sendable>(
         _ body: @escaping @Sendable @isolated(any) () async throws -> Success

@@ -3,7 +3,7 @@
 /// Subclass it and override ``execute()`` for synchronous work (or use
 /// ``ValueBlockOperation``); for `async` work use ``TaskOperation`` or
 /// ``AsyncBlockOperation``. Await the value with ``value``; pass it along dependencies with
-/// ``then(_:)-(Success)->Next`` and `combine(_:transform:)`.
+/// ``then(_:)->ValueBlockOperation<Next>`` and `combine(_:transform:)`.
 ///
 /// An operation made by `then` or `combine` is cancelled, without running, when one of its
 /// inputs failed or was cancelled, with the input's error as the reason
@@ -103,7 +103,7 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     /// `CancellationError` for a plain ``Operation/cancel()``.
     ///
     /// Cancelling the awaiting task throws `CancellationError` at once and does **not**
-    /// cancel the operation (others may await it); ``OperationQueue/perform(_:)`` does.
+    /// cancel the operation (others may await it); ``OperationQueue/perform(_:)-(ValueOperation<Success>)`` does.
     public var value: Success {
         get async throws {
             guard let outcome = await _outcome() else { throw CancellationError() }
