@@ -24,11 +24,19 @@ extension Operation {
         }
         let signal = AsyncSignal<Outcome?>()
         let hook = _onFinish { signal.resume(with: $0) }
-        _escalate(toPriorityOf: Task.currentPriority)
-        let outcome = await withTaskPriorityEscalationHandler {
-            await signal.value(orOnCancel: nil)
-        } onPriorityEscalated: { _, raised in
-            self._escalate(toPriorityOf: raised)
+        let outcome: Outcome?
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            // A waiter raised while it waits raises the operation too. Its priority is read
+            // once the handler is in place, so that no raise falls between the two.
+            outcome = await withTaskPriorityEscalationHandler {
+                self._escalate(toPriorityOf: Task.currentPriority)
+                return await signal.value(orOnCancel: nil)
+            } onPriorityEscalated: { _, raised in
+                self._escalate(toPriorityOf: raised)
+            }
+        } else {
+            _escalate(toPriorityOf: Task.currentPriority)
+            outcome = await signal.value(orOnCancel: nil)
         }
         if outcome == nil, let hook { _removeFinishHook(hook) }
         return outcome

@@ -95,6 +95,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     }
 
     override func _escalateWork(to quality: QualityOfService) {
+        guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else { return }
         task.withLock { $0 }?.escalatePriority(to: TaskPriority(quality))
     }
 
