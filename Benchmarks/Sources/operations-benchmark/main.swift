@@ -58,6 +58,16 @@ let workloads: [Workload] = [
 ]
 
 // Profile mode: run only this package's side of one workload, for perf or callgrind.
+let asyncProfiles: [String: (Int) throws -> UInt64] = [
+    "async-limit-4": AsyncWorkloads.queueLimited, "async-limiter": AsyncWorkloads.taskGroupLimiter,
+    "await-value": AsyncWorkloads.awaitValues, "then-chain": AsyncWorkloads.thenChain,
+]
+if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first, let run = asyncProfiles[name] {
+    for _ in 0..<rounds {
+        print("\(name): \(Double(try run(100_000)) / 100_000) ns per operation")
+    }
+    exit(0)
+}
 if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first {
     guard let workload = workloads.first(where: { $0.name == name }) else {
         print("unknown workload \(name)")

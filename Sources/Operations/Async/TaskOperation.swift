@@ -15,9 +15,8 @@
 /// - Inside the body, ``OperationQueue/current`` is the queue that started it, also after
 ///   a suspension point.
 ///
-/// - Note: `@unchecked Sendable`: the task is guarded by its lock.
+/// - Note: `@unchecked Sendable`: the task is in `storage`, under its lock.
 open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked Sendable {
-    private let task = Locked<Task<Void, Never>?>(nil)
 
     public override init() {
         super.init()
@@ -53,37 +52,35 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         let onMain = queue === OperationQueue.main
         let priority = TaskPriority(_startQuality(queue: queue))
         let body: @Sendable () async -> Void = { [self] in
-            let result: Result<Success, any Error>
             do {
-                result = .success(try await OperationQueue.$_taskQueue.withValue(queue) { try await self.run() })
+                _deliver(try await OperationQueue.$_taskQueue.withValue(queue) { try await self.run() })
             } catch {
-                result = .failure(error)
+                _recordFailure(error)
             }
-            _deliver(result)
             _finish(wasExecuting: true)
         }
-        // On the main queue, nonisolated code of the body runs on the main actor's queue too.
         let started: Task<Void, Never>
         if onMain {
+            // On the main queue, nonisolated code of the body runs on the main actor's queue too.
             started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority) { await body() }
         } else {
             started = Task(priority: priority) { await body() }
         }
         // A cancel that came before the task was stored did not see it.
-        let stored = task.withLock { task in
-            task = started
+        let cancelled = storage.withLock { storage in
+            storage.task = started
             return isCancelled
         }
-        if stored { started.cancel() }
+        if cancelled { started.cancel() }
     }
 
     /// The quality of service the body starts at: its own (or the escalated one), never
-    /// below its queue's.
-    /// As for the thread of a synchronous operation: its queue's when it has none.
+    /// below its queue's; its queue's when it has none (as for a synchronous operation's
+    /// thread).
     private func _startQuality(queue: OperationQueue?) -> QualityOfService {
         let own = _update { $0.threadQuality }
         guard let queue else { return own ?? .default }
-        let floor = queue.qualityOfService
+        let floor = queue._threadQuality
         guard let own else { return floor }
         return floor.rank > own.rank ? floor : own
     }
@@ -91,18 +88,12 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// Sets ``Operation/isCancelled`` and cancels the running task.
     open override func cancel() {
         super.cancel()
-        task.withLock { $0 }?.cancel()
+        storage.withLock { $0.task }?.cancel()
     }
 
     override func _escalateWork(to quality: QualityOfService) {
         guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else { return }
-        task.withLock { $0 }?.escalatePriority(to: TaskPriority(quality))
-    }
-
-    override func _releaseWork() {
-        // The finished task is dropped after the lock.
-        let finished = task.withLock { $0.take() }
-        _ = finished
+        storage.withLock { $0.task }?.escalatePriority(to: TaskPriority(quality))
     }
 }
 
@@ -117,32 +108,29 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
 ///
 /// Everything of ``TaskOperation`` applies; a `@MainActor` closure runs on the main actor.
 ///
-/// - Note: `@unchecked Sendable`: the closure is set in `init` and only taken under its lock.
+/// - Note: `@unchecked Sendable`: the closure is in `storage`, under its lock.
 open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unchecked Sendable {
-    private let body: Locked<(@Sendable @isolated(any) () async throws -> Success)?>
-
     /// Creates an operation whose value is what `body` returns.
     public init(_ body: @escaping @Sendable @isolated(any) () async throws -> Success) {
-        self.body = Locked(body)
         super.init()
+        storage.withLock { $0.work = .asynchronous { try await body() } }
     }
 
     init(inputs: [Operation], body: @escaping @Sendable @isolated(any) () async throws -> Success) {
-        self.body = Locked(body)
         super.init(inputs: inputs)
+        storage.withLock { $0.work = .asynchronous { try await body() } }
     }
 
     open override func run() async throws -> Success {
-        guard let body = body.withLock({ $0.take() }) else {
+        let work = storage.withLock { storage in
+            defer { storage.work = .none }
+            return storage.work
+        }
+        guard case .asynchronous(let body) = work else {
             preconditionFailure("Operations: the body of \(_misuseName) ran twice")
         }
-        return try await body()
-    }
-
-    override func _releaseWork() {
-        super._releaseWork()
-        let body = body.withLock { $0.take() }
-        _ = body
+        // The closure returns a `Success`, boxed.
+        return try await body() as! Success
     }
 }
 

@@ -10,10 +10,10 @@
 /// (``Operation/Outcome/cancelled(reason:)``), so an error travels down a chain. A plain
 /// ``Operation/addDependency(_:)`` keeps Foundation's behaviour: the dependent runs anyway.
 ///
-/// - Note: `@unchecked Sendable`: the result is guarded by its lock; `_inputs` never
-///   changes after `init`.
+/// - Note: `@unchecked Sendable`: the work, task and value are guarded by `storage`'s lock;
+///   `_inputs` never changes after `init`.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
-    private let storedResult = Locked<Result<Success, any Error>?>(nil)
+    let storage = Locked(ValueStorage())
     /// The operations whose values this one takes (`then`, `combine`).
     let _inputs: [Operation]
 
@@ -48,18 +48,33 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     }
 
     func _runWork() {
-        _deliver(Result { try execute() })
+        do {
+            _deliver(try execute())
+        } catch {
+            _recordFailure(error)
+        }
     }
 
-    /// Stores the result of the work and reports a failure to the engine.
-    final func _deliver(_ result: Result<Success, any Error>) {
-        if case .failure(let error) = result { _recordFailure(error) }
+    /// Stores the value the work returned.
+    final func _deliver(_ value: any Sendable) {
         // Replaced outside the lock (a value's deinit is user code).
-        let previous = storedResult.withLock { stored in
-            defer { stored = result }
-            return stored
+        let previous = storage.withLock { storage in
+            defer { storage.value = value }
+            return storage.value
         }
         _ = previous
+    }
+
+    /// Releases the work and the finished task (after the lock: their deinits are user code).
+    override func _releaseWork() {
+        let released = storage.withLock { storage in
+            defer {
+                storage.work = .none
+                storage.task = nil
+            }
+            return (storage.work, storage.task)
+        }
+        _ = released
     }
 
     /// nil when every input succeeded (or there are none); otherwise the first failing
@@ -85,14 +100,21 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     }
 
     private func _result(for outcome: Outcome) -> Result<Success, any Error> {
+        Result { try _value(for: outcome) }
+    }
+
+    /// The value for a finished operation's outcome, or the error it ended with.
+    private func _value(for outcome: Outcome) throws -> Success {
         switch outcome {
         case .succeeded:
-            if let stored = storedResult.withLock({ $0 }), case .success = stored { return stored }
-            return .failure(MissingValueError(operation: _misuseName))
+            guard let value = storage.withLock({ $0.value }) as? Success else {
+                throw MissingValueError(operation: _misuseName)
+            }
+            return value
         case .failed(let error):
-            return .failure(error)
+            throw error
         case .cancelled(let reason):
-            return .failure(reason ?? CancellationError())
+            throw reason ?? CancellationError()
         }
     }
 
@@ -107,17 +129,17 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     public var value: Success {
         get async throws {
             guard let outcome = await _outcome() else { throw CancellationError() }
-            return try _result(for: outcome).get()
+            return try _value(for: outcome)
         }
     }
 
     /// The value of a finished operation that succeeded, for the operations that take it
     /// as input (they start only after it finished).
     final func _inputValue() throws -> Success {
-        guard let result else {
+        guard let outcome else {
             preconditionFailure("Operations: \(_misuseName) is read as an input before it finished")
         }
-        return try result.get()
+        return try _value(for: outcome)
     }
 }
 
@@ -133,30 +155,28 @@ public struct MissingValueError: Error, CustomStringConvertible {
 /// A ``ValueOperation`` that runs a closure on the calling thread: the typed counterpart of
 /// ``BlockOperation``, for CPU work in a chain.
 ///
-/// - Note: `@unchecked Sendable`: the closure is set in `init` and only taken under its lock.
+/// - Note: `@unchecked Sendable`: the closure is in `storage`, under its lock.
 open class ValueBlockOperation<Success: Sendable>: ValueOperation<Success>, @unchecked Sendable {
-    private let body: Locked<(@Sendable () throws -> Success)?>
-
     /// Creates an operation whose value is what `body` returns.
     public init(_ body: @escaping @Sendable () throws -> Success) {
-        self.body = Locked(body)
         super.init()
+        storage.withLock { $0.work = .synchronous(body) }
     }
 
     init(inputs: [Operation], body: @escaping @Sendable () throws -> Success) {
-        self.body = Locked(body)
         super.init(inputs: inputs)
+        storage.withLock { $0.work = .synchronous(body) }
     }
 
     open override func execute() throws -> Success {
-        guard let body = body.withLock({ $0.take() }) else {
+        let work = storage.withLock { storage in
+            defer { storage.work = .none }
+            return storage.work
+        }
+        guard case .synchronous(let body) = work else {
             preconditionFailure("Operations: the body of \(_misuseName) ran twice")
         }
-        return try body()
-    }
-
-    override func _releaseWork() {
-        let body = body.withLock { $0.take() }
-        _ = body
+        // The closure returns a `Success`, boxed.
+        return try body() as! Success
     }
 }

@@ -104,7 +104,7 @@ extension OperationQueue {
 
     /// The queue's quality of service, for the threads that run its operations (read
     /// without the lock on every start).
-    private var _threadQuality: QualityOfService {
+    var _threadQuality: QualityOfService {
         QualityOfService(rawValue: _threadQualityRawValue.load(ordering: .relaxed)) ?? .default
     }
 
