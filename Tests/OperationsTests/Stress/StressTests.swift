@@ -116,6 +116,34 @@ final class StressOperation: Operation, @unchecked Sendable {
     }
 }
 
+/// An operation with an `async` body: holds its queue slot while suspended, so the
+/// ledger's limit check covers it; a cancelled body throws `CancellationError`.
+final class StressTaskOperation: TaskOperation<Int>, @unchecked Sendable {
+    let id: Int, queueIndex: Int, limit: Int?, suspensions: Int
+    let ledger: StressLedger
+
+    init(id: Int, queueIndex: Int, limit: Int?, suspensions: Int, ledger: StressLedger) {
+        self.id = id
+        self.queueIndex = queueIndex
+        self.limit = limit
+        self.suspensions = suspensions
+        self.ledger = ledger
+        super.init()
+    }
+
+    override func run() async throws -> Int {
+        ledger.workStarted(id, queue: queueIndex, limit: limit)
+        defer { ledger.workEnded(queue: queueIndex) }
+        for dependency in dependencies where !dependency.isFinished {
+            ledger.fail("async operation \(id) started before a dependency finished")
+        }
+        if OperationQueue.current == nil { ledger.fail("async operation \(id): no current queue in its body") }
+        for _ in 0..<suspensions { await Task.yield() }
+        try Task.checkCancellation()
+        return id
+    }
+}
+
 /// The classic asynchronous subclass, finishing on another thread or inside `start()`.
 final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     let id: Int, queueIndex: Int, limit: Int?, finishInline: Bool
@@ -284,6 +312,9 @@ struct StressRound {
                 }
                 operation = StressAsyncOperation(
                     id: id, queueIndex: queueIndex, limit: limit, finishInline: Bool.random(using: &random), ledger: ledger)
+            case 3:
+                operation = StressTaskOperation(
+                    id: id, queueIndex: queueIndex, limit: limit, suspensions: Int.random(in: 0...3, using: &random), ledger: ledger)
             case 2:
                 let gate = StressGatedOperation(id: id, ledger: ledger)
                 gated.append(gate)
