@@ -134,3 +134,25 @@ struct MainActorAndEscalationTests {
         #expect(try await waiter.value == 1)
     }
 }
+
+@Suite("The main queue starts async operations on the main queue", .timeLimit(.minutes(1)))
+struct MainQueueStartTests {
+    @Test("a second async operation on OperationQueue.main is started (isExecuting announced) on the main queue")
+    func startedOnMainQueue() async throws {
+        DispatchQueue.main.setSpecific(key: mainQueueStartKey, value: 1)
+        let first = AsyncBlockOperation { await Task.yield() }
+        let second = AsyncBlockOperation { }
+        let startedOnMain = Shared<[Bool]>([])
+        let observation = second.observe(\.isExecuting, options: [.new]) { _, change in
+            if change.newValue == true {
+                startedOnMain.update { $0.append(DispatchQueue.getSpecific(key: mainQueueStartKey) == 1) }
+            }
+        }
+        OperationQueue.main.addOperations([first, second], waitUntilFinished: false)
+        await second.waitUntilFinished()
+        #expect(startedOnMain() == [true])
+        _ = observation
+    }
+}
+
+private let mainQueueStartKey = DispatchSpecificKey<Int>()
