@@ -1,10 +1,10 @@
 // Back-pressure: a bound on a queue's unfinished operations that producers can wait on.
 
 extension OperationQueue {
-    /// The most unfinished operations (waiting or running) that ``enqueue(_:)->()`` lets the
+    /// The most unfinished operations (waiting or running) that ``enqueue(_:)->Added`` lets the
     /// queue hold; nil (the default) for no bound.
     ///
-    /// A producer that adds with ``enqueue(_:)->()`` suspends while the queue is full, so a
+    /// A producer that adds with ``enqueue(_:)->Added`` suspends while the queue is full, so a
     /// producer of a million items holds only `capacity` operations in memory. The
     /// Foundation methods (``addOperation(_:)-(Operation)``, ``addOperations(_:waitUntilFinished:)``)
     /// never wait and ignore it, but what they add counts.
@@ -27,15 +27,18 @@ extension OperationQueue {
     /// suspending the caller meanwhile (at once when there is no bound). Producers waiting
     /// for room add in the order they came.
     ///
+    /// Returns the operation, for chaining (`try await queue.enqueue(op).value`).
     /// - Throws: `CancellationError` when the calling task is cancelled while it waits; the
     ///   operation was not added then.
-    public func enqueue(_ operation: Operation) async throws {
+    @discardableResult
+    public func enqueue<Added: Operation>(_ operation: Added) async throws -> Added {
         try await _waitForPlace()
         _add(CollectionOfOne(operation), usingReservedPlace: true)
+        return operation
     }
 
     /// Wraps an `async` closure in an ``AsyncBlockOperation`` and adds it as
-    /// ``enqueue(_:)->()`` does; returns the operation.
+    /// ``enqueue(_:)->Added`` does; returns the operation.
     @discardableResult
     public func enqueue<Success: Sendable>(
         _ body: @escaping @Sendable @isolated(any) () async throws -> Success

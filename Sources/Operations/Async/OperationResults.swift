@@ -8,12 +8,17 @@
 /// ```
 ///
 /// Iteration throws the error of the first operation (in finishing order) that fails or
-/// is cancelled (see ``ValueOperation/value``), and ends after the last value.
+/// is cancelled (see ``ValueOperation/value``), and ends after the last value. When the
+/// iterating task is cancelled it throws `CancellationError`, so a loop cut short never
+/// reads as a complete batch.
 ///
 /// Made by ``OperationQueue/results(adding:)``, the sequence owns the batch: leaving the
 /// loop early (a `break`, a thrown error) or cancelling the iterating task cancels the
 /// operations that have not finished. Made by ``init(_:)`` over operations added elsewhere,
 /// it only watches them.
+///
+/// - Note: In top-level code (`main.swift`) a loop's iterator lives until the program ends,
+///   so a `break` there does not count as leaving: cancel the operations yourself.
 public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
     public typealias Element = Success
     public typealias Failure = any Error
@@ -35,40 +40,66 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator {
         // Bounded by the batch: every operation yields at most one element.
         let (stream, continuation) = AsyncThrowingStream<Success, any Error>.makeStream()
-        let remaining = Locked(operations.count)
+        let batch = Batch(remaining: operations.count)
         if operations.isEmpty { continuation.finish() }
+        var hooks: [(Operation, UInt64)] = []
         for operation in operations {
-            operation._onFinish { [continuation] _ in
+            let hook = operation._onFinish { [continuation] _ in
                 switch operation.result! {
                 case .success(let value): continuation.yield(value)
                 case .failure(let error): continuation.finish(throwing: error)
                 }
-                let left = remaining.withLock { count in
+                if batch.remaining.withLock({ count in
                     count -= 1
                     return count
+                }) == 0 {
+                    continuation.finish()
                 }
-                if left == 0 { continuation.finish() }
             }
+            if let hook { hooks.append((operation, hook)) }
         }
-        if cancelsOnExit {
-            let operations = operations
-            continuation.onTermination = { _ in
+        let operations = operations, cancelsOnExit = cancelsOnExit, hooked = hooks
+        continuation.onTermination = { _ in
+            // The loop is over (left, cancelled, or done): nothing more is wanted from the
+            // operations that have not finished. Their hooks go, so that an operation that
+            // never runs does not keep the stream alive.
+            for (operation, hook) in hooked { operation._removeFinishHook(hook) }
+            if cancelsOnExit {
                 for operation in operations where !operation.isFinished { operation.cancel() }
             }
         }
-        return AsyncIterator(base: stream.makeAsyncIterator())
+        return AsyncIterator(base: stream.makeAsyncIterator(), batch: batch)
+    }
+
+    /// How many operations of the batch have not delivered yet.
+    final class Batch: Sendable {
+        let remaining: Locked<Int>
+
+        init(remaining: Int) {
+            self.remaining = Locked(remaining)
+        }
     }
 
     /// Yields the next value in finishing order.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<Success, any Error>.AsyncIterator
+        let batch: Batch
 
         public mutating func next() async throws -> Success? {
-            try await base.next()
+            guard let value = try await base.next() else { return try end() }
+            return value
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> Success? {
-            try await base.next(isolation: actor)
+            guard let value = try await base.next(isolation: actor) else { return try end() }
+            return value
+        }
+
+        /// The stream ended: complete, or cut short by the iterating task's cancellation,
+        /// which must not read as a complete batch.
+        private func end() throws -> Success? {
+            if batch.remaining.withLock({ $0 }) > 0 { throw CancellationError() }
+            return nil
         }
     }
 }

@@ -59,17 +59,20 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             }
             _finish(wasExecuting: true)
         }
-        let started: Task<Void, Never>
-        if onMain {
-            // On the main queue, nonisolated code of the body runs on the main actor's queue too.
-            started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority) { await body() }
-        } else {
-            started = Task(priority: priority) { await body() }
-        }
-        // A cancel that came before the task was stored did not see it.
-        let cancelled = storage.withLock { storage in
+        // Created under the lock that `_releaseWork` takes at the finish: the handle is
+        // stored before the body can finish, so the finish always drops it. (Creating a
+        // task runs no user code.) A cancel that came before the task was stored did not
+        // see it: it is cancelled here.
+        let (started, cancelled) = storage.withLock { storage -> (Task<Void, Never>, Bool) in
+            let started: Task<Void, Never>
+            if onMain {
+                // On the main queue, nonisolated code of the body runs on the main actor's queue too.
+                started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority) { await body() }
+            } else {
+                started = Task(priority: priority) { await body() }
+            }
             storage.task = started
-            return isCancelled
+            return (started, isCancelled)
         }
         if cancelled { started.cancel() }
     }

@@ -219,8 +219,9 @@ struct QueueCore {
     /// Claims the next ready operation when it is one whose `start()` never blocks (see
     /// `Operation._startsWithoutBlocking`) and the queue may start one now; nil otherwise
     /// (a worker starts it). Skipped operations go to `skipped`, as in `nextOperation`.
+    /// Not with an underlying queue: its operations start there, as its owner asked.
     mutating func nextOperation(startingWithoutBlocking skipped: inout [Operation]) -> Operation? {
-        guard !isSuspended, executing < executionLimit else { return nil }
+        guard underlyingQueue == nil, !isSuspended, executing < executionLimit else { return nil }
         while let operation = ready.peek(), operation._startsWithoutBlocking {
             _ = ready.pop()
             guard operation._update({ $0.claimForQueue() }) else {

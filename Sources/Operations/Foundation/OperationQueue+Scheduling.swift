@@ -41,7 +41,40 @@ extension OperationQueue {
     }
 
     /// Starts, on this thread, an operation claimed for a slot by `_operationFinished`.
+    ///
+    /// Such a start may finish at once (a cancelled operation, or one whose input failed),
+    /// and that finish claims the next one: started from inside the first, a chain of them
+    /// would nest one stack frame group per operation. So only the outermost start on a
+    /// thread runs; nested ones are handed to its loop.
     private func _startInline(_ operation: Operation) {
+        if let outer = OperationQueue._inlineStarts.value {
+            Unmanaged<InlineStarts>.fromOpaque(outer).takeUnretainedValue().pending.append((self, operation))
+            return
+        }
+        let starts = InlineStarts()
+        OperationQueue._inlineStarts.set(Unmanaged.passUnretained(starts).toOpaque())
+        defer { OperationQueue._inlineStarts.set(nil) }
+        var next: (OperationQueue, Operation)? = (self, operation)
+        var index = 0
+        while let (queue, operation) = next {
+            queue._startClaimed(operation)
+            if index < starts.pending.count {
+                next = starts.pending[index]
+                index += 1
+            } else {
+                next = nil
+            }
+            // Started ones are let go as the loop goes (a chain can be long).
+            if index == starts.pending.count {
+                starts.pending.removeAll(keepingCapacity: true)
+                index = 0
+            }
+        }
+    }
+
+    /// Starts a claimed operation on this thread, as its queue's worker would: confirms
+    /// `isReady`, records the started event, and runs `start()` with the queue current.
+    private func _startClaimed(_ operation: Operation) {
         guard _confirmReady(operation) else { return }
         if hasEventHandlers.load(ordering: .relaxed) {
             operation._update { state in
@@ -49,8 +82,11 @@ extension OperationQueue {
             }
             _deliverEvents()
         }
-        operation.start()
+        OperationQueue.$_taskQueue.withValue(self) { operation.start() }
     }
+
+    /// The inline starts waiting for the outermost one on this thread (`_startInline`).
+    static let _inlineStarts = ThreadLocalPointer()
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
         for (slot, lane) in wakeup.workers {
@@ -172,4 +208,10 @@ extension OperationQueue {
         progress._incrementCompletedUnitCount(by: 1)
         #endif
     }
+}
+
+/// Operations claimed for inline starts while one was already running on this thread.
+/// - Note: `@unchecked Sendable`: only the thread that made it touches it.
+final class InlineStarts: @unchecked Sendable {
+    var pending: [(OperationQueue, Operation)] = []
 }
