@@ -10,22 +10,34 @@
 /// (``Operation/Outcome/cancelled(reason:)``), so an error travels down a chain. A plain
 /// ``Operation/addDependency(_:)`` keeps Foundation's behaviour: the dependent runs anyway.
 ///
-/// - Note: `@unchecked Sendable`: the work, task and value are guarded by `storage`'s lock;
-///   `_inputs` never changes after `init`.
+/// - Note: `@unchecked Sendable`: the work, inputs, task and value are guarded by
+///   `storage`'s lock.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     let storage = Locked(ValueStorage())
-    /// The operations whose values this one takes (`then`, `combine`).
-    let _inputs: [Operation]
 
     public override init() {
-        _inputs = []
         super.init()
     }
 
     init(inputs: [Operation]) {
-        _inputs = inputs
         super.init()
+        storage.withLock { $0.inputs = inputs }
         for input in inputs { addDependency(input) }
+    }
+
+    deinit {
+        // The inputs and the closure that reads them hold the operations before this one:
+        // released like dependencies, iteratively (a long chain never run would recurse).
+        let (work, inputs) = storage.withLock { storage in
+            defer {
+                storage.work = .none
+                storage.inputs = []
+            }
+            return (storage.work, storage.inputs)
+        }
+        if !inputs.isEmpty { ReleasePool.release(inputs) }
+        if case .none = work { return }
+        ReleasePool.release(other: work)
     }
 
     /// The work: returns the value, or throws to fail the operation with that error.
@@ -71,8 +83,9 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
             defer {
                 storage.work = .none
                 storage.task = nil
+                storage.inputs = []
             }
-            return (storage.work, storage.task)
+            return (storage.work, storage.task, storage.inputs)
         }
         _ = released
     }
@@ -80,7 +93,7 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     /// nil when every input succeeded (or there are none); otherwise the first failing
     /// input's error (`.some(nil)` for a cancellation without a reason).
     private func _inputFailure() -> (any Error)?? {
-        for input in _inputs {
+        for input in storage.withLock({ $0.inputs }) {
             switch input.outcome {
             case .failed(let error)?: return .some(error)
             case .cancelled(let reason)?: return .some(reason)

@@ -15,6 +15,8 @@ struct ValueStorage {
     }
 
     var work: Work = .none
+    /// The operations whose values the work takes (`then`, `combine`), until it finishes.
+    var inputs: [Operation] = []
     /// The task running an `async` body, until the operation finishes.
     var task: Task<Void, Never>?
     /// The value the work returned (its failure goes to the engine as the outcome).

@@ -1,6 +1,7 @@
 /// Releases the operations a dying operation held, iteratively.
 ///
-/// An operation holds its dependencies. Dropping
+/// An operation holds its dependencies (and a typed operation its inputs and the closure
+/// that reads them). Dropping
 /// the last reference to the end of a long chain would otherwise release the chain
 /// recursively, one stack frame per operation, and overflow the stack. The outermost
 /// `deinit` on a thread drains a per-thread list; nested ones only append to it.
@@ -10,6 +11,8 @@ enum ReleasePool {
     ///   slot points at it.
     private final class Pending: @unchecked Sendable {
         var arrays: [[Operation]] = []
+        /// Anything else that may hold operations (a closure's captures).
+        var others: [Any] = []
     }
 
     private static let current = ThreadLocalPointer()
@@ -22,9 +25,31 @@ enum ReleasePool {
         }
         let pending = Pending()
         pending.arrays.append(consume operations)
+        drain(pending)
+    }
+
+    /// Releases a value that may hold operations (a closure), the same way.
+    static func release(other value: consuming Any) {
+        if let pointer = current.value {
+            let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
+            pending.others.append(consume value)
+            return
+        }
+        let pending = Pending()
+        pending.others.append(consume value)
+        drain(pending)
+    }
+
+    private static func drain(_ pending: Pending) {
         current.set(Unmanaged.passUnretained(pending).toOpaque())
-        while let next = pending.arrays.popLast() {
-            _ = consume next
+        while true {
+            if let next = pending.arrays.popLast() {
+                _ = consume next
+            } else if let next = pending.others.popLast() {
+                _ = consume next
+            } else {
+                break
+            }
         }
         current.set(nil)
         withExtendedLifetime(pending) {}

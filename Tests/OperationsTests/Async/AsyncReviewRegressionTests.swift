@@ -24,6 +24,17 @@ struct AsyncReviewRegressionTests {
         }
     }
 
+    @Test("a 200,000-stage then chain that never ran is released without recursion")
+    func abandonedChainReleased() async {
+        // Each stage holds its input (for its value) besides listing it as a dependency:
+        // dropping the last stage released the chain one nested deinit per stage.
+        await #expect(processExitsWith: .success) {
+            var last: ValueOperation<Int> = ValueBlockOperation { 0 }
+            for _ in 0..<200_000 { last = last.then { $0 + 1 } }
+            _ = consume last
+        }
+    }
+
     @Test("cancelling 50,000 queued async operations behind running bodies does not overflow the stack")
     func cancelLargeBatch() async {
         await #expect(processExitsWith: .success) {
