@@ -56,7 +56,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     open func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
         _add(ops, call: "addOperations")
         if wait {
-            for operation in ops { operation.waitUntilFinished() }
+            var report = StallReport(call: "addOperations(_:waitUntilFinished: true) on \(_misuseName)")
+            for (index, operation) in ops.enumerated() {
+                operation._waitUntilFinished(report: &report) { ops[index...].filter { !$0.isFinished } }
+            }
         }
     }
 
@@ -175,6 +178,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Blocks until the queue has no operations, including operations added while waiting
     /// and asynchronous ones, and their completion blocks have run.
+    ///
+    /// When the operations cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
+    /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilAllOperationsAreFinished() {
         let semaphore: DispatchSemaphore? = core.withLock { state in
             guard state.members.count > 0 else { return nil }
@@ -182,7 +188,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             state.waiters.append(semaphore)
             return semaphore
         }
-        semaphore?.wait()
+        guard let semaphore else { return }
+        var report = StallReport(call: "waitUntilAllOperationsAreFinished() on \(_misuseName)")
+        report.wait(on: semaphore) { operations }
     }
 
     /// Changes the state under the lock, announcing `key` around it, and starts workers
