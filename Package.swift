@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "Operations", targets: ["Operations"]),
         // For XCTest files: one import instead of XCTest + Operations + scoped imports.
         .library(name: "OperationsXCTest", targets: ["OperationsXCTest"]),
+        // Recordings of queues: HTML timelines, Perfetto traces, dependency graphs.
+        .library(name: "OperationsRecording", targets: ["OperationsRecording"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -21,8 +23,10 @@ let package = Package(
     targets: [
         .target(name: "Operations"),
         .target(name: "OperationsXCTest", dependencies: ["Operations"]),
+        .target(name: "OperationsRecording", dependencies: ["Operations"]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
+        .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
     ],
     swiftLanguageModes: [.v6]
 )
