@@ -10,8 +10,9 @@ import Operations
 /// try recording.html().write(to: url, atomically: true, encoding: .utf8)
 /// ```
 ///
-/// It listens with ``OperationQueue/addEventHandler(_:)``: the queues never wait for it
-/// beyond a short lock per event. Operations are kept alive until ``stop()``.
+/// It listens with ``OperationQueue/addEventHandler(_:)`` and does little per event (a
+/// time, under a short lock); names and dependencies are read at ``stop()``. Operations are
+/// kept alive until then.
 public final class OperationRecorder: Sendable {
     /// Names the row an operation is drawn in when a timeline groups operations: by default
     /// its name with every number replaced by `#` ("image 3: sepia" → "image #: sepia").
@@ -36,18 +37,11 @@ public final class OperationRecorder: Sendable {
     /// Records the events of `queue` from now on, until ``stop()``.
     public func record(_ queue: OperationQueue) {
         let queueName = queue.name ?? "queue"
-        let grouping = grouping
         let index = state.addQueue(queue, name: queueName)
         let subscription = queue.addEventHandler { [state] event in
-            switch event.kind {
-            case .enqueued:
-                // Read before the recorder's lock: the getters may be user code.
-                let operation = event.operation
-                let name = operation.name
-                let dependencies = operation.dependencies
-                state.enqueued(operation, name: name, queue: index, queueName: queueName, dependencies: dependencies,
-                               time: event.time, grouping: grouping)
-            default:
+            if case .enqueued = event.kind {
+                state.enqueued(event.operation, queue: index, queueName: queueName, time: event.time)
+            } else {
                 state.record(event)
             }
         }
@@ -56,6 +50,6 @@ public final class OperationRecorder: Sendable {
 
     /// Stops recording and returns what was recorded. Later calls return an empty recording.
     public func stop() -> Recording {
-        state.stop(title: title)
+        state.stop(title: title, grouping: grouping)
     }
 }

@@ -15,7 +15,6 @@ final class RecorderState: Sendable {
         var index: [ObjectIdentifier: Int] = [:]
         var queues: [(queue: OperationQueue, name: String)] = []
         var subscriptions: [OperationEventSubscription] = []
-        var unnamed: [String: Int] = [:]
         var isStopped = false
         var end: UInt64 = 0
     }
@@ -45,26 +44,16 @@ final class RecorderState: Sendable {
 
     private func time(_ eventTime: UInt64) -> UInt64 { eventTime > origin ? eventTime - origin : 0 }
 
-    func enqueued(_ operation: Operation, name: String?, queue: Int, queueName: String, dependencies: [Operation],
-                  time eventTime: UInt64, grouping: OperationRecorder.Grouping) {
+    /// An operation was added: only its time and identity are taken here (the queue's
+    /// thread waits for this handler); its name and dependencies are read at ``stop(title:grouping:)``.
+    func enqueued(_ operation: Operation, queue: Int, queueName: String, time eventTime: UInt64) {
         let time = time(eventTime)
-        let typeName = "\(type(of: operation))"
-        let group = grouping(name ?? typeName, queueName)
-        let dependencyIdentities = dependencies.map(ObjectIdentifier.init)
         state.withLock { state in
             guard !state.isStopped else { return }
             let id = state.entries.count
-            let displayName: String
-            if let name {
-                displayName = name
-            } else {
-                let number = state.unnamed[typeName, default: 0]
-                state.unnamed[typeName] = number + 1
-                displayName = "\(typeName) \(number + 1)"
-            }
             let recorded = Recording.Operation(
-                id: id, name: displayName, queue: queueName, queueIndex: queue, group: group, enqueued: time, started: nil, finished: nil,
-                cancelled: nil, outcome: .unfinished, dependencies: dependencyIdentities.compactMap { state.index[$0] })
+                id: id, name: "", queue: queueName, queueIndex: queue, group: "", enqueued: time, started: nil, finished: nil,
+                cancelled: nil, outcome: .unfinished, dependencies: [])
             state.index[ObjectIdentifier(operation)] = id
             state.entries.append(Entry(operation: operation, recorded: recorded))
             state.end = max(state.end, time)
@@ -73,8 +62,6 @@ final class RecorderState: Sendable {
 
     func record(_ event: OperationEvent) {
         let time = time(event.time)
-        // The outcome is decided by the time the finished event is delivered.
-        let outcome: Recording.Outcome? = if case .finished = event.kind { Self.outcome(of: event.operation) } else { nil }
         state.withLock { state in
             guard !state.isStopped, let id = state.index[ObjectIdentifier(event.operation)] else { return }
             state.end = max(state.end, time)
@@ -84,7 +71,6 @@ final class RecorderState: Sendable {
             case .cancelled: state.entries[id].recorded.cancelled = time
             case .finished:
                 state.entries[id].recorded.finished = time
-                state.entries[id].recorded.outcome = outcome ?? .unfinished
             }
         }
     }
@@ -98,7 +84,7 @@ final class RecorderState: Sendable {
         }
     }
 
-    func stop(title: String) -> Recording {
+    func stop(title: String, grouping: OperationRecorder.Grouping) -> Recording {
         let (entries, queues, subscriptions, end) = state.withLock { state in
             defer {
                 state.isStopped = true
@@ -110,14 +96,30 @@ final class RecorderState: Sendable {
             return (state.entries, state.queues, state.subscriptions, state.end)
         }
         for subscription in subscriptions { subscription.cancel() }
-        // Dependencies added after an operation was enqueued (or to operations enqueued
-        // before their dependencies) are read again now, with no lock held.
+        // Names, groups and dependencies are read now, with no lock held (the getters may
+        // be user code), from the operations kept alive until here.
         var index: [ObjectIdentifier: Int] = [:]
         for entry in entries { index[ObjectIdentifier(entry.operation)] = entry.recorded.id }
-        var operations = entries.map(\.recorded)
-        for entry in entries {
-            let now = entry.operation.dependencies.compactMap { index[ObjectIdentifier($0)] }
-            operations[entry.recorded.id].dependencies = now.isEmpty ? operations[entry.recorded.id].dependencies : now
+        var unnamed: [String: Int] = [:]
+        var groups: [String: String] = [:]
+        let operations = entries.map { entry -> Recording.Operation in
+            var recorded = entry.recorded
+            let name: String
+            if let given = entry.operation.name {
+                name = given
+            } else {
+                let type = "\(type(of: entry.operation))"
+                unnamed[type, default: 0] += 1
+                name = "\(type) \(unnamed[type]!)"
+            }
+            let key = name + "\u{0}" + recorded.queue
+            let group = groups[key] ?? grouping(name, recorded.queue)
+            groups[key] = group
+            recorded.name = name
+            recorded.group = group
+            recorded.dependencies = entry.operation.dependencies.compactMap { index[ObjectIdentifier($0)] }
+            if recorded.finished != nil { recorded.outcome = Self.outcome(of: entry.operation) ?? .unfinished }
+            return recorded
         }
         let recordedQueues = queues.enumerated().map { index, entry in
             Recording.Queue(

@@ -63,7 +63,7 @@ extension Recording {
             p.setAttribute('transform','translate('+x(+p.dataset.t0)+' '+m[1]+')');});
           svg.querySelectorAll('text.label').forEach(t=>{
             const x0=x(+t.dataset.t0),x1=Math.max(x(+t.dataset.t1),x0+2),w=t.getComputedTextLength();
-            if(w+8<=x1-x0){t.setAttribute('x',x0+4);t.setAttribute('text-anchor','start');t.setAttribute('fill','#fff');}
+            if(t.dataset.inside==='true'&&w+8<=x1-x0){t.setAttribute('x',x0+4);t.setAttribute('text-anchor','start');t.setAttribute('fill','#fff');}
             else if(x1+4+w<=width-right){t.setAttribute('x',x1+4);t.setAttribute('text-anchor','start');t.setAttribute('fill','#222');}
             else{t.setAttribute('x',x0-4);t.setAttribute('text-anchor','end');t.setAttribute('fill','#222');}
           });

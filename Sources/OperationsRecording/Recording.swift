@@ -31,13 +31,13 @@ public struct Recording: Sendable {
         /// Its place in the recording, in the order operations were added (from 0).
         public let id: Int
         /// Its name, or its type and number when it has none.
-        public let name: String
+        public internal(set) var name: String
         /// The name of its queue.
         public let queue: String
         /// Its queue's place in ``Recording/queues``.
         public let queueIndex: Int
         /// The row it is drawn in when a timeline groups operations.
-        public let group: String
+        public internal(set) var group: String
         /// When it was added to its queue.
         public var enqueued: UInt64
         /// When its queue started it (also for a cancelled operation, whose `main()` does not run).

@@ -116,14 +116,14 @@ struct TimelineSVG {
             labelStart = Self.ms(started)
             labelEnd = finish
         }
-        body += label(operation.name, t0: labelStart, t1: labelEnd, baseline: center + 4)
+        body += label(operation.name, t0: labelStart, t1: labelEnd, baseline: center + 4, mayBeInside: labelStart != enqueued)
         body += "</g>\n"
         y += height
     }
 
     private mutating func groupRow(_ name: String, _ operations: [Recording.Operation]) {
         let height = TimelineStyle.groupRowHeight
-        let base = y + height - 4, room = height - 10
+        let base = y + height - 3
         var running: [(UInt64, Int)] = [], waiting: [(UInt64, Int)] = []
         for operation in operations {
             if let started = operation.started, let finished = operation.finished, !operation.wasCancelledBeforeStart {
@@ -135,22 +135,25 @@ struct TimelineSVG {
             waiting += [(operation.enqueued, 1), (waitEnd, -1)]
         }
         let runningSteps = Self.steps(running), waitingSteps = Self.steps(waiting)
-        let most = max(runningSteps.map(\.1).max() ?? 0, waitingSteps.map(\.1).max() ?? 0, 1)
+        let mostRunning = runningSteps.map(\.1).max() ?? 0, mostWaiting = waitingSteps.map(\.1).max() ?? 0
         let counts = Dictionary(grouping: operations, by: \.outcome.name).mapValues(\.count)
         let summary = ["succeeded", "cancelled", "failed", "unfinished"].compactMap { key in counts[key].map { "\($0) \(key)" } }.joined(separator: ", ")
-        let title = Markup.escape("\(name): \(operations.count) operations (\(summary)); at most \(runningSteps.map(\.1).max() ?? 0) running and \(waitingSteps.map(\.1).max() ?? 0) waiting at once")
+        let title = Markup.escape("\(name): \(operations.count) operations (\(summary)); at most \(mostRunning) running and \(mostWaiting) waiting at once")
         body += "<g class=\"group\" data-count=\"\(operations.count)\"><title>\(title)</title>"
-        body += "<rect x=\"0\" y=\"\(Markup.number(y))\" width=\"100%\" height=\"\(Markup.number(height))\" fill=\"\(Int(y) % 2 == 0 ? "#fafbfc" : "#ffffff")\"/>"
-        body += "<text x=\"6\" y=\"\(Markup.number(y + 16))\" font-weight=\"600\">\(Markup.escape(Self.shortened(name, to: 34)))</text>"
-        body += "<text x=\"6\" y=\"\(Markup.number(y + 30))\" fill=\"#555\">\(operations.count) ops · \(Markup.escape(summary))</text>"
-        body += scaled(area(waitingSteps, base: base, room: room, most: most, fill: "url(#waiting)", className: "waiting-area"))
+        body += "<rect x=\"0\" y=\"\(Markup.number(y))\" width=\"100%\" height=\"\(Markup.number(height))\" fill=\"\(Int(y / height) % 2 == 0 ? "#f7f8fa" : "#ffffff")\"/>"
+        body += "<text x=\"6\" y=\"\(Markup.number(y + 14))\" font-weight=\"600\">\(Markup.escape(Self.shortened(name, to: 34)))</text>"
+        body += "<text x=\"6\" y=\"\(Markup.number(y + 27))\" fill=\"#555\">\(operations.count) ops · \(Markup.escape(Self.shortened(summary, to: 30)))</text>"
+        body += "<text x=\"6\" y=\"\(Markup.number(y + 39))\" fill=\"#555\">≤ \(mostRunning) running, ≤ \(mostWaiting) waiting at once</text>"
+        // Waiting on top and running below, each on its own scale: a few running
+        // operations stay visible beside thousands waiting.
+        body += scaled(area(waitingSteps, base: y + 13, room: 10, most: max(mostWaiting, 1), fill: "url(#waiting)", className: "waiting-area"))
         let color = operations.contains { $0.outcome.name == "failed" } ? TimelineStyle.colors["failed"]! : TimelineStyle.colors["succeeded"]!
-        body += scaled(area(runningSteps, base: base, room: room, most: most, fill: color, className: "running-area", opacity: 0.85))
+        body += scaled(area(runningSteps, base: base, room: height - 20, most: max(mostRunning, 1), fill: color, className: "running-area", opacity: 0.9))
         let early = operations.filter(\.wasCancelledBeforeStart)
         if !early.isEmpty {
             var ticks = ""
             for operation in early {
-                ticks += "M\(Self.ms(operation.finished ?? operation.enqueued)),\(Markup.number(y + 2)) v6 "
+                ticks += "M\(Self.ms(operation.finished ?? operation.enqueued)),\(Markup.number(y + 14)) v4 "
             }
             body += scaled("<path class=\"cancelled-ticks\" d=\"\(ticks)\" stroke=\"\(TimelineStyle.colors["cancelled"]!)\" stroke-width=\"1.5\" vector-effect=\"non-scaling-stroke\"/>")
         }
@@ -181,10 +184,10 @@ struct TimelineSVG {
     }
 
     /// A label inside its bar when it fits, beside it (right, or left near the edge) when not.
-    private func label(_ text: String, t0: Double, t1: Double, baseline: Double) -> String {
+    private func label(_ text: String, t0: Double, t1: Double, baseline: Double, mayBeInside: Bool) -> String {
         let x0 = x(t0), x1 = max(x(t1), x0 + 2)
         let width = Double(text.count) * TimelineStyle.characterWidth
-        let inside = width + 8 <= x1 - x0
+        let inside = mayBeInside && width + 8 <= x1 - x0
         let position: Double, anchor: String, fill: String
         if inside {
             (position, anchor, fill) = (x0 + 4, "start", "#fff")
@@ -193,7 +196,7 @@ struct TimelineSVG {
         } else {
             (position, anchor, fill) = (x0 - 4, "end", "#222")
         }
-        return "<text class=\"label\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" x=\"\(Markup.number(position))\" y=\"\(Markup.number(baseline))\" text-anchor=\"\(anchor)\" fill=\"\(fill)\" pointer-events=\"none\">\(Markup.escape(text))</text>"
+        return "<text class=\"label\" data-inside=\"\(mayBeInside)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" x=\"\(Markup.number(position))\" y=\"\(Markup.number(baseline))\" text-anchor=\"\(anchor)\" fill=\"\(fill)\" pointer-events=\"none\">\(Markup.escape(text))</text>"
     }
 
     private mutating func arrows(_ centers: [Int: Double]) {
@@ -219,7 +222,8 @@ struct TimelineSVG {
         while tick <= span + step / 1000 {
             let label = step >= 1000 ? "\(Markup.fixed(tick / 1000, digits: step >= 10_000 ? 0 : 1)) s" : step >= 1 ? "\(Int(tick.rounded())) ms" : "\(Markup.fixed(tick, digits: 2)) ms"
             result += "<line class=\"grid\" data-t0=\"\(tick)\" data-t1=\"\(tick)\" x1=\"\(Markup.number(x(tick)))\" x2=\"\(Markup.number(x(tick)))\" y1=\"\(Markup.number(TimelineStyle.axisHeight - 6))\" y2=\"\(Markup.number(height))\" stroke=\"#e3e3e3\"/>"
-            result += "<text class=\"tick\" data-t0=\"\(tick)\" x=\"\(Markup.number(x(tick)))\" y=\"16\" text-anchor=\"middle\" fill=\"#555\">\(label)</text>"
+            let anchor = tick == 0 ? "start" : x(tick) > left + plotWidth - 30 ? "end" : "middle"
+            result += "<text class=\"tick\" data-t0=\"\(tick)\" x=\"\(Markup.number(x(tick)))\" y=\"16\" text-anchor=\"\(anchor)\" fill=\"#555\">\(label)</text>"
             tick += step
         }
         return result + "</g>\n"

@@ -9,12 +9,12 @@ enum TimelineStyle {
     static let axisHeight = 30.0
     static let headerHeight = 36.0
     static let rowHeight = 18.0
-    static let groupRowHeight = 40.0
+    static let groupRowHeight = 46.0
     /// Rough width of a character of the 11 px labels, for the layout made without a browser.
     static let characterWidth = 6.3
 
     static let explanationPerOperation = "Time runs left to right; one row per operation, in the order added, under its queue. Striped: waiting in the queue (added → started). Solid: running (started → finished), coloured by how it ended. ✕: cancelled before it started. Arrows: from a dependency to the operation that waited for it. Hover for details."
-    static let explanationGrouped = "Time runs left to right; one row per group of operations named alike (numbers replaced by #), under its queue. Solid area: how many of the group ran at once; striped area: how many waited in the queue; orange ticks: operations cancelled before they started. Hover for details."
+    static let explanationGrouped = "Time runs left to right; one row per group of operations named alike (numbers replaced by #), under its queue. Striped band (top): how many of the group waited in the queue; solid area (below): how many ran at once, each on its own scale (the row's text gives the maxima); orange ticks: operations cancelled before they started. Hover for details."
 
     /// The SVG's shared definitions: the waiting hatch and the arrow head.
     static let definitions = """
