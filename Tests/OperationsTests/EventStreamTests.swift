@@ -114,3 +114,30 @@ extension Operation {
         return self
     }
 }
+
+@Suite("Enqueue hooks")
+struct EnqueueHookTests {
+    @Test("a hook runs on the adding thread, before the enqueued event, until cancelled")
+    func enqueueHook() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let seen = Shared<[String]>([])
+        let adder = pthread_self()
+        let threads = Shared<[Bool]>([])
+        let hook = queue.addEnqueueHook { operation in
+            seen.append("hook \(operation.name ?? "?")")
+            threads.update { $0.append(pthread_equal(pthread_self(), adder) != 0) }
+        }
+        let events = queue.addEventHandler { event in
+            if event.kind == .enqueued { seen.append("event \(event.operation.name ?? "?")") }
+        }
+        queue.addOperation(BlockOperation {}.named("first"))
+        hook.cancel()
+        queue.addOperation(BlockOperation {}.named("second"))
+        #expect(seen() == ["hook first", "event first", "event second"])
+        #expect(threads() == [true])
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        events.cancel()
+    }
+}

@@ -22,6 +22,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let hasEventHandlers = Atomic<Bool>(false)
     /// The events recorded and not yet delivered, in the order they happened.
     let eventLog = Locked(EventLog())
+    /// Hooks of ``addEnqueueHook(_:)``; `hasEnqueueHooks` is the cheap check.
+    let enqueueHooks = Locked(EnqueueHooks())
+    let hasEnqueueHooks = Atomic<Bool>(false)
     /// Whether the queue is serial (limit 1, or the main queue): read without the queue's
     /// lock where an operation's priority is decided under the operation's.
     let _isSerial = Atomic<Bool>(false)

@@ -41,13 +41,15 @@ public struct OperationEvent: Sendable {
     public let slot: Int?
 }
 
-/// Keeps a handler registered with ``OperationQueue/addEventHandler(_:)`` until it is
-/// cancelled or released.
+/// Keeps a handler registered with ``OperationQueue/addEventHandler(_:)`` (or a hook of
+/// ``OperationQueue/addEnqueueHook(_:)``) until it is cancelled or released.
 public final class OperationEventSubscription: Sendable {
     private let state: Locked<(queue: OperationQueue?, id: UInt64)>
+    private let isEnqueueHook: Bool
 
-    init(queue: OperationQueue, id: UInt64) {
+    init(queue: OperationQueue, id: UInt64, isEnqueueHook: Bool = false) {
         state = Locked((queue, id))
+        self.isEnqueueHook = isEnqueueHook
     }
 
     /// Stops the handler. Safe to call more than once.
@@ -56,7 +58,7 @@ public final class OperationEventSubscription: Sendable {
             defer { state.queue = nil }
             return (state.queue, state.id)
         }
-        queue?._removeEventHandler(id)
+        if isEnqueueHook { queue?._removeEnqueueHook(id) } else { queue?._removeEventHandler(id) }
     }
 
     deinit { cancel() }
