@@ -124,7 +124,8 @@ final class RecorderState: Sendable {
         let recordedQueues = queues.enumerated().map { index, entry in
             Recording.Queue(
                 name: entry.name, maxConcurrentOperationCount: entry.queue.maxConcurrentOperationCount,
-                mostConcurrent: Self.mostConcurrent(operations.filter { $0.queueIndex == index }))
+                mostConcurrent: Self.mostConcurrent(operations.filter { $0.queueIndex == index }),
+                group: grouping(entry.name, entry.name))
         }
         return Recording(title: title, operations: operations, queues: recordedQueues, duration: max(end, 1))
     }

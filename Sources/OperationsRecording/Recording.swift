@@ -77,6 +77,8 @@ public struct Recording: Sendable {
         public let maxConcurrentOperationCount: Int
         /// The most of its operations that ran at the same time in the recording.
         public let mostConcurrent: Int
+        /// Its family, when a timeline groups queues named alike (by the recorder's grouping).
+        public let group: String
     }
 
     /// The title, for pages and traces.

@@ -15,7 +15,8 @@ struct TimelineSVG {
 
     init(_ recording: Recording, maximumRows: Int) {
         self.recording = recording
-        isGrouped = recording.operations.count > maximumRows
+        // Rows: one per operation, plus a header per queue.
+        isGrouped = recording.operations.count + recording.queues.count > maximumRows
         left = isGrouped ? 230 : 12
         span = Double(max(recording.duration, 1)) / 1e6
     }
@@ -29,7 +30,36 @@ struct TimelineSVG {
     /// The whole `<svg>` element.
     mutating func render() -> String {
         var rowCenters: [Int: Double] = [:]
-        for (index, queue) in recording.queues.enumerated() {
+        if isGrouped {
+            // Queues named alike are drawn as one family ("row 1" … "row 100" → "row #").
+            var families: [String] = []
+            var members: [String: [Int]] = [:]
+            for (index, queue) in recording.queues.enumerated() {
+                if members[queue.group] == nil { families.append(queue.group) }
+                members[queue.group, default: []].append(index)
+            }
+            var operationsByQueue = [[Recording.Operation]](repeating: [], count: recording.queues.count)
+            for operation in recording.operations { operationsByQueue[operation.queueIndex].append(operation) }
+            for family in families {
+                let indices = members[family]!
+                let operations = indices.flatMap { operationsByQueue[$0] }.sorted { $0.id < $1.id }
+                let queues = indices.map { recording.queues[$0] }
+                let limits = Set(queues.map(\.maxConcurrentOperationCount))
+                let merged = Recording.Queue(
+                    name: queues.count == 1 ? queues[0].name : "\(family) (\(queues.count) queues)",
+                    maxConcurrentOperationCount: limits.count == 1 ? limits.first! : -1,
+                    mostConcurrent: Self.runningSteps(operations).map(\.1).max() ?? 0, group: family)
+                header(merged, operations: operations, limitIsPerQueue: queues.count > 1)
+                var order: [String] = []
+                var groups: [String: [Recording.Operation]] = [:]
+                for operation in operations {
+                    if groups[operation.group] == nil { order.append(operation.group) }
+                    groups[operation.group, default: []].append(operation)
+                }
+                for name in order { groupRow(name, groups[name]!) }
+            }
+        }
+        for (index, queue) in recording.queues.enumerated() where !isGrouped {
             let operations = recording.operations.filter { $0.queueIndex == index }
             header(queue, operations: operations)
             if isGrouped {
@@ -62,9 +92,11 @@ struct TimelineSVG {
 
     // MARK: Rows
 
-    private mutating func header(_ queue: Recording.Queue, operations: [Recording.Operation]) {
-        let limit = queue.maxConcurrentOperationCount
-        let limitText = limit < 0 ? "default limit" : "maxConcurrentOperationCount \(limit)"
+    private mutating func header(_ queue: Recording.Queue, operations: [Recording.Operation], limitIsPerQueue: Bool = false) {
+        let limit = limitIsPerQueue ? -1 : queue.maxConcurrentOperationCount
+        let limitText = limitIsPerQueue
+            ? (queue.maxConcurrentOperationCount < 0 ? "limits differ or default" : "maxConcurrentOperationCount \(queue.maxConcurrentOperationCount) each")
+            : limit < 0 ? "default limit" : "maxConcurrentOperationCount \(limit)"
         var text = "queue \(queue.name) · \(limitText) · at most \(queue.mostConcurrent) ran at once · \(operations.count) operation\(operations.count == 1 ? "" : "s")"
         let early = operations.filter(\.wasCancelledBeforeStart).count
         if early > 0 { text += " · \(early) cancelled before they started" }

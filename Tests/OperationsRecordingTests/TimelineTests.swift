@@ -79,6 +79,37 @@ struct TimelineTests {
         #expect(svg.elements.first?.attributes["data-mode"] == "grouped")
     }
 
+    @Test("grouped, queues named alike are one family: one header, one row per kind of operation")
+    func queueFamilies() throws {
+        let recorder = OperationRecorder(title: "Rows")
+        var queues: [OperationQueue] = []
+        for index in 0..<30 {
+            let queue = OperationQueue()
+            queue.name = "row \(index)"
+            queue.maxConcurrentOperationCount = 1
+            recorder.record(queue)
+            queues.append(queue)
+        }
+        for (index, queue) in queues.enumerated() {
+            let stages = ["download", "sepia", "vignette", "write"].map { BlockOperation {}.named("row \(index): \($0)") }
+            for (later, earlier) in zip(stages.dropFirst(), stages) { later.addDependency(earlier) }
+            queue.addOperations(stages, waitUntilFinished: false)
+        }
+        for queue in queues { queue.waitUntilAllOperationsAreFinished() }
+        let recording = recorder.stop()
+        let svg = SVGElements(page: recording.html(maximumRows: 100))
+        try #require(svg.error == nil)
+        let headers = svg.all("g", class: "queue")
+        #expect(headers.count == 1)
+        #expect(headers.first?.attributes["data-queue"] == "row # (30 queues)")
+        #expect(svg.all("g", class: "group").compactMap { Int($0.attributes["data-count"] ?? "") } == [30, 30, 30, 30])
+        // Below the limit: a header per queue and a row per operation.
+        let detailed = SVGElements(page: recording.html(maximumRows: 200))
+        #expect(detailed.count("g", class: "queue") == 30)
+        #expect(detailed.count("g", class: "operation") == 120)
+        #expect(detailed.count("line", class: "dependency") == 90)
+    }
+
     @Test("stopping ends the recording: later operations are not in it")
     func stop() {
         let recorder = OperationRecorder(title: "Stop")
