@@ -189,4 +189,13 @@ struct TourChapterTests {
         #expect(result.lists["priority order"] == ["veryHigh", "high", "normal", "low", "veryLow"])
         #expect(result.lists["main"] == ["true", "true"])
     }
+
+    @Test("scale (not in the tour's run): the same timeline at 10 and 1,000 operations")
+    func scale() async throws {
+        let (result, _) = try await runChapter(ScaleChapter.self)
+        #expect(result.numbers["operations 10"] == 10)
+        #expect(result.numbers["operations 1000"] == 1_000)
+        #expect(files(result, ending: ".html").count == 2)
+        try checkTimelineFiles(result)
+    }
 }
