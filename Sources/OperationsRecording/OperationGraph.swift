@@ -3,7 +3,7 @@ import Operations
 /// The dependency graph of some operations, with each one's state and outcome and the
 /// cycles marked: write it with ``dot()`` (Graphviz) or ``mermaid()``.
 ///
-/// Make it from live operations (``init(_:)``, which follows dependencies transitively) or
+/// Make it from live operations (``init(_:title:)``, which follows dependencies transitively) or
 /// from a ``Recording`` (``Recording/graph``).
 public struct OperationGraph: Sendable {
     /// An operation in the graph.

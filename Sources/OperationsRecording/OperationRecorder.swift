@@ -10,7 +10,7 @@ import Operations
 /// try recording.html().write(to: url, atomically: true, encoding: .utf8)
 /// ```
 ///
-/// It listens with ``OperationQueue/addEventHandler(_:)`` and does little per event (a
+/// It listens with `OperationQueue.addEventHandler(_:)` and does little per event (a
 /// time, under a short lock); names and dependencies are read at ``stop()``. Operations are
 /// kept alive until then.
 public final class OperationRecorder: Sendable {

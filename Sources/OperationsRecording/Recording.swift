@@ -1,14 +1,14 @@
 import Operations
 
 /// What an ``OperationRecorder`` saw: every operation of the recorded queues, with its
-/// times, outcome and dependencies. Write it out with ``html(notes:)``,
+/// times, outcome and dependencies. Write it out with ``html(notes:maximumRows:)``,
 /// ``chromeTraceJSON()`` or ``graph``.
 public struct Recording: Sendable {
     /// How an operation ended, for a person.
     public enum Outcome: Sendable, Hashable {
         /// It ran and reported no error.
         case succeeded
-        /// It was cancelled; `reason` describes what ``Operation/cancel(with:)`` gave.
+        /// It was cancelled; `reason` describes what `Operation.cancel(with:)` gave.
         case cancelled(reason: String?)
         /// It reported an error, described.
         case failed(error: String)

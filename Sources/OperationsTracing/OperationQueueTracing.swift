@@ -6,7 +6,7 @@ import Tracing
 /// the moment it is added until it finishes.
 ///
 /// - The span is a child of the `ServiceContext` that was current where the operation was
-///   added (captured on the adding thread, through ``OperationQueue/addEnqueueHook(_:)``).
+///   added (captured on the adding thread, through `OperationQueue.addEnqueueHook(_:)`).
 /// - It has an event `started` when the queue starts it (and `cancelled` when cancelled).
 /// - It links to the spans of its dependencies that are traced (by this or another
 ///   ``OperationQueueTracing``), read when it is added.
