@@ -1,6 +1,5 @@
 import CoreMetrics
 import Operations
-import Synchronization
 
 /// Reports a queue's numbers to swift-metrics, from the queue's events: gauges of pending
 /// and executing operations, timers of waiting (added → started) and running (started →
@@ -34,8 +33,8 @@ public final class OperationQueueMetrics: Sendable {
     private let finished: Counter
     private let cancelled: Counter
     private let failed: Counter
-    private let counts = Mutex(Counts())
-    private let subscription = Mutex<OperationEventSubscription?>(nil)
+    private let counts = Locked(Counts())
+    private let subscription = Locked<OperationEventSubscription?>(nil)
 
     /// Starts reporting the events of `queue` to `factory` (the bootstrapped metrics
     /// system by default), until ``cancel()`` or release.

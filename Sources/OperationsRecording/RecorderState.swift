@@ -1,9 +1,8 @@
 import Operations
-import Synchronization
 
-/// The events an ``OperationRecorder`` has received, behind one mutex (the recorder's
-/// own: the core's `Locked` is internal to `Operations`). Nothing but appending and
-/// updating happens under it; operations' getters are read before.
+/// The events an ``OperationRecorder`` has received, behind the library's lock (`Locked`).
+/// Nothing but appending and updating happens under it; operations' getters are read
+/// after ``stop(title:grouping:)`` took everything out.
 final class RecorderState: Sendable {
     struct Entry {
         var operation: Operation
@@ -20,7 +19,7 @@ final class RecorderState: Sendable {
     }
 
     let origin: UInt64
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(origin: UInt64) {
         self.origin = origin

@@ -1,5 +1,4 @@
 import Operations
-import Synchronization
 import Tracing
 
 /// Traces a queue's operations with swift-distributed-tracing: a span per operation from
@@ -30,8 +29,8 @@ public final class OperationQueueTracing: Sendable {
     private let queueName: String
     /// The spans of operations added and not finished, by identity (the operation is kept
     /// alive here, so its identity stays unique).
-    private let spans = Mutex<[ObjectIdentifier: Traced]>([:])
-    private let subscriptions = Mutex<[OperationEventSubscription]>([])
+    private let spans = Locked<[ObjectIdentifier: Traced]>([:])
+    private let subscriptions = Locked<[OperationEventSubscription]>([])
     /// Wall-clock nanoseconds minus monotonic nanoseconds: event times are monotonic.
     private let epochOffset: UInt64
 

@@ -21,6 +21,7 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         /// Something Darwin allows but is almost always a mistake.
         public static let warning = Kind(name: "warning")
 
+        /// The kind's name.
         public var description: String { name }
     }
 
