@@ -34,6 +34,8 @@ struct LoggingTests {
             b.name = "logged-b"
             a.addDependency(b)
             b.addDependency(a)
+            // Broken again: it is also a retain cycle (a leak under LeakSanitizer).
+            b.removeDependency(a)
             let entries = memory.entries
             guard entries.count == 1, entries[0].level == .warning,
                   entries[0].message.description.contains("\"logged-a\""),
