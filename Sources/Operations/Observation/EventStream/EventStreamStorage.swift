@@ -43,12 +43,15 @@ struct EventStreamState {
     enum Next {
         case element(OperationEventStream.Element?)
         case wait
+        /// Another consumer is waiting already.
+        case busy
     }
 
     /// Takes the next element, or says that the consumer must wait for one.
     mutating func take() -> Next {
         if isEmpty {
-            return isClosed ? .element(nil) : .wait
+            if isClosed { return .element(nil) }
+            return waiter == nil ? .wait : .busy
         }
         let event = events[head]
         head += 1
@@ -113,15 +116,16 @@ final class EventStreamStorage: Sendable {
     func next() async -> OperationEventStream.Element? {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<OperationEventStream.Element?, Never>) in
-                let next = state.withLock { state -> OperationEventStream.Element?? in
-                    switch state.take() {
-                    case .element(let element): return .some(element)
-                    case .wait:
-                        state.waiter = continuation
-                        return nil
-                    }
+                let next = state.withLock { state -> EventStreamState.Next in
+                    let next = state.take()
+                    if case .wait = next { state.waiter = continuation }
+                    return next
                 }
-                if let next { continuation.resume(returning: next) }
+                switch next {
+                case .element(let element): continuation.resume(returning: element)
+                case .wait: break
+                case .busy: Misuse.fail("next() called on an iterator of queue events while another task waits in next() on it")
+                }
             }
         } onCancel: {
             close(discardingBuffer: true)

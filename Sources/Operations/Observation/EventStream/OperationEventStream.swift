@@ -39,7 +39,10 @@ public struct OperationEventStream: AsyncSequence, Sendable {
 
     /// Delivers the buffered events in order; ends when its task is cancelled, or, for one
     /// operation's stream, after that operation's finished event.
-    public struct Iterator: AsyncIteratorProtocol {
+    ///
+    /// `Sendable`, so that it can be made where recording must start and consumed in another
+    /// task. - Important: Calling `next()` from two tasks at once is a programmer error.
+    public struct Iterator: AsyncIteratorProtocol, Sendable {
         let storage: EventStreamStorage
 
         /// The next event, waiting for one if none is buffered; nil once the stream ended.
