@@ -18,7 +18,15 @@ import Tracing
 /// ```
 /// - Note: Operations added before it began are not traced. A synchronous `main()` does not
 ///   run with the span's context current; ``context(of:)`` gives it to code that wants it.
-///   (The async operations of the layer above are to run their bodies with it.)
+///
+/// Left for the async/await layer (not merged yet): an async operation's body should run
+/// with its span's context current, so that spans it starts are children of it. The
+/// intended shape: the async operation, just before it runs its body, asks the tracing of
+/// its queue for ``context(of:)`` and runs the body inside
+/// `ServiceContext.withValue(context) { … }`. That needs a way for the core to hand an
+/// async body a context (a task-local set around the body, or a per-queue "body wrapper"
+/// hook next to `addEnqueueHook`), which this adapter would register; until then only the
+/// span's start, events, links, status and end are traced.
 public final class OperationQueueTracing: Sendable {
     private struct Traced {
         let operation: Operation
