@@ -63,9 +63,10 @@ extension Recording {
             p.setAttribute('transform','translate('+x(+p.dataset.t0)+' '+m[1]+')');});
           svg.querySelectorAll('text.label').forEach(t=>{
             const x0=x(+t.dataset.t0),x1=Math.max(x(+t.dataset.t1),x0+2),w=t.getComputedTextLength();
-            if(t.dataset.inside==='true'&&w+8<=x1-x0){t.setAttribute('x',x0+4);t.setAttribute('text-anchor','start');t.setAttribute('fill','#fff');}
-            else if(x1+4+w<=width-right){t.setAttribute('x',x1+4);t.setAttribute('text-anchor','start');t.setAttribute('fill','#222');}
-            else{t.setAttribute('x',x0-4);t.setAttribute('text-anchor','end');t.setAttribute('fill','#222');}
+            const place=(x,anchor,fill,halo)=>{t.setAttribute('x',x);t.setAttribute('text-anchor',anchor);t.setAttribute('fill',fill);t.setAttribute('stroke',halo);};
+            if(t.dataset.inside==='true'&&w+8<=x1-x0)place(x0+4,'start','#fff','none');
+            else if(x1+4+w<=width-right)place(x1+4,'start','#222','#fff');
+            else place(x0-4,'end','#222','#fff');
           });
         }
         layout();let pending=0;

@@ -228,7 +228,9 @@ struct TimelineSVG {
         } else {
             (position, anchor, fill) = (x0 - 4, "end", "#222")
         }
-        return "<text class=\"label\" data-inside=\"\(mayBeInside)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" x=\"\(Markup.number(position))\" y=\"\(Markup.number(baseline))\" text-anchor=\"\(anchor)\" fill=\"\(fill)\" pointer-events=\"none\">\(Markup.escape(text))</text>"
+        // Beside a bar, a white halo keeps the label readable over stripes and arrows.
+        let halo = inside ? "none" : "#fff"
+        return "<text class=\"label\" data-inside=\"\(mayBeInside)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" x=\"\(Markup.number(position))\" y=\"\(Markup.number(baseline))\" text-anchor=\"\(anchor)\" fill=\"\(fill)\" stroke=\"\(halo)\" stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\" pointer-events=\"none\">\(Markup.escape(text))</text>"
     }
 
     private mutating func arrows(_ centers: [Int: Double]) {
