@@ -1,6 +1,7 @@
 import Foundation
 import class Operations.BlockOperation
 import class Operations.Operation
+import class Operations.OperationQueue
 import OperationsRecording
 import Testing
 
@@ -30,6 +31,61 @@ struct TraceAndGraphTests {
             #expect(slices.contains { $0["ts"] as? Double == finish["ts"] as? Double && $0["tid"] as? Int == finish["tid"] as? Int })
         }
         #expect(phase("M").contains { ($0["args"] as? [String: Any])?["name"] as? String == "queue scene" })
+    }
+
+    @Test("a dependency across two queues is a flow from one process to the other")
+    func crossQueueFlow() throws {
+        let recorder = OperationRecorder(title: "Two queues")
+        let downloads = OperationQueue(), filters = OperationQueue()
+        downloads.name = "downloads"
+        filters.name = "filters"
+        recorder.record(downloads)
+        recorder.record(filters)
+        let download = BlockOperation {}.named("download"), filter = BlockOperation {}.named("filter")
+        filter.addDependency(download)
+        filters.addOperation(filter)
+        downloads.addOperation(download)
+        filter.waitUntilFinished()
+        let recording = recorder.stop()
+        #expect(recording.operations.map(\.queue) == ["filters", "downloads"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(recording.chromeTraceJSON().utf8)) as? [String: Any])
+        let events = try #require(document["traceEvents"] as? [[String: Any]])
+        let start = try #require(events.first { $0["ph"] as? String == "s" })
+        let finish = try #require(events.first { $0["ph"] as? String == "f" })
+        // Queues are processes in the order recorded: downloads 1, filters 2.
+        #expect(start["pid"] as? Int == 1 && finish["pid"] as? Int == 2)
+        let processes = events.filter { $0["name"] as? String == "process_name" }.compactMap { ($0["args"] as? [String: Any])?["name"] as? String }
+        #expect(processes == ["queue downloads", "queue filters"])
+        #expect(recording.graph.edges.map { [$0.dependency, $0.dependent] } == [[1, 0]])
+    }
+
+    @Test("a graph of live operations shows each one's state and outcome")
+    func liveStates() {
+        struct NotNeeded: Error, CustomStringConvertible { var description: String { "not needed" } }
+        let queue = OperationQueue()
+        let release = Gate(), started = Gate()
+        let running = BlockOperation { started.open(); release.wait() }.named("running")
+        let done = BlockOperation {}.named("done")
+        let dropped = BlockOperation {}.named("dropped")
+        let waiting = BlockOperation {}.named("waiting")
+        waiting.addDependency(running)
+        waiting.addDependency(done)
+        waiting.addDependency(dropped)
+        queue.addOperations([done], waitUntilFinished: true)
+        dropped.cancel(with: NotNeeded())
+        dropped.start()
+        queue.addOperation(running)
+        #expect(started.wait())
+        let graph = OperationGraph([waiting], title: "Live")
+        release.open()
+        #expect(graph.nodes.map(\.name) == ["waiting", "running", "done", "dropped"])
+        #expect(graph.nodes.map(\.state) == ["pending", "executing", "finished", "finished"])
+        let dot = graph.dot()
+        #expect(dot.contains("done\\nfinished · succeeded"))
+        #expect(dot.contains("dropped\\nfinished · cancelled: not needed"))
+        #expect(dot.contains("running\\nexecuting"))
+        #expect(graph.mermaid().contains("n1[\"running<br/>executing\"]:::executing"))
+        queue.waitUntilAllOperationsAreFinished()
     }
 
     @Test("DOT and Mermaid: a node per operation with its state and outcome, an edge per dependency")

@@ -71,8 +71,9 @@ struct StallAnalysis {
         return verdicts[ObjectIdentifier(root)] ?? .progresses
     }
 
-    /// Decides an operation from its own reasons, or pushes a frame to look at what it
-    /// waits for (returning nil).
+    /// Decides an operation from its own reasons (a reason of its own, like a suspended
+    /// queue, is reported before what its dependencies wait for), or pushes a frame to look
+    /// at what it waits for (and returns `.progresses`: not decided yet).
     private mutating func begin(_ operation: Operation, path: inout [Frame]) -> Verdict {
         var waitsFor: [Operation] = []
         for reason in operation.waitReasons {

@@ -213,6 +213,9 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// Blocks the calling thread until the operation has finished and its completion
     /// block has run.
+    ///
+    /// When the operation cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
+    /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilFinished() {
         var report = StallReport(call: "waitUntilFinished() on \(_misuseName)")
         _waitUntilFinished(report: &report) { [self] }
