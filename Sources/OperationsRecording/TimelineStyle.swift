@@ -13,8 +13,8 @@ enum TimelineStyle {
     /// Rough width of a character of the 11 px labels, for the layout made without a browser.
     static let characterWidth = 6.3
 
-    static let explanationPerOperation = "Time runs left to right; one row per operation, in the order added, under its queue. Striped: waiting in the queue (added → started). Solid: running (started → finished), coloured by how it ended. ✕: cancelled before it started. Arrows: from a dependency to the operation that waited for it. Hover for details."
-    static let explanationGrouped = "Time runs left to right; one row per group of operations named alike (numbers replaced by #), under its queue. Striped band (top): how many of the group waited in the queue; solid area (below): how many ran at once, each on its own scale (the row's text gives the maxima); orange ticks: operations cancelled before they started. Hover for details."
+    static let explanationPerOperation = "One row per operation, in the order added, under its queue: striped = waiting in the queue, solid = running (colour: how it ended), ✕ = cancelled before it started, arrows = dependencies. Hover for details."
+    static let explanationGrouped = "One row per group of operations named alike (numbers → #): striped band = how many waited, solid area = how many ran at once (each on its own scale), orange ticks = cancelled before they started. Hover for details."
 
     /// The SVG's shared definitions: the waiting hatch and the arrow head.
     static let definitions = """

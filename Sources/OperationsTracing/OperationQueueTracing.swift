@@ -72,7 +72,8 @@ public final class OperationQueueTracing: Sendable {
     /// The context of `operation`'s span (a child of the context where it was added), while
     /// it is traced and not finished.
     public func context(of operation: Operation) -> ServiceContext? {
-        spans.withLock { $0[ObjectIdentifier(operation)]?.span.context }
+        // The span's getter is the tracer's code: read after the lock.
+        spans.withLock { $0[ObjectIdentifier(operation)]?.span }?.context
     }
 
     /// On the adding thread: starts the span, as a child of the context current here.
@@ -83,12 +84,13 @@ public final class OperationQueueTracing: Sendable {
         let dependencies = operation.dependencies.map(ObjectIdentifier.init)
         let span = tracer.startSpan(name, context: parent, ofKind: .internal)
         span.attributes["operation.queue"] = queueName
-        let links = spans.withLock { spans in
-            let links = dependencies.compactMap { spans[$0]?.span.context }
+        let linked = spans.withLock { spans in
+            let linked = dependencies.compactMap { spans[$0]?.span }
             spans[ObjectIdentifier(operation)] = Traced(operation: operation, span: span)
-            return links
+            return linked
         }
-        for link in links { span.addLink(SpanLink(context: link, attributes: [:])) }
+        // The spans' getters are the tracer's code: read after the lock.
+        for dependency in linked { span.addLink(SpanLink(context: dependency.context, attributes: [:])) }
     }
 
     private func instant(_ monotonic: UInt64) -> DefaultTracerClock.Timestamp {

@@ -48,7 +48,7 @@ struct TimelineTests {
         let root = try #require(svg.elements.first)
         #expect(root.name == "svg" && root.attributes["width"] == "100%")
         #expect(page.contains("<script>") && page.contains("a note") && page.contains("class=\"legend\""))
-        #expect(page.contains("Striped: waiting in the queue"))
+        #expect(page.contains("striped = waiting in the queue"))
         #expect(!page.contains("src=\"http") && !page.contains("href=\"http"))
     }
 
