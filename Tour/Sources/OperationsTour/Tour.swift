@@ -106,16 +106,18 @@ public final class TourContext: Sendable {
     ) throws {
         let recording = recorder.stop()
         var notes = notes
-        if graph {
-            let dependencies = recording.graph
-            let dot = try output.write(Data(dependencies.dot().utf8), to: "\(chapter).dot")
-            let mermaid = try output.write(Data(dependencies.mermaid().utf8), to: "\(chapter).mmd")
-            result.files += [dot, mermaid]
+        let dependencies = graph ? recording.graph : nil
+        if let dependencies {
             notes.append("Dependency graph: \(chapter).dot (Graphviz: dot -Tsvg \(chapter).dot) and \(chapter).mmd (Mermaid); \(dependencies.nodes.count) operations, \(dependencies.edges.count) dependencies, \(dependencies.cycles.count) cycles.")
         }
         let page = try output.write(Data(recording.html(notes: notes).utf8), to: "\(chapter).html")
         let trace = try output.write(Data(recording.chromeTraceJSON().utf8), to: "\(chapter).trace.json")
         result.files += [page, trace]
+        if let dependencies {
+            let dot = try output.write(Data(dependencies.dot().utf8), to: "\(chapter).dot")
+            let mermaid = try output.write(Data(dependencies.mermaid().utf8), to: "\(chapter).mmd")
+            result.files += [dot, mermaid]
+        }
         result.recording = recording
     }
 }

@@ -194,7 +194,12 @@ public final class ImageProvider: Sendable {
         queue.addOperations([download, filter, vignette, output], waitUntilFinished: false)
     }
 
-    public func cancel() { queue.cancelAllOperations() }
+    /// Cancels the last stage first. `cancelAllOperations()` goes in the order added, and
+    /// cancelling the download finishes it at once (its request is cancelled): the next
+    /// stage could start, find no image and count as succeeded before it is cancelled too.
+    public func cancel() {
+        for operation in [output, vignette, filter, download] as [Operation] { operation.cancel() }
+    }
 
     public func wait() { queue.waitUntilAllOperationsAreFinished() }
 
