@@ -198,4 +198,18 @@ struct TourChapterTests {
         #expect(files(result, ending: ".html").count == 2)
         try checkTimelineFiles(result)
     }
+
+    @Test("the tour's run writes an index page that links every chapter's files")
+    func index() async throws {
+        var settings = TourSettings.quick
+        settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/index-\(UUID().uuidString)"
+        let context = try TourContext(settings: settings, console: Console.silent())
+        let results = try await Tour.run([BlocksChapter.self, CancelChapter.self], context: context)
+        await context.stop()
+        let index = try String(contentsOf: context.output.url.appendingPathComponent("index.html"), encoding: .utf8)
+        for file in results.flatMap(\.files) where !file.lastPathComponent.hasSuffix(".png") {
+            #expect(index.contains("href=\"\(file.lastPathComponent)\""), "\(file.lastPathComponent)")
+        }
+        #expect(index.contains("2-blocks.html") && index.contains("6-cancel.trace.json"))
+    }
 }
