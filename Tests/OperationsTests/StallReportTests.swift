@@ -16,11 +16,11 @@ struct StallReportTests {
 
         var stalls: [String] { messages().filter { $0.kind == .stall }.map(\.message) }
 
-        /// Installs the capture (delay zero: reports at the moment a wait begins), runs
-        /// `body`, puts the previous settings back.
-        func during(_ body: () -> Void) {
+        /// Installs the capture (by default with delay zero: reports at the moment a wait
+        /// begins), runs `body`, puts the previous settings back.
+        func during(delay: Duration = .zero, _ body: () -> Void) {
             let previous = (OperationDiagnostic.handler, OperationDiagnostic.stallReportDelay)
-            OperationDiagnostic.stallReportDelay = .zero
+            OperationDiagnostic.stallReportDelay = delay
             OperationDiagnostic.handler = { [self] diagnostic in
                 guard diagnostic.message.contains(marker) else { return previous.0(diagnostic) }
                 messages.update { $0.append(diagnostic) }
@@ -101,6 +101,24 @@ struct StallReportTests {
             let message = capture.stalls.first ?? ""
             #expect(message.contains("3 operations"), "\(message)")
             #expect(message.contains("is suspended"), "\(message)")
+        }
+    }
+
+    @Test("with a delay, the waiting thread looks again when its timed wait expires, and reports once")
+    func afterDelay() {
+        let capture = Capture(marker: "delayed")
+        // No assertion on time: the report must come at some point while the wait lasts.
+        capture.during(delay: .milliseconds(10)) {
+            let queue = OperationQueue()
+            queue.name = "delayed"
+            queue.isSuspended = true
+            queue.addOperation(BlockOperation {}.named("held"))
+            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
+            #expect(capture.reported.wait())
+            queue.isSuspended = false
+            #expect(returned.wait())
+            #expect(capture.stalls.count == 1)
+            #expect(capture.stalls.first?.contains("has waited") == true)
         }
     }
 
