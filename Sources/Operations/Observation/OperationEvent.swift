@@ -8,7 +8,8 @@ import Darwin
 
 /// Something that happened to an operation of a queue: what timelines and logs are made of.
 ///
-/// Receive them with ``OperationQueue/addEventHandler(_:)``.
+/// Receive them with ``OperationQueue/addEventHandler(_:)``, or as an `AsyncSequence` with
+/// ``OperationQueue/events(bufferingNewest:)``.
 public struct OperationEvent: Sendable {
     /// What happened.
     public enum Kind: Sendable, Hashable {
@@ -37,7 +38,7 @@ public struct OperationEvent: Sendable {
     /// Identifies the thread the event happened on (`pthread_self()`).
     public let thread: UInt64
     /// For `.started`: the queue's worker slot (0 ..< 64) that runs it, stable for the
-    /// life of that worker: the lanes of a timeline.
+    /// life of that worker.
     public let slot: Int?
 }
 
