@@ -8,11 +8,25 @@ import Dispatch
 /// it expires, until it has reported once. With a delay of zero it looks once before it
 /// waits, at the moment the wait begins.
 struct StallReport {
-    /// The call, for the message: `"waitUntilFinished() on \"load\""`.
-    let call: String
+    /// The waiting call; described only when a report is made (waits are frequent).
+    enum Call {
+        case waitUntilFinished(Operation)
+        case waitUntilAllOperationsAreFinished(OperationQueue)
+        case addOperations(OperationQueue)
+
+        var description: String {
+            switch self {
+            case .waitUntilFinished(let operation): "waitUntilFinished() on \(operation._misuseName)"
+            case .waitUntilAllOperationsAreFinished(let queue): "waitUntilAllOperationsAreFinished() on \(queue._misuseName)"
+            case .addOperations(let queue): "addOperations(_:waitUntilFinished: true) on \(queue._misuseName)"
+            }
+        }
+    }
+
+    let call: Call
     private(set) var hasReported = false
 
-    init(call: String) {
+    init(call: Call) {
         self.call = call
     }
 
@@ -44,7 +58,7 @@ struct StallReport {
         hasReported = true
         let time = waited.map { " has waited \(Self.seconds($0)) s and" } ?? ""
         let count = stuck.count == 1 ? "1 operation" : "\(stuck.count) operations"
-        OperationDiagnostic.emit(.stall, "\(call)\(time) waits for \(count) that cannot make progress: \(StallAnalysis.describe(stuck))")
+        OperationDiagnostic.emit(.stall, "\(call.description)\(time) waits for \(count) that cannot make progress: \(StallAnalysis.describe(stuck))")
     }
 
     static func nanoseconds(_ duration: Duration) -> Int {

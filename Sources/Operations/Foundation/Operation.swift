@@ -217,7 +217,7 @@ open class Operation: NSObject, @unchecked Sendable {
     /// When the operation cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
     /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilFinished() {
-        var report = StallReport(call: "waitUntilFinished() on \(_misuseName)")
+        var report = StallReport(call: .waitUntilFinished(self))
         _waitUntilFinished(report: &report) { [self] }
     }
 

@@ -59,7 +59,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     open func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
         _add(ops, call: "addOperations")
         if wait {
-            var report = StallReport(call: "addOperations(_:waitUntilFinished: true) on \(_misuseName)")
+            var report = StallReport(call: .addOperations(self))
             for (index, operation) in ops.enumerated() {
                 operation._waitUntilFinished(report: &report) { ops[index...].filter { !$0.isFinished } }
             }
@@ -192,7 +192,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             return semaphore
         }
         guard let semaphore else { return }
-        var report = StallReport(call: "waitUntilAllOperationsAreFinished() on \(_misuseName)")
+        var report = StallReport(call: .waitUntilAllOperationsAreFinished(self))
         report.wait(on: semaphore) { operations }
     }
 
