@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A message of the library about how it is used: a dependency cycle, a stalled wait, a
 /// warning, or the description of a programmer error just before the process stops.
@@ -63,16 +64,17 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
     /// queue or start an operation); `.zero` reports at the moment the wait begins.
     /// Process-wide.
     public static var stallReportDelay: Duration {
-        get { settings.withLock { $0.stallReportDelay } }
-        set { settings.withLock { $0.stallReportDelay = newValue } }
+        get { .nanoseconds(stallReportNanoseconds.load(ordering: .relaxed)) }
+        set { stallReportNanoseconds.store(Int64(StallReport.nanoseconds(max(newValue, .zero))), ordering: .relaxed) }
     }
 
     struct Settings {
         var handler: Handler = OperationDiagnostic.standardError
-        var stallReportDelay: Duration = .seconds(2)
     }
 
     static let settings = Locked(Settings())
+    /// Read by every wait: an atomic, not the settings' lock.
+    static let stallReportNanoseconds = Atomic<Int64>(2_000_000_000)
 
     /// Hands a diagnostic to the handler (read under the lock, called after it).
     static func emit(_ kind: Kind, _ message: String) {
