@@ -1,8 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// The library and its tests, nothing else: a package that depends on `Operations` resolves
-// and compiles only this. The tour (`Tour/`) and the benchmark (`Benchmarks/`) are packages
+// The library, its recorder and its adapters, with their tests: a package that depends on
+// `Operations` compiles only that target (SwiftPM resolves dependencies by target; see the
+// README for what it fetches). The tour (`Tour/`) and the benchmark (`Benchmarks/`) are packages
 // of their own that depend on this one by path.
 let package = Package(
     name: "swift-operations",
@@ -12,17 +13,49 @@ let package = Package(
         .library(name: "Operations", targets: ["Operations"]),
         // For XCTest files: one import instead of XCTest + Operations + scoped imports.
         .library(name: "OperationsXCTest", targets: ["OperationsXCTest"]),
+        // Recordings of queues: HTML timelines, Perfetto traces, dependency graphs.
+        .library(name: "OperationsRecording", targets: ["OperationsRecording"]),
+        // Adapters to the server ecosystem, each its own product: a package that uses only
+        // `Operations` (or `OperationsRecording`) neither fetches nor compiles their packages.
+        .library(name: "OperationsTracing", targets: ["OperationsTracing"]),
+        .library(name: "OperationsMetrics", targets: ["OperationsMetrics"]),
+        .library(name: "OperationsLogging", targets: ["OperationsLogging"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
         // package that depends on this one does not fetch it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // For the adapters only. (`ServiceContext` comes with swift-distributed-tracing 1.7,
+        // whose `Tracing` re-exports it.)
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(name: "Operations"),
         .target(name: "OperationsXCTest", dependencies: ["Operations"]),
+        .target(name: "OperationsRecording", dependencies: ["Operations"]),
+        .target(
+            name: "OperationsTracing",
+            dependencies: ["Operations", .product(name: "Tracing", package: "swift-distributed-tracing")]),
+        .target(
+            name: "OperationsMetrics",
+            dependencies: ["Operations", .product(name: "CoreMetrics", package: "swift-metrics")]),
+        .target(
+            name: "OperationsLogging",
+            dependencies: ["Operations", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
+        .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
+        .testTarget(
+            name: "OperationsTracingTests",
+            dependencies: ["OperationsTracing", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")]),
+        .testTarget(
+            name: "OperationsMetricsTests",
+            dependencies: ["OperationsMetrics", .product(name: "MetricsTestKit", package: "swift-metrics")]),
+        .testTarget(
+            name: "OperationsLoggingTests",
+            dependencies: ["OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -23,6 +23,7 @@ let package = Package(
             name: "OperationsTour",
             dependencies: [
                 .product(name: "Operations", package: "swift-operations"),
+                .product(name: "OperationsRecording", package: "swift-operations"),
                 "CLibPNG",
                 .product(name: "FlyingFox", package: "FlyingFox"),
             ]),

@@ -134,7 +134,7 @@ extension Operation {
             let message = "addDependency: making \(_misuseName) depend on \(dependency._misuseName) closes a dependency cycle: \(Self._describeCycle(path))"
             if Operation.trapsOnDependencyCycles { Misuse.fail(message) }
             // Darwin allows it: the operations wait for each other until one is cancelled.
-            Misuse.warn(message + "; they wait for each other until one of them is cancelled (set Operation.trapsOnDependencyCycles to stop here instead)")
+            Misuse.warn(message + "; they wait for each other until one of them is cancelled (set Operation.trapsOnDependencyCycles to stop here instead)", kind: .dependencyCycle)
             return alreadyLinked ?? link()
         }
     }

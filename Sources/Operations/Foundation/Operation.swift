@@ -221,14 +221,24 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// Blocks the calling thread until the operation has finished and its completion
     /// block has run.
+    ///
+    /// When the operation cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
+    /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilFinished() {
+        var report = StallReport(call: .waitUntilFinished(self))
+        _waitUntilFinished(report: &report) { [self] }
+    }
+
+    /// Blocks until finished, reporting a stall once through `report`.
+    final func _waitUntilFinished(report: inout StallReport, targets: () -> [Operation]) {
         let semaphore: DispatchSemaphore? = _update { state in
             if case .finished = state.phase { return nil }
             let semaphore = DispatchSemaphore(value: 0)
             state.finishWaiters.append(.thread(semaphore))
             return semaphore
         }
-        semaphore?.wait()
+        guard let semaphore else { return }
+        report.wait(on: semaphore, targets: targets)
     }
 
     // MARK: Dependencies

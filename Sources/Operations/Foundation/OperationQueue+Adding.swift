@@ -14,6 +14,7 @@ extension OperationQueue {
         _ operations: some Collection<Operation>, inheritQoS: Bool = false, fresh: Bool = false,
         call: String = "addOperation", usingReservedPlace: Bool = false
     ) {
+        _runEnqueueHooks(operations)
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         // Read readiness before the lock (the getter may be user code), so that a ready

@@ -22,6 +22,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let hasEventHandlers = Atomic<Bool>(false)
     /// The events recorded and not yet delivered, in the order they happened.
     let eventLog = Locked(EventLog())
+    /// Hooks of ``addEnqueueHook(_:)``; `hasEnqueueHooks` is the cheap check.
+    let enqueueHooks = Locked(EnqueueHooks())
+    let hasEnqueueHooks = Atomic<Bool>(false)
     /// Whether the queue is serial (limit 1, or the main queue): read without the queue's
     /// lock where an operation's priority is decided under the operation's.
     let _isSerial = Atomic<Bool>(false)
@@ -56,7 +59,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     open func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
         _add(ops, call: "addOperations")
         if wait {
-            for operation in ops { operation.waitUntilFinished() }
+            var report = StallReport(call: .addOperations(self))
+            for (index, operation) in ops.enumerated() {
+                operation._waitUntilFinished(report: &report) { ops[index...].filter { !$0.isFinished } }
+            }
         }
     }
 
@@ -175,6 +181,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Blocks until the queue has no operations, including operations added while waiting
     /// and asynchronous ones, and their completion blocks have run.
+    ///
+    /// When the operations cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
+    /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilAllOperationsAreFinished() {
         let semaphore: DispatchSemaphore? = core.withLock { state in
             guard state.members.count > 0 else { return nil }
@@ -182,7 +191,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             state.waiters.append(.thread(semaphore))
             return semaphore
         }
-        semaphore?.wait()
+        guard let semaphore else { return }
+        var report = StallReport(call: .waitUntilAllOperationsAreFinished(self))
+        report.wait(on: semaphore) { operations }
     }
 
     /// Changes the state under the lock, announcing `key` around it, and starts workers

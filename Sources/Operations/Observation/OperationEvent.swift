@@ -8,7 +8,8 @@ import Darwin
 
 /// Something that happened to an operation of a queue: what timelines and logs are made of.
 ///
-/// Receive them with ``OperationQueue/addEventHandler(_:)``.
+/// Receive them with ``OperationQueue/addEventHandler(_:)``, or as an `AsyncSequence` with
+/// ``OperationQueue/events(bufferingNewest:)``.
 public struct OperationEvent: Sendable {
     /// What happened.
     public enum Kind: Sendable, Hashable {
@@ -37,17 +38,19 @@ public struct OperationEvent: Sendable {
     /// Identifies the thread the event happened on (`pthread_self()`).
     public let thread: UInt64
     /// For `.started`: the queue's worker slot (0 ..< 64) that runs it, stable for the
-    /// life of that worker: the lanes of a timeline.
+    /// life of that worker.
     public let slot: Int?
 }
 
-/// Keeps a handler registered with ``OperationQueue/addEventHandler(_:)`` until it is
-/// cancelled or released.
+/// Keeps a handler registered with ``OperationQueue/addEventHandler(_:)`` (or a hook of
+/// ``OperationQueue/addEnqueueHook(_:)``) until it is cancelled or released.
 public final class OperationEventSubscription: Sendable {
     private let state: Locked<(queue: OperationQueue?, id: UInt64)>
+    private let isEnqueueHook: Bool
 
-    init(queue: OperationQueue, id: UInt64) {
+    init(queue: OperationQueue, id: UInt64, isEnqueueHook: Bool = false) {
         state = Locked((queue, id))
+        self.isEnqueueHook = isEnqueueHook
     }
 
     /// Stops the handler. Safe to call more than once.
@@ -56,7 +59,7 @@ public final class OperationEventSubscription: Sendable {
             defer { state.queue = nil }
             return (state.queue, state.id)
         }
-        queue?._removeEventHandler(id)
+        if isEnqueueHook { queue?._removeEnqueueHook(id) } else { queue?._removeEventHandler(id) }
     }
 
     deinit { cancel() }

@@ -14,15 +14,18 @@ import Darwin
 /// goes with it: decide under the lock, act after it. User code (an operation's `main()`,
 /// overridden getters, completion blocks, observers) never runs inside `withLock`.
 /// `withLock` is not re-entrant.
-struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
+///
+/// `package`: the package's other targets (the recorder, the adapters) use it too, so that
+/// the library keeps one lock type, annotated for Thread Sanitizer.
+package struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
     private let mutex: Mutex<Value>
 
-    init(_ value: consuming sending Value) {
+    package init(_ value: consuming sending Value) {
         mutex = Mutex(value)
     }
 
     @inline(__always)
-    borrowing func withLock<Result, Failure: Error>(
+    package borrowing func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         guard let annotations = ThreadSanitizerAnnotations.loaded else {

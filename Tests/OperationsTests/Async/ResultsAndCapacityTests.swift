@@ -129,8 +129,8 @@ struct ResultsAndCapacityTests {
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         #expect(waiting() == 2)
         release.open()
-        try await first.value
-        try await third.value
+        _ = try await first.value
+        _ = try await third.value
         await queue.waitUntilAllOperationsAreFinished()
         #expect(order() == [1, 3])
         #expect(queue.core.withLock { $0.reservedPlaces } == 0)

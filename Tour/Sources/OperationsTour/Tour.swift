@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// How long and how big the tour's experiments are.
 public struct TourSettings: Sendable {
@@ -32,25 +33,17 @@ public struct ChapterResult: Sendable {
     public var numbers: [String: Double] = [:]
     public var lists: [String: [String]] = [:]
     public var files: [URL] = []
-    /// The chapter's timeline.
-    public var bars: [Timeline.Bar] = []
+    /// What the chapter's recorder saw.
+    public var recording: Recording?
 
     public init(chapter: String) { self.chapter = chapter }
 
-    /// The most operations of `queue` that ran at the same time, from the timeline.
+    /// The recorded operations.
+    public var operations: [Recording.Operation] { recording?.operations ?? [] }
+
+    /// The most operations of `queue` that ran at the same time, from the recording.
     public func mostAtOnce(queue: String) -> Int {
-        var edges: [(UInt64, Int)] = []
-        for bar in bars where bar.queue == queue {
-            guard let start = bar.start, let end = bar.end else { continue }
-            edges.append((start, 1))
-            edges.append((end, -1))
-        }
-        var now = 0, most = 0
-        for (_, delta) in edges.sorted(by: { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }) {
-            now += delta
-            most = max(most, now)
-        }
-        return most
+        recording?.queues.filter { $0.name == queue }.map(\.mostConcurrent).max() ?? 0
     }
 }
 
@@ -105,15 +98,27 @@ public final class TourContext: Sendable {
         Thread.sleep(forTimeInterval: settings.unit * units)
     }
 
-    /// Writes the chapter's timeline as HTML and trace JSON, and adds their URLs and the
-    /// timeline's bars to `result`.
-    public func writeTimeline(_ timeline: Timeline, chapter: String, notes: [String], into result: inout ChapterResult) throws {
-        let (bars, identities, origin) = timeline.finish()
-        let html = TimelineRenderer.html(timeline, bars: bars, identities: identities, origin: origin, notes: notes)
-        let page = try output.write(Data(html.utf8), to: "\(chapter).html")
-        let trace = try output.write(try TimelineRenderer.traceJSON(timeline, bars: bars, origin: origin), to: "\(chapter).trace.json")
+    /// Stops the chapter's recorder and writes its timeline page and Perfetto trace (and,
+    /// with `graph`, its dependency graph as DOT and Mermaid), adding their URLs and the
+    /// recording to `result`.
+    public func writeRecording(
+        _ recorder: OperationRecorder, chapter: String, notes: [String], graph: Bool = false, into result: inout ChapterResult
+    ) throws {
+        let recording = recorder.stop()
+        var notes = notes
+        let dependencies = graph ? recording.graph : nil
+        if let dependencies {
+            notes.append("Dependency graph: \(chapter).dot (Graphviz: dot -Tsvg \(chapter).dot) and \(chapter).mmd (Mermaid); \(dependencies.nodes.count) operations, \(dependencies.edges.count) dependencies, \(dependencies.cycles.count) cycles.")
+        }
+        let page = try output.write(Data(recording.html(notes: notes).utf8), to: "\(chapter).html")
+        let trace = try output.write(Data(recording.chromeTraceJSON().utf8), to: "\(chapter).trace.json")
         result.files += [page, trace]
-        result.bars = bars
+        if let dependencies {
+            let dot = try output.write(Data(dependencies.dot().utf8), to: "\(chapter).dot")
+            let mermaid = try output.write(Data(dependencies.mermaid().utf8), to: "\(chapter).mmd")
+            result.files += [dot, mermaid]
+        }
+        result.recording = recording
     }
 }
 
@@ -166,7 +171,37 @@ public enum Tour {
             context.console.say(String(format: "   (%.1f s)", Date().timeIntervalSince(started)))
             results.append(result)
         }
+        let index = try context.output.write(Data(indexPage(results).utf8), to: "index.html")
+        context.console.say("")
+        context.console.say("   wrote \(index.path)")
         return results
+    }
+
+    /// The page that links the chapters' pages, traces and graphs.
+    static func indexPage(_ results: [ChapterResult]) -> String {
+        func escape(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        }
+        var rows = ""
+        for result in results {
+            let title = chapter(named: result.chapter)?.title ?? result.chapter
+            let links = result.files.filter { !$0.lastPathComponent.hasSuffix(".png") }.map { file in
+                "<a href=\"\(escape(file.lastPathComponent))\">\(escape(file.lastPathComponent))</a>"
+            }.joined(separator: " · ")
+            let summary = result.recording?.summary ?? ""
+            rows += "<tr><td><b>\(escape(result.chapter))</b><br>\(escape(title))</td><td>\(links)<br><small>\(escape(summary))</small></td></tr>\n"
+        }
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8"><title>Operations tour</title>
+            <style>body{font-family:system-ui,sans-serif;margin:20px;color:#222}td{padding:6px 10px;vertical-align:top;border-bottom:1px solid #ddd}small{color:#555}</style></head>
+            <body><h1>The OperationQueue tour</h1>
+            <p>Each chapter's page is a timeline of its queues (open it in a browser); each trace opens in Perfetto (ui.perfetto.dev); .dot and .mmd files are dependency graphs.</p>
+            <table>
+            \(rows)</table></body></html>
+
+            """
     }
 }
 

@@ -21,8 +21,10 @@ func files(_ result: ChapterResult, ending suffix: String) -> [URL] {
     result.files.filter { $0.lastPathComponent.hasSuffix(suffix) }
 }
 
-/// Checks the HTML page and the trace of a chapter: the SVG parses as XML and has one bar
-/// per operation of the timeline; the trace is JSON with one complete event per bar.
+/// Checks the HTML page and the trace of a chapter: the SVG parses as XML and has one row
+/// per recorded operation (or groups that count them all), with a bar per operation that
+/// ran and a ✕ per operation cancelled before it started; the trace is JSON with one
+/// complete event per operation that ran.
 func checkTimelineFiles(_ result: ChapterResult, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let page = try #require(files(result, ending: ".html").first, sourceLocation: sourceLocation)
     let html = try String(contentsOf: page, encoding: .utf8)
@@ -33,20 +35,33 @@ func checkTimelineFiles(_ result: ChapterResult, sourceLocation: SourceLocation 
     let parser = XMLParser(data: Data(svg.utf8))
     parser.delegate = counter
     #expect(parser.parse(), "the SVG is well-formed XML", sourceLocation: sourceLocation)
-    let drawn = result.bars.filter { $0.start != nil }.count
-    #expect(counter.bars == drawn, "one bar per operation", sourceLocation: sourceLocation)
-    #expect(drawn > 0, sourceLocation: sourceLocation)
+    let operations = result.operations
+    let ran = operations.filter { $0.runningTime != nil }.count
+    #expect(ran > 0, sourceLocation: sourceLocation)
+    if counter.groupedOperations > 0 {
+        #expect(counter.groupedOperations == operations.count, "groups count every operation", sourceLocation: sourceLocation)
+    } else {
+        #expect(counter.rows == operations.count, "one row per operation", sourceLocation: sourceLocation)
+        #expect(counter.bars == operations.filter { !$0.wasCancelledBeforeStart && $0.started != nil }.count, "one bar per operation that started", sourceLocation: sourceLocation)
+        #expect(counter.crosses == operations.filter(\.wasCancelledBeforeStart).count, "a mark per operation cancelled before it started", sourceLocation: sourceLocation)
+    }
     let trace = try #require(files(result, ending: ".trace.json").first, sourceLocation: sourceLocation)
     let json = try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as? [String: Any]
     let events = json?["traceEvents"] as? [[String: Any]] ?? []
-    #expect(events.filter { $0["ph"] as? String == "X" }.count == drawn, sourceLocation: sourceLocation)
+    #expect(events.filter { $0["ph"] as? String == "X" }.count == ran, sourceLocation: sourceLocation)
 }
 
 final class BarCounter: NSObject, XMLParserDelegate, @unchecked Sendable {
     // `@unchecked Sendable`: used by one parser on one thread.
-    var bars = 0
+    var bars = 0, rows = 0, crosses = 0, groupedOperations = 0
     func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
-        if elementName == "rect", attributes["class"] == "bar" { bars += 1 }
+        switch (elementName, attributes["class"]) {
+        case ("rect", "bar"): bars += 1
+        case ("g", "operation"): rows += 1
+        case ("path", "cancelled-mark"): crosses += 1
+        case ("g", "group"): groupedOperations += Int(attributes["data-count"] ?? "") ?? 0
+        default: break
+        }
     }
 }
 
@@ -105,7 +120,9 @@ struct TourChapterTests {
         #expect(result.lists["sums"] == ["5", "42", "123"])
         #expect(result.numbers["slow cancelled request"] == 1)
         #expect(try #require(result.numbers["fast bytes"]) > 0)
-        #expect(result.bars.contains { $0.outcome == .failed })
+        // The slow download was cancelled while it ran (mid-request).
+        let slow = try #require(result.operations.first { $0.name == "download the slow image" })
+        #expect(slow.outcome.name == "cancelled" && !slow.wasCancelledBeforeStart)
         // The modern form: every image through download → then(sepia), the limit held while
         // bodies were suspended, and a batch cancelled with the task that awaited it.
         #expect(result.numbers["async images"] == 6)
@@ -123,11 +140,19 @@ struct TourChapterTests {
         for png in files(result, ending: ".png") { _ = try RGBAImage(png: Data(contentsOf: png)) }
         // Each write started after its download finished.
         for index in 0..<context.settings.imageCount {
-            let download = try #require(result.bars.first { $0.name == "image \(index): download" })
-            let write = try #require(result.bars.first { $0.name == "image \(index): write" })
-            #expect(try #require(download.end) <= #require(write.start))
+            let download = try #require(result.operations.first { $0.name == "image \(index): download" })
+            let write = try #require(result.operations.first { $0.name == "image \(index): write" })
+            #expect(try #require(download.finished) <= #require(write.started))
         }
         try checkTimelineFiles(result)
+        // The graph export: a node per operation, an arrow per dependency (three per image).
+        let dot = try String(contentsOf: #require(files(result, ending: ".dot").first), encoding: .utf8)
+        #expect(dot.hasPrefix("digraph "))
+        #expect(dot.components(separatedBy: " -> ").count - 1 == 3 * context.settings.imageCount)
+        #expect(dot.components(separatedBy: "finished · succeeded").count - 1 >= 4 * context.settings.imageCount)
+        let mermaid = try String(contentsOf: #require(files(result, ending: ".mmd").first), encoding: .utf8)
+        #expect(mermaid.hasPrefix("flowchart LR"))
+        #expect(mermaid.components(separatedBy: " --> ").count - 1 == 3 * context.settings.imageCount)
     }
 
     @Test("cancel: only the sums that check isCancelled stop early")
@@ -144,7 +169,7 @@ struct TourChapterTests {
         #expect(try #require(result.numbers["sum parts done"]) < 40)
         let delivered = try #require(result.lists["delivered"])
         #expect(!delivered.contains("1"), "image 1 takes four units; the providers were cancelled after two")
-        #expect(result.bars.contains { $0.outcome == .cancelled })
+        #expect(result.operations.contains { $0.outcome.name == "cancelled" })
     }
 
     @Test("list: rows that leave the viewport are cancelled; every row is accounted for")
@@ -170,5 +195,28 @@ struct TourChapterTests {
         #expect(Set(order[(barrier + 1)...]) == ["after1", "after2", "after3", "after4"])
         #expect(result.lists["priority order"] == ["veryHigh", "high", "normal", "low", "veryLow"])
         #expect(result.lists["main"] == ["true", "true"])
+    }
+
+    @Test("scale (not in the tour's run): the same timeline at 10 and 1,000 operations")
+    func scale() async throws {
+        let (result, _) = try await runChapter(ScaleChapter.self)
+        #expect(result.numbers["operations 10"] == 10)
+        #expect(result.numbers["operations 1000"] == 1_000)
+        #expect(files(result, ending: ".html").count == 2)
+        try checkTimelineFiles(result)
+    }
+
+    @Test("the tour's run writes an index page that links every chapter's files")
+    func index() async throws {
+        var settings = TourSettings.quick
+        settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/index-\(UUID().uuidString)"
+        let context = try TourContext(settings: settings, console: Console.silent())
+        let results = try await Tour.run([BlocksChapter.self, CancelChapter.self], context: context)
+        await context.stop()
+        let index = try String(contentsOf: context.output.url.appendingPathComponent("index.html"), encoding: .utf8)
+        for file in results.flatMap(\.files) where !file.lastPathComponent.hasSuffix(".png") {
+            #expect(index.contains("href=\"\(file.lastPathComponent)\""), "\(file.lastPathComponent)")
+        }
+        #expect(index.contains("2-blocks.html") && index.contains("6-cancel.trace.json"))
     }
 }

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -9,15 +10,15 @@ extension AsyncChapter {
     /// limit of 4, decoded and filtered along `then`, values collected as they complete;
     /// then a batch cancelled by cancelling the task that awaits it. Returns the notes.
     func runWithTasks(
-        in context: TourContext, server: ImageServer, timeline: Timeline, result: inout ChapterResult
+        in context: TourContext, server: ImageServer, recorder: OperationRecorder, result: inout ChapterResult
     ) throws -> [String] {
         let downloads = OperationQueue()
         downloads.name = "async downloads (limit 4)"
         downloads.maxConcurrentOperationCount = 4
         let filters = OperationQueue()
         filters.name = "filters"
-        timeline.watch(downloads)
-        timeline.watch(filters)
+        recorder.record(downloads)
+        recorder.record(filters)
         let inFlight = BodyMeter()
         let count = max(context.settings.imageCount, 6)
 
@@ -74,7 +75,6 @@ extension AsyncChapter {
         held.release()
         downloads.waitUntilAllOperationsAreFinished()
         let cancelled = batch.filter { $0.outcome?.isCancelled == true }
-        for operation in cancelled { timeline.markFailed(operation) }
         result.numbers["async cancelled"] = Double(cancelled.count)
         result.numbers["async slow cancelled"] = batch[ImageServer.slowImage].outcome?.isCancelled == true ? 1 : 0
         let second = "a second batch of \(count): the awaiting task was cancelled after \(received.current) values; \(cancelled.count) downloads were cancelled with it (the held slow one among them: \(batch[ImageServer.slowImage].outcome?.isCancelled == true))"

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 4. The classic asynchronous operation: a slow asynchronous addition, and a download
 /// wrapped as an operation that cancels its request when cancelled; then the modern form,
@@ -60,8 +61,8 @@ public struct AsyncChapter: Chapter {
         let server = try context.blockingImageServer()
         let queue = OperationQueue()
         queue.name = "async"
-        let timeline = Timeline(title: "Async: slow additions and a cancelled download")
-        timeline.watch(queue)
+        let recorder = OperationRecorder(title: "Async: slow additions and a cancelled download")
+        recorder.record(queue)
         var notes: [String] = []
 
         let sums = [(2, 3), (40, 2), (100, 23)].map { SlowSum($0.0, $0.1, delay: context.settings.unit) }
@@ -80,7 +81,6 @@ public struct AsyncChapter: Chapter {
         queue.addOperations([slow, fast], waitUntilFinished: false)
         fast.waitUntilFinished()
         slow.cancel()
-        timeline.markFailed(slow)
         held.release()
         queue.waitUntilAllOperationsAreFinished()
         let cancelledError = (slow.error as? URLError)?.code == .cancelled
@@ -88,9 +88,9 @@ public struct AsyncChapter: Chapter {
         result.numbers["fast bytes"] = Double(fast.bytesReceived)
         let line2 = "image 0 arrived (\(fast.bytesReceived) bytes, \(fast.image.map { "\($0.width)×\($0.height)" } ?? "no image")); the slow one was cancelled after it and its request ended with \(slow.error.map { "\($0)" } ?? "no error")"
         notes.append(line2)
-        notes += try runWithTasks(in: context, server: server, timeline: timeline, result: &result)
+        notes += try runWithTasks(in: context, server: server, recorder: recorder, result: &result)
         for note in notes { context.console.say("   " + note) }
-        try context.writeTimeline(timeline, chapter: "4-async", notes: notes, into: &result)
+        try context.writeRecording(recorder, chapter: "4-async", notes: notes, into: &result)
         return result
     }
 }

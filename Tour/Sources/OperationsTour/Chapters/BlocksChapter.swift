@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 2. One BlockOperation, one execution block per word, each taking one unit: the blocks
 /// overlap, and the completion block runs after the last.
@@ -30,8 +31,8 @@ public struct BlocksChapter: Chapter {
         }
         let queue = OperationQueue()
         queue.name = "blocks"
-        let timeline = Timeline(title: "Blocks: \(words.count) execution blocks of one unit")
-        timeline.watch(queue)
+        let recorder = OperationRecorder(title: "Blocks: \(words.count) execution blocks of one unit")
+        recorder.record(queue)
         let start = Date()
         queue.addOperation(operation)
         queue.waitUntilAllOperationsAreFinished()
@@ -44,7 +45,7 @@ public struct BlocksChapter: Chapter {
         let line = String(format: "%d blocks of one unit each took %.2f s (≈ %.1f units: they overlap); finished: %@", words.count, elapsed, elapsed / context.settings.unit, log.current.joined(separator: " "))
         context.console.say("   " + line)
         context.console.say("   (Linux's own Foundation runs them one after another: ≈ \(words.count) units.)")
-        try context.writeTimeline(timeline, chapter: "2-blocks", notes: [line], into: &result)
+        try context.writeRecording(recorder, chapter: "2-blocks", notes: [line], into: &result)
         return result
     }
 }

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 6. Cancellation is cooperative: a long sum that ignores `isCancelled`, one that checks
 /// it, and one that reports progress and stops when cancelled.
@@ -52,8 +53,8 @@ public struct CancelChapter: Chapter {
         var result = ChapterResult(chapter: Self.name)
         let queue = OperationQueue()
         queue.name = "sums"
-        let timeline = Timeline(title: "Cancel: three sums cancelled a third of the way")
-        timeline.watch(queue)
+        let recorder = OperationRecorder(title: "Cancel: three sums cancelled a third of the way")
+        recorder.record(queue)
         let sums = [Sum.Style.ignoresCancellation, .checksCancellation, .reportsProgress].map { Sum($0, context: context) }
         queue.addOperations(sums, waitUntilFinished: false)
         // Watch the one that reports progress.
@@ -78,7 +79,7 @@ public struct CancelChapter: Chapter {
             notes.append(line)
         }
         notes.append("All three were cancelled when the one that reports progress was 20 chunks in (one unit); only code that checks isCancelled stops.")
-        try context.writeTimeline(timeline, chapter: "6-cancel", notes: notes, into: &result)
+        try context.writeRecording(recorder, chapter: "6-cancel", notes: notes, into: &result)
         return result
     }
 }

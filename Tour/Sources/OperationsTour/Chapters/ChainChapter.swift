@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 5. load → filter → post-process → output, as separate operations on one queue, the
 /// image passed along `dependencies`, fetched over real HTTP.
@@ -12,8 +13,8 @@ public struct ChainChapter: Chapter {
         let server = try context.blockingImageServer()
         let queue = OperationQueue()
         queue.name = "chain"
-        let timeline = Timeline(title: "Chain: \(context.settings.imageCount) images through four dependent operations each")
-        timeline.watch(queue)
+        let recorder = OperationRecorder(title: "Chain: \(context.settings.imageCount) images through four dependent operations each")
+        recorder.record(queue)
         let finished = Protected<Int>()
         var outputs: [OutputOperation] = []
         let total = context.settings.imageCount
@@ -37,7 +38,7 @@ public struct ChainChapter: Chapter {
         let line = "\(written.count) of \(total) images downloaded, filtered and written (each chain ran in dependency order although added backwards)"
         context.console.say("   " + line)
         result.files = written
-        try context.writeTimeline(timeline, chapter: "5-chain", notes: [line], into: &result)
+        try context.writeRecording(recorder, chapter: "5-chain", notes: [line], graph: true, into: &result)
         return result
     }
 }

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 3. A batch of images filtered concurrently; each result appended to a shared array
 /// through a serial queue, in the filter's completion block.
@@ -13,8 +14,8 @@ public struct FilterChapter: Chapter {
         let inputs = (0..<count).map { RGBAImage.generated(index: $0, size: context.settings.imageSize * 2) }
         let queue = OperationQueue()
         queue.name = "filters"
-        let timeline = Timeline(title: "Filter: \(count) images, blur then sepia, concurrently")
-        timeline.watch(queue)
+        let recorder = OperationRecorder(title: "Filter: \(count) images, blur then sepia, concurrently")
+        recorder.record(queue)
         let appendQueue = DispatchQueue(label: "results")  // the tutorials' serial queue
         let results = Protected<[(Int, RGBAImage?)]>()
         // One filter alone, for comparison.
@@ -44,7 +45,7 @@ public struct FilterChapter: Chapter {
         let line = String(format: "%d images filtered in %.2f s; one filter alone takes %.2f s (%d cores: ≈ %.1f filters' time)", results.current.count, elapsed, oneFilter, cores, elapsed / max(oneFilter, 0.0001))
         context.console.say("   " + line)
         result.files = written
-        try context.writeTimeline(timeline, chapter: "3-filter", notes: [line], into: &result)
+        try context.writeRecording(recorder, chapter: "3-filter", notes: [line], into: &result)
         return result
     }
 }

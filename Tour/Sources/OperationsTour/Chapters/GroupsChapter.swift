@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 7. Groups: a composite class owning a private queue (many small sums, cancelled
 /// part-way), and four image providers cancelled part-way so only some images arrive.
@@ -38,11 +39,11 @@ public struct GroupsChapter: Chapter {
     public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let server = try context.blockingImageServer()
-        let timeline = Timeline(title: "Groups: a sum group and four image providers, cancelled part-way")
+        let recorder = OperationRecorder(title: "Groups: a sum group and four image providers, cancelled part-way")
         var notes: [String] = []
 
         let group = SumGroup(parts: 40, context: context)
-        timeline.watch(group.queue)
+        recorder.record(group.queue)
         group.start()
         group.quarterDone.wait()
         group.cancel()
@@ -51,7 +52,7 @@ public struct GroupsChapter: Chapter {
         notes.append("sum group of 40 parts (two at a time, 0.1 unit each), cancelled once 10 were done: \(group.done.current) parts done")
 
         let providers = (0..<4).map {
-            ImageProvider(index: $0 + 1, server: server, folder: context.output, prefix: "7-provider", timeline: timeline)
+            ImageProvider(index: $0 + 1, server: server, folder: context.output, prefix: "7-provider", recorder: recorder)
         }
         // Image 1 is the slow one: the server keeps it back until the providers have been
         // cancelled, so it is still in flight when they are, however loaded the machine.
@@ -66,7 +67,7 @@ public struct GroupsChapter: Chapter {
         result.lists["delivered"] = delivered
         notes.append("four image providers (download → sepia → vignette → write, each on its own queue), cancelled once the fast three arrived: images \(delivered.joined(separator: ", ")) arrived")
         for note in notes { context.console.say("   " + note) }
-        try context.writeTimeline(timeline, chapter: "7-groups", notes: notes, into: &result)
+        try context.writeRecording(recorder, chapter: "7-groups", notes: notes, into: &result)
         return result
     }
 }

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -171,19 +172,21 @@ public final class ImageProvider: Sendable {
     public let output: OutputOperation
     private let queue: OperationQueue
 
-    public init(index: Int, server: ImageServer, folder: OutputFolder, prefix: String, timeline: Timeline? = nil) {
+    public init(index: Int, server: ImageServer, folder: OutputFolder, prefix: String, recorder: OperationRecorder? = nil) {
         self.index = index
-        download = DownloadOperation(url: server.url(ofImage: index), name: "\(prefix) \(index): download")
-        filter = FilterOperation(name: "\(prefix) \(index): sepia") { Filters.sepia($0) }
-        vignette = FilterOperation(name: "\(prefix) \(index): vignette") { Filters.vignette($0) }
+        // Names for people: the file prefix without its chapter number ("7-provider" → "provider").
+        let label = String(prefix.drop { $0.isNumber || $0 == "-" })
+        download = DownloadOperation(url: server.url(ofImage: index), name: "\(label) \(index): download")
+        filter = FilterOperation(name: "\(label) \(index): sepia") { Filters.sepia($0) }
+        vignette = FilterOperation(name: "\(label) \(index): vignette") { Filters.vignette($0) }
         output = OutputOperation(folder: folder, fileName: "\(prefix)-\(index).png")
-        output.name = "\(prefix) \(index): write"
+        output.name = "\(label) \(index): write"
         filter.addDependency(download)
         vignette.addDependency(filter)
         output.addDependency(vignette)
         queue = OperationQueue()
-        queue.name = "\(prefix) \(index)"
-        timeline?.watch(queue)
+        queue.name = "\(label) \(index)"
+        recorder?.record(queue)
     }
 
     public func start(completion: @escaping @Sendable () -> Void = {}) {
@@ -191,7 +194,12 @@ public final class ImageProvider: Sendable {
         queue.addOperations([download, filter, vignette, output], waitUntilFinished: false)
     }
 
-    public func cancel() { queue.cancelAllOperations() }
+    /// Cancels the last stage first. `cancelAllOperations()` goes in the order added, and
+    /// cancelling the download finishes it at once (its request is cancelled): the next
+    /// stage could start, find no image and count as succeeded before it is cancelled too.
+    public func cancel() {
+        for operation in [output, vignette, filter, download] as [Operation] { operation.cancel() }
+    }
 
     public func wait() { queue.waitUntilAllOperationsAreFinished() }
 

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 8. A scrolling list: when a row appears its image provider starts; when it leaves
 /// before finishing, its provider is cancelled.
@@ -13,7 +14,7 @@ public struct ListChapter: Chapter {
         var result = ChapterResult(chapter: Self.name)
         let server = try context.blockingImageServer()
         let rows = context.settings.listRows, viewport = context.settings.viewport
-        let timeline = Timeline(title: "List: \(rows) rows, a viewport of \(viewport), scrolling")
+        let recorder = OperationRecorder(title: "List: \(rows) rows, a viewport of \(viewport), scrolling")
         var providers: [Int: ImageProvider] = [:]
         var states = [RowState](repeating: .waiting, count: rows)
         var cancelled = Set<Int>()
@@ -32,7 +33,7 @@ public struct ListChapter: Chapter {
         for top in 0...(rows - viewport) {
             let visible = top..<(top + viewport)
             for row in visible where providers[row] == nil {
-                let provider = ImageProvider(index: row, server: server, folder: context.output, prefix: "8-row", timeline: timeline)
+                let provider = ImageProvider(index: row, server: server, folder: context.output, prefix: "8-row", recorder: recorder)
                 providers[row] = provider
                 provider.start()
             }
@@ -75,7 +76,7 @@ public struct ListChapter: Chapter {
             "rows: " + String(states.map(\.rawValue)) + "   (■ done, × cancelled)",
         ]
         for line in lines { context.console.say("   " + line) }
-        try context.writeTimeline(timeline, chapter: "8-list", notes: lines, into: &result)
+        try context.writeRecording(recorder, chapter: "8-list", notes: lines, into: &result)
         return result
     }
 }

@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 1. The printer queue: seven operations that each take one unit, on a default queue,
 /// with `maxConcurrentOperationCount` 2 and 1, and with quality of service and priority.
@@ -9,13 +10,13 @@ public struct PrinterChapter: Chapter {
 
     public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
-        let timeline = Timeline(title: "Printer: 7 operations of one unit each")
+        let recorder = OperationRecorder(title: "Printer: 7 operations of one unit each")
         var notes: [String] = []
         for (label, limit, expected) in [("default", -1, 1.0), ("limit 2", 2, 4.0), ("limit 1", 1, 7.0)] {
             let queue = OperationQueue()
             queue.name = "printer \(label)"
             queue.maxConcurrentOperationCount = limit
-            timeline.watch(queue)
+            recorder.record(queue)
             let order = Protected<[String]>()
             let start = Date()
             for letter in "ABCDEFG" {
@@ -51,7 +52,7 @@ public struct PrinterChapter: Chapter {
             queue.maxConcurrentOperationCount = experiment.limit
             if let quality = experiment.queueQuality { queue.qualityOfService = quality }
             queue.isSuspended = experiment.suspended
-            timeline.watch(queue)
+            recorder.record(queue)
             let order = Protected<[String]>()
             for letter in "ABCDEFG" {
                 let operation = BlockOperation { order.append(String(letter)); context.work(0.25) }
@@ -68,7 +69,7 @@ public struct PrinterChapter: Chapter {
             notes.append(line)
         }
         notes.append("On a queue that is not serial, an operation whose queuePriority was never set takes its priority band from its quality of service, so G starts at the first free slot. A serial queue stays first-in, first-out for quality of service; queuePriority reorders any queue, among ready operations.")
-        try context.writeTimeline(timeline, chapter: "1-printer", notes: notes, into: &result)
+        try context.writeRecording(recorder, chapter: "1-printer", notes: notes, into: &result)
         return result
     }
 }

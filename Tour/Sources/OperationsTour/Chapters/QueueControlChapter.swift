@@ -1,4 +1,5 @@
 import Operations
+import OperationsRecording
 
 /// 9. Queue control: suspension, barriers, priorities and `OperationQueue.main`.
 public struct QueueControlChapter: Chapter {
@@ -8,13 +9,13 @@ public struct QueueControlChapter: Chapter {
 
     public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
-        let timeline = Timeline(title: "Queue control")
+        let recorder = OperationRecorder(title: "Queue control")
         var notes: [String] = []
 
         // Suspension: nothing starts while suspended; running work continues.
         let queue = OperationQueue()
         queue.name = "suspended"
-        timeline.watch(queue)
+        recorder.record(queue)
         queue.isSuspended = true
         let started = Protected<[String]>()
         for index in 1...3 {
@@ -32,7 +33,7 @@ public struct QueueControlChapter: Chapter {
         // A barrier: after everything before it, before everything after it.
         let barrierQueue = OperationQueue()
         barrierQueue.name = "barrier"
-        timeline.watch(barrierQueue)
+        recorder.record(barrierQueue)
         let order = Protected<[String]>()
         for index in 1...4 {
             let operation = BlockOperation { context.work(Double(index) * 0.2); order.append("before\(index)") }
@@ -54,7 +55,7 @@ public struct QueueControlChapter: Chapter {
         serial.name = "priorities"
         serial.maxConcurrentOperationCount = 1
         serial.isSuspended = true
-        timeline.watch(serial)
+        recorder.record(serial)
         let priorityOrder = Protected<[String]>()
         let priorities: [(String, Operation.QueuePriority)] = [("low", .low), ("normal", .normal), ("veryHigh", .veryHigh), ("high", .high), ("veryLow", .veryLow)]
         for (label, priority) in priorities {
@@ -73,7 +74,7 @@ public struct QueueControlChapter: Chapter {
         DispatchQueue.main.setSpecific(key: mainKey, value: true)
         let onMain = Protected<[String]>()
         let mainDone = DispatchSemaphore(value: 0)
-        timeline.watch(OperationQueue.main)
+        recorder.record(OperationQueue.main)
         let mainOperation = BlockOperation {
             onMain.append("\(DispatchQueue.getSpecific(key: mainKey) == true)")
             onMain.append("\(OperationQueue.current === OperationQueue.main)")
@@ -85,7 +86,7 @@ public struct QueueControlChapter: Chapter {
         result.lists["main"] = onMain.current
         notes.append("OperationQueue.main ran an operation on the main dispatch queue: \(onMain.current.first ?? "?"), and OperationQueue.current was .main: \(onMain.current.last ?? "?")")
         for note in notes { context.console.say("   " + note) }
-        try context.writeTimeline(timeline, chapter: "9-queue-control", notes: notes, into: &result)
+        try context.writeRecording(recorder, chapter: "9-queue-control", notes: notes, into: &result)
         return result
     }
 }

@@ -1,0 +1,45 @@
+/// The hooks of ``OperationQueue/addEnqueueHook(_:)`` of one queue.
+struct EnqueueHooks {
+    var hooks: [(id: UInt64, hook: @Sendable (Operation) -> Void)] = []
+    var nextID: UInt64 = 1
+}
+
+extension OperationQueue {
+    /// Calls `hook` with each operation added to this queue, on the thread that adds it,
+    /// before it joins the queue (and before its enqueued event), with no lock held.
+    ///
+    /// For what only the adding thread or task knows: the tracing adapter captures the
+    /// `ServiceContext` current where an operation was added. Keep the returned
+    /// subscription; the hook stops when it is cancelled or released.
+    /// - Note: While no hook is registered, adding costs one atomic load more.
+    public func addEnqueueHook(_ hook: @escaping @Sendable (Operation) -> Void) -> OperationEventSubscription {
+        let id = enqueueHooks.withLock { state in
+            defer { state.nextID += 1 }
+            state.hooks.append((state.nextID, hook))
+            hasEnqueueHooks.store(true, ordering: .releasing)
+            return state.nextID
+        }
+        return OperationEventSubscription(queue: self, id: id, isEnqueueHook: true)
+    }
+
+    final func _removeEnqueueHook(_ id: UInt64) {
+        var removed = enqueueHooks.withLock { state in
+            let removed = state.hooks.filter { $0.id == id }
+            state.hooks.removeAll { $0.id == id }
+            if state.hooks.isEmpty { hasEnqueueHooks.store(false, ordering: .releasing) }
+            return removed
+        }
+        // Dropped after the lock: its captures' deinit is user code.
+        removed.removeAll()
+    }
+
+    /// Runs the enqueue hooks for `operations` (called by `_add` before its lock).
+    @inline(__always)
+    final func _runEnqueueHooks(_ operations: some Collection<Operation>) {
+        guard hasEnqueueHooks.load(ordering: .acquiring) else { return }
+        let hooks = enqueueHooks.withLock { $0.hooks }
+        for operation in operations {
+            for (_, hook) in hooks { hook(operation) }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Operations
+
+/// The events an ``OperationRecorder`` has received, behind the library's lock (`Locked`).
+/// Nothing but appending and updating happens under it; operations' getters are read
+/// after ``stop(title:grouping:)`` took everything out.
+final class RecorderState: Sendable {
+    struct Entry {
+        var operation: Operation
+        var recorded: Recording.Operation
+    }
+
+    struct State {
+        var entries: [Entry] = []
+        var index: [ObjectIdentifier: Int] = [:]
+        var queues: [(queue: OperationQueue, name: String)] = []
+        var subscriptions: [OperationEventSubscription] = []
+        var isStopped = false
+        var end: UInt64 = 0
+    }
+
+    let origin: UInt64
+    private let state = Locked(State())
+
+    init(origin: UInt64) {
+        self.origin = origin
+    }
+
+    func addQueue(_ queue: OperationQueue, name: String) -> Int {
+        state.withLock { state in
+            state.queues.append((queue, name))
+            return state.queues.count - 1
+        }
+    }
+
+    func keep(_ subscription: OperationEventSubscription) {
+        let refused: OperationEventSubscription? = state.withLock { state in
+            guard !state.isStopped else { return subscription }
+            state.subscriptions.append(subscription)
+            return nil
+        }
+        refused?.cancel()
+    }
+
+    private func time(_ eventTime: UInt64) -> UInt64 { eventTime > origin ? eventTime - origin : 0 }
+
+    /// An operation was added: only its time and identity are taken here (the queue's
+    /// thread waits for this handler); its name and dependencies are read at ``stop(title:grouping:)``.
+    func enqueued(_ operation: Operation, queue: Int, queueName: String, time eventTime: UInt64) {
+        let time = time(eventTime)
+        state.withLock { state in
+            guard !state.isStopped else { return }
+            let id = state.entries.count
+            let recorded = Recording.Operation(
+                id: id, name: "", queue: queueName, queueIndex: queue, group: "", enqueued: time, started: nil, finished: nil,
+                cancelled: nil, outcome: .unfinished, dependencies: [])
+            state.index[ObjectIdentifier(operation)] = id
+            state.entries.append(Entry(operation: operation, recorded: recorded))
+            state.end = max(state.end, time)
+        }
+    }
+
+    func record(_ event: OperationEvent) {
+        let time = time(event.time)
+        state.withLock { state in
+            guard !state.isStopped, let id = state.index[ObjectIdentifier(event.operation)] else { return }
+            state.end = max(state.end, time)
+            switch event.kind {
+            case .enqueued: break
+            case .started: state.entries[id].recorded.started = time
+            case .cancelled: state.entries[id].recorded.cancelled = time
+            case .finished:
+                state.entries[id].recorded.finished = time
+            }
+        }
+    }
+
+    static func outcome(of operation: Operation) -> Recording.Outcome? {
+        switch operation.outcome {
+        case nil: nil
+        case .succeeded: .succeeded
+        case .cancelled(let reason): .cancelled(reason: reason.map { "\($0)" })
+        case .failed(let error): .failed(error: "\(error)")
+        }
+    }
+
+    func stop(title: String, grouping: OperationRecorder.Grouping) -> Recording {
+        let (entries, queues, subscriptions, end) = state.withLock { state in
+            defer {
+                state.isStopped = true
+                state.entries = []
+                state.index = [:]
+                state.queues = []
+                state.subscriptions = []
+            }
+            return (state.entries, state.queues, state.subscriptions, state.end)
+        }
+        for subscription in subscriptions { subscription.cancel() }
+        // Names, groups and dependencies are read now, with no lock held (the getters may
+        // be user code), from the operations kept alive until here.
+        var index: [ObjectIdentifier: Int] = [:]
+        for entry in entries { index[ObjectIdentifier(entry.operation)] = entry.recorded.id }
+        var unnamed: [String: Int] = [:]
+        var groups: [String: String] = [:]
+        let operations = entries.map { entry -> Recording.Operation in
+            var recorded = entry.recorded
+            let name: String
+            if let given = entry.operation.name {
+                name = given
+            } else {
+                let type = "\(type(of: entry.operation))"
+                unnamed[type, default: 0] += 1
+                name = "\(type) \(unnamed[type]!)"
+            }
+            let key = name + "\u{0}" + recorded.queue
+            let group = groups[key] ?? grouping(name, recorded.queue)
+            groups[key] = group
+            recorded.name = name
+            recorded.group = group
+            recorded.dependencies = entry.operation.dependencies.compactMap { index[ObjectIdentifier($0)] }
+            if recorded.finished != nil { recorded.outcome = Self.outcome(of: entry.operation) ?? .unfinished }
+            return recorded
+        }
+        let recordedQueues = queues.enumerated().map { index, entry in
+            Recording.Queue(
+                name: entry.name, maxConcurrentOperationCount: entry.queue.maxConcurrentOperationCount,
+                mostConcurrent: Self.mostConcurrent(operations.filter { $0.queueIndex == index }),
+                group: grouping(entry.name, entry.name))
+        }
+        return Recording(title: title, operations: operations, queues: recordedQueues, duration: max(end, 1))
+    }
+
+    static func mostConcurrent(_ operations: [Recording.Operation]) -> Int {
+        var changes: [(UInt64, Int)] = []
+        for operation in operations where operation.runningTime != nil {
+            changes.append((operation.started!, 1))
+            changes.append((operation.finished!, -1))
+        }
+        // At equal times, finishes first: back-to-back operations did not overlap.
+        changes.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
+        var now = 0, most = 0
+        for (_, change) in changes {
+            now += change
+            most = max(most, now)
+        }
+        return most
+    }
+}

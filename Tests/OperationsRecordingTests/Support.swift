@@ -1,0 +1,83 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import class Operations.BlockOperation
+import class Operations.Operation
+import class Operations.OperationQueue
+import OperationsRecording
+
+/// The elements of an SVG document, parsed as XML (which also proves it is well-formed).
+final class SVGElements: NSObject, XMLParserDelegate {
+    struct Element {
+        let name: String
+        let attributes: [String: String]
+        var className: String? { attributes["class"] }
+    }
+
+    private(set) var elements: [Element] = []
+    private(set) var error: Error?
+
+    /// Parses the `<svg>…</svg>` part of an HTML page.
+    init(page: String) {
+        super.init()
+        guard let start = page.range(of: "<svg"), let end = page.range(of: "</svg>") else {
+            error = CocoaError(.fileReadCorruptFile)
+            return
+        }
+        let parser = XMLParser(data: Data(page[start.lowerBound..<end.upperBound].utf8))
+        parser.delegate = self
+        if !parser.parse() { error = parser.parserError ?? CocoaError(.fileReadCorruptFile) }
+    }
+
+    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        elements.append(Element(name: elementName, attributes: attributes))
+    }
+
+    func count(_ name: String, class className: String) -> Int {
+        elements.filter { $0.name == name && $0.className == className }.count
+    }
+
+    func all(_ name: String, class className: String) -> [Element] {
+        elements.filter { $0.name == name && $0.className == className }
+    }
+}
+
+/// A one-shot event a test can wait for.
+final class Gate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    func open() { semaphore.signal() }
+    @discardableResult
+    func wait(timeout: TimeInterval = 20) -> Bool { semaphore.wait(timeout: .now() + timeout) == .success }
+}
+
+extension Operation {
+    func named(_ name: String) -> Self {
+        self.name = name
+        return self
+    }
+}
+
+/// A small, fixed scene: a chain of three, three independent operations, two cancelled
+/// before they start, on one queue with a limit of 2.
+func recordSmallScene() -> Recording {
+    let recorder = OperationRecorder(title: "Small scene")
+    let queue = OperationQueue()
+    queue.name = "scene"
+    queue.maxConcurrentOperationCount = 2
+    queue.isSuspended = true
+    recorder.record(queue)
+    let load = BlockOperation {}.named("load 1")
+    let filter = BlockOperation {}.named("filter 1")
+    let write = BlockOperation {}.named("write 1")
+    filter.addDependency(load)
+    write.addDependency(filter)
+    let independent = (1...3).map { BlockOperation {}.named("side \($0)") }
+    let doomed = (1...2).map { BlockOperation {}.named("doomed \($0)") }
+    queue.addOperations([load, filter, write] + independent + doomed, waitUntilFinished: false)
+    for operation in doomed { operation.cancel() }
+    queue.isSuspended = false
+    queue.waitUntilAllOperationsAreFinished()
+    return recorder.stop()
+}

@@ -1,0 +1,220 @@
+import Operations
+import Testing
+
+/// Stall reports and the queue-wide wait description. The diagnostics handler and the
+/// report delay are process-wide: these tests set them one at a time (serialized), look
+/// only at messages that name their own operations, and put them back.
+@Suite("Stall reports and queue-wide wait reasons", .serialized)
+struct StallReportTests {
+    /// Captures diagnostics that mention `marker`; opens `reported` on the first stall.
+    final class Capture: Sendable {
+        let marker: String
+        let messages = Shared<[OperationDiagnostic]>([])
+        let reported = Gate()
+
+        init(marker: String) { self.marker = marker }
+
+        var stalls: [String] { messages().filter { $0.kind == .stall }.map(\.message) }
+
+        /// Installs the capture (by default with delay zero: reports at the moment a wait
+        /// begins), runs `body`, puts the previous settings back.
+        func during(delay: Duration = .zero, _ body: () -> Void) {
+            let previous = (OperationDiagnostic.handler, OperationDiagnostic.stallReportDelay)
+            OperationDiagnostic.stallReportDelay = delay
+            OperationDiagnostic.handler = { [self] diagnostic in
+                guard diagnostic.message.contains(marker) else { return previous.0(diagnostic) }
+                messages.update { $0.append(diagnostic) }
+                if diagnostic.kind == .stall { reported.open() }
+            }
+            body()
+            OperationDiagnostic.handler = previous.0
+            OperationDiagnostic.stallReportDelay = previous.1
+        }
+    }
+
+    /// Runs `wait` on another thread; the returned gate opens when it returns.
+    func waitInBackground(_ wait: @escaping @Sendable () -> Void) -> Gate {
+        let returned = Gate()
+        DispatchQueue.global().async {
+            wait()
+            returned.open()
+        }
+        return returned
+    }
+
+    @Test("a dependency cycle: reported once with the cycle, the wait returns once one is cancelled")
+    func cycle() {
+        let capture = Capture(marker: "cycle-a")
+        capture.during {
+            let queue = OperationQueue()
+            let a = BlockOperation {}.named("cycle-a"), b = BlockOperation {}.named("cycle-b")
+            a.addDependency(b)
+            b.addDependency(a)
+            queue.addOperations([a, b], waitUntilFinished: false)
+            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
+            #expect(capture.reported.wait())
+            a.cancel()
+            #expect(returned.wait())
+            #expect(capture.messages().contains { $0.kind == .dependencyCycle })
+            #expect(capture.stalls.count == 1)
+            let message = capture.stalls.first ?? ""
+            #expect(message.contains("waitUntilAllOperationsAreFinished()"), "\(message)")
+            #expect(message.contains("dependency cycle"), "\(message)")
+            #expect(message.contains("\"cycle-b\""), "\(message)")
+            // The cycle is also a retain cycle.
+            b.removeDependency(a)
+        }
+    }
+
+    @Test("a dependency in no queue")
+    func dependencyInNoQueue() {
+        let capture = Capture(marker: "lonely")
+        capture.during {
+            let queue = OperationQueue()
+            let lonely = BlockOperation {}.named("lonely")
+            let waiting = BlockOperation {}.named("waits-for-lonely")
+            waiting.addDependency(lonely)
+            queue.addOperation(waiting)
+            let returned = waitInBackground { waiting.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            lonely.start()
+            #expect(returned.wait())
+            let message = capture.stalls.first ?? ""
+            #expect(message.contains("waitUntilFinished() on operation \"waits-for-lonely\""), "\(message)")
+            #expect(message.contains("\"lonely\": it is in no queue"), "\(message)")
+        }
+    }
+
+    @Test("a suspended queue, and one report for addOperations(_:waitUntilFinished: true)")
+    func suspendedQueue() {
+        let capture = Capture(marker: "suspended-queue")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "suspended-queue"
+            queue.isSuspended = true
+            let operations = (0..<3).map { BlockOperation {}.named("held \($0)") }
+            let returned = waitInBackground { queue.addOperations(operations, waitUntilFinished: true) }
+            #expect(capture.reported.wait())
+            queue.isSuspended = false
+            #expect(returned.wait())
+            #expect(capture.stalls.count == 1)
+            let message = capture.stalls.first ?? ""
+            #expect(message.contains("3 operations"), "\(message)")
+            #expect(message.contains("is suspended"), "\(message)")
+        }
+    }
+
+    @Test("with a delay, the waiting thread looks again when its timed wait expires, and reports once")
+    func afterDelay() {
+        let capture = Capture(marker: "delayed")
+        // No assertion on time: the report must come at some point while the wait lasts.
+        capture.during(delay: .milliseconds(10)) {
+            let queue = OperationQueue()
+            queue.name = "delayed"
+            queue.isSuspended = true
+            queue.addOperation(BlockOperation {}.named("held"))
+            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
+            #expect(capture.reported.wait())
+            queue.isSuspended = false
+            #expect(returned.wait())
+            #expect(capture.stalls.count == 1)
+            #expect(capture.stalls.first?.contains("has waited") == true)
+        }
+    }
+
+    @Test("a limit of 0")
+    func limitZero() {
+        let capture = Capture(marker: "limit-zero")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "limit-zero"
+            queue.maxConcurrentOperationCount = 0
+            queue.addOperation(BlockOperation {}.named("never started"))
+            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
+            #expect(capture.reported.wait())
+            queue.maxConcurrentOperationCount = 1
+            #expect(returned.wait())
+            #expect(capture.stalls.first?.contains("maxConcurrentOperationCount is 0") == true)
+        }
+    }
+
+    @Test("no report while the operations can make progress")
+    func noFalseAlarm() {
+        let capture = Capture(marker: "busy")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "busy"
+            queue.maxConcurrentOperationCount = 1
+            let started = Gate(), release = Gate()
+            let first = BlockOperation { started.open(); release.wait() }.named("busy first")
+            let second = BlockOperation {}.named("busy second")
+            second.addDependency(first)
+            queue.addOperations([first, second], waitUntilFinished: false)
+            #expect(started.wait())
+            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
+            // The report, if any, is made before the waiting thread blocks; the queue-wide
+            // description (asked here) makes the same analysis.
+            #expect(!queue.waitDescription.contains("cannot make progress"))
+            release.open()
+            #expect(returned.wait())
+            #expect(capture.stalls.isEmpty)
+        }
+    }
+
+    @Test("the queue-wide description lists every pending operation with its reasons")
+    func queueDescription() {
+        let queue = OperationQueue()
+        queue.name = "described"
+        queue.isSuspended = true
+        let outside = BlockOperation {}.named("outside")
+        let first = BlockOperation {}.named("first")
+        let second = BlockOperation {}.named("second")
+        second.addDependency(outside)
+        queue.addOperations([first, second], waitUntilFinished: false)
+        let pending = queue.pendingOperations
+        #expect(pending.map(\.operation) == [first, second])
+        #expect(pending[0].reasons == [.queueSuspended(queue)])
+        #expect(pending[1].reasons == [.dependency(outside, isInQueue: false), .queueSuspended(queue)])
+        let lines = queue.waitDescription.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4, "\(lines)")
+        #expect(lines[0].contains("queue \"described\"") && lines[0].contains("suspended") && lines[0].contains("2 operations not finished"))
+        #expect(lines[1].contains("\"first\"") && lines[1].contains("is suspended"))
+        #expect(lines[2].contains("\"second\"") && lines[2].contains("waits for operation \"outside\""))
+        #expect(lines[3].hasPrefix("cannot make progress:"))
+        queue.cancelAllOperations()
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("a chain of 5,000 operations waiting for one in no queue is analysed without recursion")
+    func longChain() {
+        let queue = OperationQueue()
+        let root = BlockOperation {}.named("chain root")
+        var previous: Operation = root
+        var chain: [Operation] = []
+        for index in 0..<5_000 {
+            let next = BlockOperation {}.named("link \(index)")
+            next.addDependency(previous)
+            chain.append(next)
+            previous = next
+        }
+        queue.addOperations(chain, waitUntilFinished: false)
+        let description = queue.waitDescription
+        #expect(description.contains("cannot make progress: \"link 0\" waits on \"chain root\": it is in no queue"))
+        #expect(description.contains("and 4980 more"))
+        root.start()
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("a programmer error goes through the handler before the trap")
+    func misuseThroughHandler() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            OperationDiagnostic.handler = { diagnostic in
+                FileHandle.standardError.write(Data("HANDLER \(diagnostic.kind): \(diagnostic.message)\n".utf8))
+            }
+            let operation = Operation()
+            operation.name = "self-dependent"
+            operation.addDependency(operation)
+        }.map { $0.standardErrorContent.containsText("HANDLER misuse:", "\"self-dependent\"") }.check()
+    }
+}

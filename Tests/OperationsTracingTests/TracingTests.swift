@@ -1,0 +1,62 @@
+import InMemoryTracing
+import Operations
+import OperationsTracing
+import Testing
+import Tracing
+
+@Suite("Spans with swift-distributed-tracing")
+struct TracingTests {
+    @Test("a span per operation, child of the context where it was added, with started, links and status")
+    func spans() throws {
+        let tracer = InMemoryTracer()
+        let queue = OperationQueue()
+        queue.name = "traced"
+        queue.isSuspended = true
+        let tracing = OperationQueueTracing(queue, tracer: tracer)
+        let parent = tracer.startSpan("request")
+        let load = BlockOperation {}, filter = BlockOperation {}, skipped = BlockOperation {}
+        load.name = "load"
+        filter.name = "filter"
+        skipped.name = "skipped"
+        filter.addDependency(load)
+        ServiceContext.withValue(parent.context) {
+            queue.addOperations([load, filter], waitUntilFinished: false)
+        }
+        queue.addOperation(skipped)
+        #expect(tracing.context(of: load) != nil)
+        skipped.cancel(with: Reason.notNeeded)
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        parent.end()
+        tracing.cancel()
+
+        let finished = tracer.finishedSpans
+        let byName = Dictionary(uniqueKeysWithValues: finished.map { ($0.operationName, $0) })
+        let loadSpan = try #require(byName["load"]), filterSpan = try #require(byName["filter"])
+        let skippedSpan = try #require(byName["skipped"]), request = try #require(byName["request"])
+        #expect(loadSpan.parentSpanID == request.spanID && filterSpan.parentSpanID == request.spanID)
+        #expect(loadSpan.traceID == request.traceID)
+        #expect(skippedSpan.parentSpanID == nil)
+        #expect(loadSpan.events.map(\.name) == ["started"])
+        #expect(filterSpan.links.count == 1)
+        #expect(filterSpan.links.first.map { InMemorySpanContext.from($0.context)?.spanID } == loadSpan.spanID)
+        #expect(loadSpan.status == SpanStatus(code: .ok))
+        #expect(skippedSpan.status?.code == .error)
+        #expect(skippedSpan.status?.message == "cancelled: notNeeded")
+        #expect(skippedSpan.events.map(\.name) == ["cancelled", "started"])
+        #expect(loadSpan.attributes["operation.queue"]?.toSpanAttribute() == "traced".toSpanAttribute())
+        // From added to finished: the span starts before the started event.
+        #expect(loadSpan.startInstant.nanosecondsSinceEpoch <= loadSpan.events[0].nanosecondsSinceEpoch)
+        #expect(loadSpan.events[0].nanosecondsSinceEpoch <= loadSpan.endInstant.nanosecondsSinceEpoch)
+        #expect(tracer.activeSpans.isEmpty)
+    }
+
+    enum Reason: Error { case notNeeded }
+}
+
+extension InMemorySpanContext {
+    /// The in-memory span context stored in a service context.
+    static func from(_ context: ServiceContext) -> InMemorySpanContext? {
+        context.inMemorySpanContext
+    }
+}
