@@ -23,7 +23,9 @@ open class Operation: NSObject, @unchecked Sendable {
     final var _nextReady: Operation?
     /// Next in the queue's list of members (the order in which they were added).
     final var _nextMember: Operation?
-    final unowned(unsafe) var _previousMember: Operation?
+    /// Previous in the list of members. `Unmanaged`: the member list holds the previous
+    /// operation (through its forward links) for as long as this one is listed.
+    final var _previousMember: Unmanaged<Operation>?
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
     final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
