@@ -122,10 +122,17 @@ struct OperationCore {
         static let finished: UInt8 = 2
         static let cancelled: UInt8 = 4
         static let ready: UInt8 = 8
+        /// Not reported by a getter: the state lists dependencies (visible or hidden), which
+        /// `deinit` must hand to the release pool. Without it, `deinit` takes no lock.
+        static let holdsDependencies: UInt8 = 16
     }
 
+    /// Inlined: computed at every change of the state, under the lock.
+    @inline(__always)
     var visibleFlags: UInt8 {
         var flags: UInt8 = isInternallyReady ? VisibleFlags.ready : 0
+        // Any side box counts (it may hold hidden dependencies): two compares, on every change.
+        if !dependencies.isEmpty || extras != nil { flags |= VisibleFlags.holdsDependencies }
         if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
         switch phase {
         case .executing: flags |= VisibleFlags.executing

@@ -35,6 +35,9 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     deinit {
+        // The common case, no lock: nothing to hand to the pool. (`visible` is published
+        // at every change of the state; nothing else can reach an object in its deinit.)
+        guard visible.load(ordering: .acquiring) & OperationCore.VisibleFlags.holdsDependencies != 0 else { return }
         // Taken, not copied: the pool must hold the last reference.
         let (dependencies, hidden) = _update { state in
             defer {
