@@ -323,11 +323,11 @@ extension OperationCore {
         let identity = ObjectIdentifier(operation)
         if let extras, extras.dependencyIndex != nil {
             guard extras.dependencyIndex!.insert(identity).inserted else { return false }
-            dependencies.append(operation)
+            dependencies.appendGrowingFromFour(operation)
             return true
         }
         if dependencies.contains(where: { $0 === operation }) { return false }
-        dependencies.append(operation)
+        dependencies.appendGrowingFromFour(operation)
         if dependencies.count > 16 {
             extras(orNew: ()).dependencyIndex = Set(dependencies.lazy.map(ObjectIdentifier.init))
         }
@@ -585,6 +585,16 @@ final class OperationExtras: @unchecked Sendable {
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
     /// N operations costs O(N) rather than O(N²) to build.
     var dependencyIndex: Set<ObjectIdentifier>?
+}
+
+extension Array {
+    /// Appends; the first append makes room for four. Dependency and dependent lists grow
+    /// one edge at a time, and each of the first doublings (1, 2, 4) would reallocate: a
+    /// layer of 16 edges costs three allocations instead of five.
+    mutating func appendGrowingFromFour(_ element: Element) {
+        if capacity == 0 { reserveCapacity(4) }
+        append(element)
+    }
 }
 
 /// A weak reference to an operation, for the dependents list.
