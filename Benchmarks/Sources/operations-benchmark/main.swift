@@ -197,7 +197,7 @@ for workload in workloads {
     let allocations = "\(f(result.oursAllocations, 2)) / \(f(result.foundationAllocations, 2)) / \(f(result.dispatchAllocations, 2))"
     print("| \(workload.name) | \(n) | \(f(result.ours)) | \(f(result.foundation)) | \(f(result.dispatch)) | \(f(speedup, 1)) | \(f(versusDispatch, 2)) | \(growth) | \(allocations) | \(text) |")
 }
-let memoryText = target("pending memory", oursMemory <= 256, "≤ 256 bytes")
+let memoryText = target("pending memory", oursMemory <= 192, "≤ 192 bytes")
 print("| pending memory (bytes per BlockOperation) | \(memoryN) | \(f(oursMemory)) | \(f(foundationMemory)) | — | \(f(foundationMemory / oursMemory, 1)) | — | — | — | \(memoryText) |")
 print("")
 
