@@ -14,8 +14,9 @@
 ///   `_inputs` never changes after `init`.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     let storage = Locked(ValueStorage())
-    /// The operations whose values this one takes (`then`, `combine`).
-    let _inputs: [Operation]
+    /// The operations whose values this one takes (`then`, `combine`). Set in `init`;
+    /// emptied only by `deinit`.
+    private(set) var _inputs: [Operation]
 
     public override init() {
         _inputs = []
@@ -26,6 +27,21 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
         _inputs = inputs
         super.init()
         for input in inputs { addDependency(input) }
+    }
+
+    deinit {
+        // The inputs and the work (whose closure captures the input, for `then`) are
+        // dropped before `Operation`'s deinit, while the dependency list still holds each
+        // input: the inputs then go through the release pool with the dependencies. Left to
+        // the fields' destructors, a long `then` chain was released recursively, a few
+        // stack frames per operation, and overflowed the stack at 100,000 operations.
+        // (The work is dropped after the lock: its captures' deinit may be user code.)
+        let work = storage.withLock { storage in
+            defer { storage.work = .none }
+            return storage.work
+        }
+        _ = consume work
+        _inputs = []
     }
 
     /// The work: returns the value, or throws to fail the operation with that error.
