@@ -13,8 +13,9 @@ import Synchronization
 ///
 /// Every byte here is in every operation (pending memory is a target), so the fields are
 /// ordered to pack (the 4-byte counters first, then the 1-byte ones), and what most
-/// operations never set (name, thread priority, barriers, errors, the index of a long
-/// dependency list) lives in a side box, ``OperationExtras``, made on first use.
+/// operations never set (name, thread priority, completion block, barriers, errors, the
+/// index of a long dependency list) lives in a side box, ``OperationExtras``, made on
+/// first use.
 struct OperationCore {
     /// Bumped by everything that may change readiness, so that a readiness check that read
     /// `isReady` before a change can tell that it must read it again.
@@ -32,7 +33,6 @@ struct OperationCore {
     var escalatedQuality: QualityOfService?
     /// The queue the operation was added to, until it finished.
     var queue: OperationQueue?
-    var completionBlock: (@Sendable () -> Void)?
     var dependencies: [Operation] = []
     /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
     /// nobody holds (never enqueued, abandoned) must be able to go away.
@@ -75,6 +75,16 @@ struct OperationCore {
     var threadPriority: Double {
         get { extras?.threadPriority ?? 0.5 }
         set { extras(orNew: ()).threadPriority = newValue }
+    }
+
+    /// In the side box: 16 bytes that most operations never use, and what brings a
+    /// BlockOperation to 176 bytes (a box costs one allocation when a block is set).
+    var completionBlock: (@Sendable () -> Void)? {
+        get { extras?.completionBlock }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            extras(orNew: ()).completionBlock = newValue
+        }
     }
 
     /// Dependencies that `dependencies` does not list (barriers), until this finishes.
@@ -500,10 +510,9 @@ extension OperationCore {
             if kind == .cancelled { box.failure = extras.failure.take() }
             unused = box
         }
-        defer {
-            dependents = []
-            completionBlock = nil
-        }
+        defer { dependents = [] }
+        // Taken from the side box in place (most operations have no box: one compare).
+        let completionBlock = extras?.completionBlock.take()
         return Finish(
             outcome: kind, dependents: dependents, completionBlock: completionBlock, queue: queue,
             releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused)
@@ -524,12 +533,14 @@ extension OperationCore {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
+        // Taken from the side box in place (most operations have no box: one compare).
+        var hidden: [Operation] = []
+        if let extras { swap(&hidden, &extras.hiddenDependencies) }
         defer {
             finishWaiters = []
-            hiddenDependencies = []
             queue = nil
         }
-        return Completion(waiters: finishWaiters, hiddenDependencies: hiddenDependencies, outcome: hooked ? outcome : nil)
+        return Completion(waiters: finishWaiters, hiddenDependencies: hidden, outcome: hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.
@@ -570,8 +581,8 @@ enum FinishWaiter {
 
 /// What few operations use, out of line so that the others do not pay for it: the errors
 /// of the outcome (a reported failure, a cancellation reason, and the reason
-/// `cancel(with:)` offered before `cancel()` took it), the name, the thread priority,
-/// barrier dependencies, and the index of a long dependency list.
+/// `cancel(with:)` offered before `cancel()` took it), the name, the thread priority, the
+/// completion block, barrier dependencies, and the index of a long dependency list.
 /// - Note: `@unchecked Sendable`: only reached through `OperationCore`, under the
 ///   operation's lock.
 final class OperationExtras: @unchecked Sendable {
@@ -580,6 +591,7 @@ final class OperationExtras: @unchecked Sendable {
     var cancellationReason: (any Error)?
     var name: String?
     var threadPriority = 0.5
+    var completionBlock: (@Sendable () -> Void)?
     /// See `OperationCore.hiddenDependencies`.
     var hiddenDependencies: [Operation] = []
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
