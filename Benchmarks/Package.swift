@@ -15,9 +15,11 @@ let package = Package(
         .package(name: "swift-operations", path: ".."),
     ],
     targets: [
+        // Counts allocations by interposing malloc & co. in the benchmark executable only.
+        .target(name: "AllocationCounter"),
         .executableTarget(
             name: "operations-benchmark",
-            dependencies: [.product(name: "Operations", package: "swift-operations")]),
+            dependencies: [.product(name: "Operations", package: "swift-operations"), "AllocationCounter"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import AllocationCounter
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -68,4 +69,31 @@ func runChild(_ arguments: [String]) throws -> String {
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}
+
+/// Allocations made by the whole process so far (every thread), from the interposed
+/// malloc & co. of the `AllocationCounter` target.
+func allocationCount() -> UInt64 { allocation_counter_allocations() }
+
+/// Checks that the allocation counter sees allocations: Swift objects made here, and
+/// blocks that Dispatch copies on its own threads.
+func checkAllocationCounter() throws {
+    final class Probe { var value = 0 }
+    let before = allocationCount()
+    var probes: [Probe] = []
+    probes.reserveCapacity(1_000)
+    for index in 0..<1_000 {
+        let probe = Probe()
+        probe.value = index
+        probes.append(probe)
+    }
+    let afterObjects = allocationCount()
+    let group = DispatchGroup()
+    for _ in 0..<100 { DispatchQueue.global().async(group: group) { _ = Probe() } }
+    group.wait()
+    let afterDispatch = allocationCount()
+    withExtendedLifetime(probes) {}
+    try check(allocation_counter_is_active() != 0, "allocation counter: malloc is not interposed")
+    try check(afterObjects - before >= 1_000, "allocation counter: saw \(afterObjects - before) allocations for 1,000 objects")
+    try check(afterDispatch - afterObjects >= 100, "allocation counter: saw \(afterDispatch - afterObjects) allocations for 100 Dispatch blocks")
 }

@@ -18,6 +18,12 @@ if let which = arguments.drop(while: { $0 != "--async-memory" }).dropFirst().fir
     print(which == "tasks" ? AsyncWorkloads.suspendedTaskMemory(n) : AsyncWorkloads.suspendedMemory(n))
     exit(0)
 }
+do {
+    try checkAllocationCounter()
+} catch {
+    print("CHECK FAILED: \(error)")
+    exit(1)
+}
 let quick = arguments.contains("--quick")
 let rounds = quick ? 1 : Int(arguments.drop { $0 != "--rounds" }.dropFirst().first ?? "") ?? 7
 let scale = quick ? 20 : 1
@@ -64,7 +70,10 @@ let asyncProfiles: [String: (Int) throws -> UInt64] = [
 ]
 if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first, let run = asyncProfiles[name] {
     for _ in 0..<rounds {
-        print("\(name): \(Double(try run(100_000)) / 100_000) ns per operation")
+        let allocations = allocationCount()
+        let elapsed = try run(100_000)
+        let perOperation = Double(allocationCount() - allocations) / 100_000
+        print("\(name): \(Double(elapsed) / 100_000) ns per operation, \(f(perOperation, 2)) allocations per operation")
     }
     exit(0)
 }
@@ -74,8 +83,10 @@ if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first {
         exit(2)
     }
     for _ in 0..<rounds {
+        let allocations = allocationCount()
         let elapsed = try workload.ours.run(workload.ours.n)
-        print("\(name): \(Double(elapsed) / Double(workload.ours.n)) ns per operation")
+        let perOperation = Double(allocationCount() - allocations) / Double(workload.ours.n)
+        print("\(name): \(Double(elapsed) / Double(workload.ours.n)) ns per operation, \(f(perOperation, 2)) allocations per operation")
     }
     exit(0)
 }
@@ -84,12 +95,20 @@ if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first {
 struct Result {
     var ours = 0.0, foundation = Double.nan, dispatch = Double.nan
     var oursGrowth = Double.nan, foundationGrowth = Double.nan
+    /// Allocations per operation (medians over the rounds), counted by the interposed malloc.
+    var oursAllocations = Double.nan, foundationAllocations = Double.nan, dispatchAllocations = Double.nan
 }
 
-func measure(_ runner: Runner, n: Int, into samples: inout [Double], label: String = "") throws {
+/// Times one run into `samples`; returns its allocations per operation (every thread of
+/// the process, from the first add to the end of the check).
+@discardableResult
+func measure(_ runner: Runner, n: Int, into samples: inout [Double], label: String = "") throws -> Double {
+    let allocationsBefore = allocationCount()
     let sample = Double(try runner.run(n)) / Double(n)
+    let perOperation = Double(allocationCount() - allocationsBefore) / Double(n)
     samples.append(sample)
-    FileHandle.standardError.write("  \(label) n=\(n): \(Int(sample)) ns/op\n".data(using: .utf8)!)
+    FileHandle.standardError.write("  \(label) n=\(n): \(Int(sample)) ns/op, \(f(perOperation, 2)) allocations/op\n".data(using: .utf8)!)
+    return perOperation
 }
 
 var results: [String: Result] = [:]
@@ -97,16 +116,24 @@ do {
     for workload in workloads {
         var ours: [Double] = [], foundation: [Double] = [], dispatch: [Double] = []
         var ours2: [Double] = [], foundation2: [Double] = []
+        var oursAllocations: [Double] = [], foundationAllocations: [Double] = [], dispatchAllocations: [Double] = []
         for _ in 0..<rounds {
-            try measure(workload.ours, n: workload.ours.n, into: &ours, label: "\(workload.name) Operations")
-            if let runner = workload.foundation { try measure(runner, n: runner.n, into: &foundation, label: "\(workload.name) Foundation") }
-            if let runner = workload.dispatch { try measure(runner, n: runner.n, into: &dispatch, label: "\(workload.name) Dispatch") }
+            oursAllocations.append(try measure(workload.ours, n: workload.ours.n, into: &ours, label: "\(workload.name) Operations"))
+            if let runner = workload.foundation {
+                foundationAllocations.append(try measure(runner, n: runner.n, into: &foundation, label: "\(workload.name) Foundation"))
+            }
+            if let runner = workload.dispatch {
+                dispatchAllocations.append(try measure(runner, n: runner.n, into: &dispatch, label: "\(workload.name) Dispatch"))
+            }
             if workload.doubles {
                 try measure(workload.ours, n: workload.ours.n * 2, into: &ours2)
                 if let runner = workload.foundation { try measure(runner, n: runner.n * 2, into: &foundation2) }
             }
         }
         var result = Result(ours: median(ours), foundation: median(foundation), dispatch: median(dispatch))
+        result.oursAllocations = median(oursAllocations)
+        result.foundationAllocations = median(foundationAllocations)
+        result.dispatchAllocations = median(dispatchAllocations)
         if workload.doubles {
             // Total time at 2N over total time at N.
             result.oursGrowth = 2 * median(ours2) / result.ours
@@ -144,8 +171,8 @@ func target(_ name: String, _ met: Bool, _ text: String) -> String {
 print("")
 print("Machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.operatingSystemVersionString); rounds: \(rounds), medians of ns per operation\(quick ? " (QUICK: small N, numbers not meaningful)" : "")")
 print("")
-print("| workload | N (ours / Foundation) | Operations | Foundation | Dispatch | Foundation ÷ Operations | Operations ÷ Dispatch | growth at 2N (ours / Foundation) | target |")
-print("|---|---|---:|---:|---:|---:|---:|---|---|")
+print("| workload | N (ours / Foundation) | Operations | Foundation | Dispatch | Foundation ÷ Operations | Operations ÷ Dispatch | growth at 2N (ours / Foundation) | allocations per operation (ours / Foundation / Dispatch) | target |")
+print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
 for workload in workloads {
     let result = results[workload.name]!
     let speedup = result.foundation / result.ours
@@ -167,18 +194,23 @@ for workload in workloads {
         text = "—"
     }
     let n = workload.foundation.map { "\(workload.ours.n) / \($0.n)" } ?? "\(workload.ours.n)"
-    print("| \(workload.name) | \(n) | \(f(result.ours)) | \(f(result.foundation)) | \(f(result.dispatch)) | \(f(speedup, 1)) | \(f(versusDispatch, 2)) | \(growth) | \(text) |")
+    let allocations = "\(f(result.oursAllocations, 2)) / \(f(result.foundationAllocations, 2)) / \(f(result.dispatchAllocations, 2))"
+    print("| \(workload.name) | \(n) | \(f(result.ours)) | \(f(result.foundation)) | \(f(result.dispatch)) | \(f(speedup, 1)) | \(f(versusDispatch, 2)) | \(growth) | \(allocations) | \(text) |")
 }
-let memoryText = target("pending memory", oursMemory <= 256, "≤ 256 bytes")
-print("| pending memory (bytes per BlockOperation) | \(memoryN) | \(f(oursMemory)) | \(f(foundationMemory)) | — | \(f(foundationMemory / oursMemory, 1)) | — | — | \(memoryText) |")
+let memoryText = target("pending memory", oursMemory <= 192, "≤ 192 bytes")
+print("| pending memory (bytes per BlockOperation) | \(memoryN) | \(f(oursMemory)) | \(f(foundationMemory)) | — | \(f(foundationMemory / oursMemory, 1)) | — | — | — | \(memoryText) |")
 print("")
 
 // MARK: Async rows
 
+/// Allocations per operation of the async rows (medians), by label.
+nonisolated(unsafe) var asyncAllocations: [String: Double] = [:]
+
 /// Median ns per operation of `run` at `n`, over the rounds.
 func asyncMedian(_ label: String, _ n: Int, _ run: @escaping (Int) throws -> UInt64) throws -> Double {
-    var samples: [Double] = []
-    for _ in 0..<rounds { try measure(Runner(n: n, run: run), n: n, into: &samples, label: label) }
+    var samples: [Double] = [], allocations: [Double] = []
+    for _ in 0..<rounds { allocations.append(try measure(Runner(n: n, run: run), n: n, into: &samples, label: label)) }
+    asyncAllocations[label] = median(allocations)
     return median(samples)
 }
 let asyncN = max(100_000 / scale, 10)
@@ -201,15 +233,16 @@ do {
 
     print("Async rows (same run; ns per operation, medians):")
     print("")
-    print("| workload | N | Operations | TaskGroup + limiter | TaskGroup unlimited / Task | same work, synchronous operations | target |")
-    print("|---|---|---:|---:|---:|---:|---|")
+    print("| workload | N | Operations | TaskGroup + limiter | TaskGroup unlimited / Task | same work, synchronous operations | allocations per operation (Operations / limiter / unlimited or Task / synchronous) | target |")
+    print("|---|---|---:|---:|---:|---:|---|---|")
+    func a(_ label: String) -> String { f(asyncAllocations[label] ?? .nan, 2) }
     let limitText = target("async limit 4", limited <= limiter && limited <= 2 * synchronous,
         "≤ 1.0 × TaskGroup limiter (\(f(limited / limiter, 2)) ×) and ≤ 2 × synchronous (\(f(limited / synchronous, 2)) ×)")
-    print("| async closures, limit 4 | \(asyncN) | \(f(limited)) | \(f(limiter)) | \(f(unlimited)) | \(f(synchronous)) | \(limitText) |")
-    print("| await value (typed operations / tasks) | \(asyncN) | \(f(values)) | — | \(f(taskValues)) | — | — |")
+    print("| async closures, limit 4 | \(asyncN) | \(f(limited)) | \(f(limiter)) | \(f(unlimited)) | \(f(synchronous)) | \(a("async limit 4 Operations")) / \(a("async limit 4 TaskGroup limiter")) / \(a("async TaskGroup unlimited")) / \(a("sync limit 4 Operations")) | \(limitText) |")
+    print("| await value (typed operations / tasks) | \(asyncN) | \(f(values)) | — | \(f(taskValues)) | — | \(a("await value Operations")) / — / \(a("await Task.value")) / — | — |")
     let growth = 2 * chain2 / chain
-    print("| then chain | \(chainN) | \(f(chain)) | — | — | — | \(target("then chain", growth <= 2.3, "linear: growth at 2N ≤ 2.3 (\(f(growth, 2)))")) |")
-    print("| memory per suspended async operation (bytes) | \(suspendedN) | \(f(suspendedOurs)) | — | \(f(suspendedTasks)) | — | — |")
+    print("| then chain | \(chainN) | \(f(chain)) | — | — | — | \(a("then chain")) / — / — / — | \(target("then chain", growth <= 2.3, "linear: growth at 2N ≤ 2.3 (\(f(growth, 2)))")) |")
+    print("| memory per suspended async operation (bytes) | \(suspendedN) | \(f(suspendedOurs)) | — | \(f(suspendedTasks)) | — | — | — |")
     print("")
 } catch {
     print("CHECK FAILED: \(error)")

@@ -35,7 +35,7 @@ extension OperationQueue {
         _ body: @escaping @Sendable @isolated(any) () async throws -> Success
     ) -> AsyncBlockOperation<Success> {
         let operation = AsyncBlockOperation(body)
-        _add(CollectionOfOne(operation), inheritQoS: true, fresh: true)
+        _addFresh(operation)
         return operation
     }
 

@@ -45,7 +45,7 @@ extension OperationQueue {
     ) async throws -> AsyncBlockOperation<Success> {
         let operation = AsyncBlockOperation(body)
         try await _waitForPlace()
-        _add(CollectionOfOne(operation), inheritQoS: true, fresh: true, usingReservedPlace: true)
+        _addFresh(operation, usingReservedPlace: true)
         return operation
     }
 

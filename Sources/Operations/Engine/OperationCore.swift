@@ -10,13 +10,20 @@ import Synchronization
 /// The life of an operation is one value, ``Phase``; every change of it goes through
 /// ``Phase/after(_:)``, the transition table. Cancellation is the one other dimension
 /// (``Cancellation``): it can be requested in any phase before finishing, never after.
+///
+/// Every byte here is in every operation (pending memory is a target), so the fields are
+/// ordered to pack (the 4-byte counters first, then the 1-byte ones), and what most
+/// operations never set (name, thread priority, completion block, barriers, errors, the
+/// index of a long dependency list) lives in a side box, ``OperationExtras``, made on
+/// first use.
 struct OperationCore {
-    var phase: Phase = .idle
-    var cancellation: Cancellation = .none
     /// Bumped by everything that may change readiness, so that a readiness check that read
     /// `isReady` before a change can tell that it must read it again.
     var readinessGeneration: UInt32 = 0
-    var pendingDependencyCount = 0
+    /// Unfinished dependencies (32 bits: each is an operation, far fewer than 2³² of them).
+    var pendingDependencyCount: Int32 = 0
+    var phase: Phase = .idle
+    var cancellation: Cancellation = .none
     /// Nil until set: then the queue takes the band from the quality of service.
     var queuePriority: Operation.QueuePriority?
     /// Nil until set (the getter reports `.default`).
@@ -24,45 +31,71 @@ struct OperationCore {
     /// Raised by priority escalation (an awaiting task or a dependent of higher quality of
     /// service): the operation runs, and is filed, at least at this level. Never lowered.
     var escalatedQuality: QualityOfService?
-    var threadPriority = 0.5
-    var name: String?
     /// The queue the operation was added to, until it finished.
     var queue: OperationQueue?
-    var completionBlock: (@Sendable () -> Void)?
     var dependencies: [Operation] = []
-    /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
-    /// N operations costs O(N) rather than O(N²) to build.
-    var dependencyIndex: Set<ObjectIdentifier>?
-    /// Dependencies that `dependencies` does not list (barriers), until this finishes.
-    var hiddenDependencies: [Operation] = []
     /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
     /// nobody holds (never enqueued, abandoned) must be able to go away.
     var dependents: [WeakOperation] = []
     /// Run once when the operation has finished (after its completion block).
     var finishWaiters: [FinishWaiter] = []
-    /// The errors of the outcome, boxed: most operations never have one, every byte here
-    /// is in every operation, and a phase without payloads that need releasing keeps every
+    /// What few operations use, boxed (see ``OperationExtras``): nil until first set.
+    /// A class, so that a phase without payloads that need releasing keeps every
     /// transition a plain store. Kept until the operation goes away (never dropped under
     /// the lock).
-    var errors: OperationErrors?
+    var extras: OperationExtras?
+
+    private mutating func extras(orNew: Void) -> OperationExtras {
+        if let extras { return extras }
+        let fresh = OperationExtras()
+        extras = fresh
+        return fresh
+    }
 
     /// The error a layer above reported before finishing (an async body that threw).
     var failure: (any Error)? {
-        get { errors?.failure }
-        set { errors(orNew: ()).failure = newValue }
+        get { extras?.failure }
+        set { extras(orNew: ()).failure = newValue }
     }
 
     /// The reason `cancel(with:)` passes to `cancel()` (which subclasses may override).
     var offeredCancellationReason: (any Error)? {
-        get { errors?.offeredCancellationReason }
-        set { errors(orNew: ()).offeredCancellationReason = newValue }
+        get { extras?.offeredCancellationReason }
+        set { extras(orNew: ()).offeredCancellationReason = newValue }
     }
 
-    private mutating func errors(orNew: Void) -> OperationErrors {
-        if let errors { return errors }
-        let fresh = OperationErrors()
-        errors = fresh
-        return fresh
+    var name: String? {
+        get { extras?.name }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            extras(orNew: ()).name = newValue
+        }
+    }
+
+    var threadPriority: Double {
+        get { extras?.threadPriority ?? 0.5 }
+        set { extras(orNew: ()).threadPriority = newValue }
+    }
+
+    /// In the side box: 16 bytes that most operations never use, and what brings a
+    /// BlockOperation to 176 bytes (a box costs one allocation when a block is set).
+    var completionBlock: (@Sendable () -> Void)? {
+        get { extras?.completionBlock }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            extras(orNew: ()).completionBlock = newValue
+        }
+    }
+
+    /// Dependencies that `dependencies` does not list (barriers), until this finishes.
+    var hiddenDependencies: [Operation] {
+        get { extras?.hiddenDependencies ?? [] }
+        set {
+            guard !newValue.isEmpty || extras != nil else { return }
+            extras(orNew: ()).hiddenDependencies = newValue
+        }
+        // In place: a barrier appends one per earlier operation.
+        _modify { yield &extras(orNew: ()).hiddenDependencies }
     }
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
@@ -99,10 +132,17 @@ struct OperationCore {
         static let finished: UInt8 = 2
         static let cancelled: UInt8 = 4
         static let ready: UInt8 = 8
+        /// Not reported by a getter: the state lists dependencies (visible or hidden), which
+        /// `deinit` must hand to the release pool. Without it, `deinit` takes no lock.
+        static let holdsDependencies: UInt8 = 16
     }
 
+    /// Inlined: computed at every change of the state, under the lock.
+    @inline(__always)
     var visibleFlags: UInt8 {
         var flags: UInt8 = isInternallyReady ? VisibleFlags.ready : 0
+        // Any side box counts (it may hold hidden dependencies): two compares, on every change.
+        if !dependencies.isEmpty || extras != nil { flags |= VisibleFlags.holdsDependencies }
         if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
         switch phase {
         case .executing: flags |= VisibleFlags.executing
@@ -252,7 +292,7 @@ extension OperationCore {
 // MARK: - Cancellation
 
 extension OperationCore {
-    /// Whether the operation was cancelled (the reason, if any, is in `errors`).
+    /// Whether the operation was cancelled (the reason, if any, is in `extras`).
     enum Cancellation: UInt8 {
         case none
         /// `cancel()` claimed the cancellation and is announcing it; `isCancelled` still
@@ -268,9 +308,9 @@ extension OperationCore {
     /// first). One lock section decides.
     mutating func requestCancellation() -> Bool {
         guard cancellation == .none, !phase.isFinishingOrFinished else { return false }
-        if let errors, let reason = errors.offeredCancellationReason {
-            errors.cancellationReason = reason
-            errors.offeredCancellationReason = nil
+        if let extras, let reason = extras.offeredCancellationReason {
+            extras.cancellationReason = reason
+            extras.offeredCancellationReason = nil
         }
         cancellation = .requested
         return true
@@ -291,16 +331,15 @@ extension OperationCore {
     /// Lists `operation` as a dependency; false when it already is one.
     mutating func appendDependency(_ operation: Operation) -> Bool {
         let identity = ObjectIdentifier(operation)
-        if let index = dependencyIndex {
-            guard !index.contains(identity) else { return false }
-        } else if dependencies.contains(where: { $0 === operation }) {
-            return false
+        if let extras, extras.dependencyIndex != nil {
+            guard extras.dependencyIndex!.insert(identity).inserted else { return false }
+            dependencies.appendGrowingFromFour(operation)
+            return true
         }
-        dependencies.append(operation)
-        if dependencyIndex != nil {
-            dependencyIndex!.insert(identity)
-        } else if dependencies.count > 16 {
-            dependencyIndex = Set(dependencies.lazy.map(ObjectIdentifier.init))
+        if dependencies.contains(where: { $0 === operation }) { return false }
+        dependencies.appendGrowingFromFour(operation)
+        if dependencies.count > 16 {
+            extras(orNew: ()).dependencyIndex = Set(dependencies.lazy.map(ObjectIdentifier.init))
         }
         return true
     }
@@ -309,7 +348,7 @@ extension OperationCore {
     /// after the lock), or nil when it was not a dependency.
     mutating func removeDependency(_ operation: Operation) -> Operation? {
         guard let position = dependencies.firstIndex(where: { $0 === operation }) else { return nil }
-        dependencyIndex?.remove(ObjectIdentifier(operation))
+        extras?.dependencyIndex?.remove(ObjectIdentifier(operation))
         return dependencies.remove(at: position)
     }
 
@@ -451,7 +490,7 @@ extension OperationCore {
         /// Set when the finish also completed a cancellation that `cancel()` was announcing.
         var completedCancellation: Bool
         /// Errors the outcome does not keep (boxed, rare), to be dropped after the lock.
-        var unusedErrors: OperationErrors?
+        var unusedErrors: OperationExtras?
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -460,21 +499,20 @@ extension OperationCore {
     mutating func finish() -> Finish? {
         guard case .finishing(let byQueue, _)? = phase.after(.finish) else { return nil }
         let completedCancellation = completeCancellation()
-        let kind: OutcomeKind = cancellation.isCancelled ? .cancelled : errors?.failure != nil ? .failed : .succeeded
+        let kind: OutcomeKind = cancellation.isCancelled ? .cancelled : extras?.failure != nil ? .failed : .succeeded
         phase = .finishing(byQueue: byQueue, kind)
         // Errors the outcome does not keep (a reason no `cancel()` took, a failure that lost
         // to a cancellation) go to the caller, to be dropped after the lock.
-        var unused: OperationErrors?
-        if let errors, errors.offeredCancellationReason != nil || (kind == .cancelled && errors.failure != nil) {
-            let box = OperationErrors()
-            box.offeredCancellationReason = errors.offeredCancellationReason.take()
-            if kind == .cancelled { box.failure = errors.failure.take() }
+        var unused: OperationExtras?
+        if let extras, extras.offeredCancellationReason != nil || (kind == .cancelled && extras.failure != nil) {
+            let box = OperationExtras()
+            box.offeredCancellationReason = extras.offeredCancellationReason.take()
+            if kind == .cancelled { box.failure = extras.failure.take() }
             unused = box
         }
-        defer {
-            dependents = []
-            completionBlock = nil
-        }
+        defer { dependents = [] }
+        // Taken from the side box in place (most operations have no box: one compare).
+        let completionBlock = extras?.completionBlock.take()
         return Finish(
             outcome: kind, dependents: dependents, completionBlock: completionBlock, queue: queue,
             releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused)
@@ -495,12 +533,14 @@ extension OperationCore {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
+        // Taken from the side box in place (most operations have no box: one compare).
+        var hidden: [Operation] = []
+        if let extras { swap(&hidden, &extras.hiddenDependencies) }
         defer {
             finishWaiters = []
-            hiddenDependencies = []
             queue = nil
         }
-        return Completion(waiters: finishWaiters, hiddenDependencies: hiddenDependencies, outcome: hooked ? outcome : nil)
+        return Completion(waiters: finishWaiters, hiddenDependencies: hidden, outcome: hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.
@@ -512,12 +552,12 @@ extension OperationCore {
         }
         switch kind {
         case .succeeded: return .succeeded
-        case .cancelled: return .cancelled(reason: errors?.cancellationReason)
-        case .failed: return .failed(errors!.failure!)
+        case .cancelled: return .cancelled(reason: extras?.cancellationReason)
+        case .failed: return .failed(extras!.failure!)
         }
     }
 
-    /// How an operation ended, without the errors (they are in `errors`).
+    /// How an operation ended, without the errors (they are in `extras`).
     enum OutcomeKind: UInt8 {
         case succeeded, cancelled, failed
 
@@ -539,14 +579,34 @@ enum FinishWaiter {
     }
 }
 
-/// The errors of an operation's outcome: a reported failure, a cancellation reason, and
-/// the reason `cancel(with:)` offered before `cancel()` took it.
+/// What few operations use, out of line so that the others do not pay for it: the errors
+/// of the outcome (a reported failure, a cancellation reason, and the reason
+/// `cancel(with:)` offered before `cancel()` took it), the name, the thread priority, the
+/// completion block, barrier dependencies, and the index of a long dependency list.
 /// - Note: `@unchecked Sendable`: only reached through `OperationCore`, under the
 ///   operation's lock.
-final class OperationErrors: @unchecked Sendable {
+final class OperationExtras: @unchecked Sendable {
     var failure: (any Error)?
     var offeredCancellationReason: (any Error)?
     var cancellationReason: (any Error)?
+    var name: String?
+    var threadPriority = 0.5
+    var completionBlock: (@Sendable () -> Void)?
+    /// See `OperationCore.hiddenDependencies`.
+    var hiddenDependencies: [Operation] = []
+    /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
+    /// N operations costs O(N) rather than O(N²) to build.
+    var dependencyIndex: Set<ObjectIdentifier>?
+}
+
+extension Array {
+    /// Appends; the first append makes room for four. Dependency and dependent lists grow
+    /// one edge at a time, and each of the first doublings (1, 2, 4) would reallocate: a
+    /// layer of 16 edges costs three allocations instead of five.
+    mutating func appendGrowingFromFour(_ element: Element) {
+        if capacity == 0 { reserveCapacity(4) }
+        append(element)
+    }
 }
 
 /// A weak reference to an operation, for the dependents list.

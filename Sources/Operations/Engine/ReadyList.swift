@@ -1,10 +1,17 @@
 /// The ready operations of one queue: a FIFO per priority level, linked through the
 /// operations themselves (`_nextReady`), so pushing and popping are O(1) and allocate
 /// nothing. Guarded by the queue's lock.
+///
+/// References move rather than being copied (`take()`), and the tails are unretained:
+/// the links are on the path of every operation, and each copied reference costs a
+/// retain and a release. An operation outside the list has a nil `_nextReady` (`pop`
+/// and `remove` clear it), so `push` need not.
 struct ReadyList {
     private struct FIFO {
         var head: Operation?
-        unowned(unsafe) var tail: Operation?
+        /// `Unmanaged`: the chain from `head` holds every operation of the level,
+        /// the tail included, as long as it is in the list (and the queue's lock is held).
+        var tail: Unmanaged<Operation>?
     }
 
     /// Indexed by priority level, lowest first.
@@ -23,13 +30,12 @@ struct ReadyList {
 
     mutating func push(_ operation: Operation, priority: Operation.QueuePriority) {
         let level = Self.level(of: priority)
-        operation._nextReady = nil
         if let tail = levels[level].tail {
-            tail._nextReady = operation
+            tail._withUnsafeGuaranteedRef { $0._nextReady = operation }
         } else {
             levels[level].head = operation
         }
-        levels[level].tail = operation
+        levels[level].tail = Unmanaged.passUnretained(operation)
         count += 1
     }
 
@@ -42,9 +48,11 @@ struct ReadyList {
             var cursor = levels[level].head
             while let current = cursor {
                 if current === operation {
-                    if let previous { previous._nextReady = current._nextReady } else { levels[level].head = current._nextReady }
-                    if levels[level].tail === current { levels[level].tail = previous }
-                    current._nextReady = nil
+                    let next = current._nextReady.take()
+                    if levels[level].tail?.toOpaque() == Unmanaged.passUnretained(current).toOpaque() {
+                        levels[level].tail = previous.map(Unmanaged.passUnretained)
+                    }
+                    if let previous { previous._nextReady = next } else { levels[level].head = next }
                     count -= 1
                     return true
                 }
@@ -68,10 +76,9 @@ struct ReadyList {
         guard count > 0 else { return nil }
         var level = 4
         while levels[level].head == nil { level -= 1 }
-        let operation = levels[level].head!
-        levels[level].head = operation._nextReady
+        let operation = levels[level].head.take()!
+        levels[level].head = operation._nextReady.take()
         if levels[level].head == nil { levels[level].tail = nil }
-        operation._nextReady = nil
         count -= 1
         return operation
     }
@@ -80,26 +87,29 @@ struct ReadyList {
 /// The operations of one queue that have not left it, in the order added, linked through
 /// the operations (`_nextMember`, `_previousMember`): O(1) to add and remove. Guarded by
 /// the queue's lock.
+///
+/// As in `ReadyList`, references move rather than being copied, and the backward links
+/// are unretained. An operation outside the list has nil links (`remove` clears them).
 struct MemberList {
     private var head: Operation?
-    private unowned(unsafe) var tail: Operation?
+    /// `Unmanaged`: the chain from `head` holds every member, the tail included, while it
+    /// is in the list (and the queue's lock is held).
+    private var tail: Unmanaged<Operation>?
     private(set) var count = 0
 
     mutating func append(_ operation: Operation) {
         operation._previousMember = tail
-        operation._nextMember = nil
-        if let tail { tail._nextMember = operation } else { head = operation }
-        tail = operation
+        if let tail { tail._withUnsafeGuaranteedRef { $0._nextMember = operation } } else { head = operation }
+        tail = Unmanaged.passUnretained(operation)
         count += 1
     }
 
     mutating func remove(_ operation: Operation) {
-        let next = operation._nextMember
-        let previous = operation._previousMember
-        if let previous { previous._nextMember = next } else { head = next }
+        let next = operation._nextMember.take()
+        let previous = operation._previousMember.take()
         if let next { next._previousMember = previous } else { tail = previous }
-        operation._nextMember = nil
-        operation._previousMember = nil
+        // Drops the list's reference to `operation` (the caller holds another).
+        if let previous { previous._withUnsafeGuaranteedRef { $0._nextMember = next } } else { head = next }
         count -= 1
     }
 

@@ -7,7 +7,9 @@
 /// - Note: `@unchecked Sendable`: only the worker's thread touches it (and the threads of a
 ///   `BlockOperation`'s blocks read `queue`, which never changes).
 final class WorkerContext: @unchecked Sendable {
-    unowned let queue: OperationQueue
+    /// `unowned(unsafe)`: the worker's closure holds the queue for the context's whole
+    /// life (the context lives only inside `_runWorker`).
+    unowned(unsafe) let queue: OperationQueue
     /// The queue's worker slot this worker holds.
     let slot: Int
     /// The operation whose `start()` the worker is in (the worker holds it meanwhile).
@@ -42,6 +44,20 @@ final class WorkerContext: @unchecked Sendable {
     /// Gives the thread back at the quality of service it had.
     func restoreThreadQualityOfService() {
         if let originalQuality { Thread.current.qualityOfService = originalQuality }
+    }
+
+    /// When this thread's worker is running `operation` of `queue`, records that it finished
+    /// here (the worker does the queue's bookkeeping with its next lock) and returns true.
+    /// Without retaining the context: this is on the path of every operation.
+    static func finishedHere(_ operation: Operation, queue: OperationQueue) -> Bool {
+        guard let pointer = OperationQueue._current.value else { return false }
+        // Unretained: the context lives until its worker's loop returns, and that loop is
+        // below us on this thread's stack.
+        return Unmanaged<WorkerContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
+            guard context.operation === operation, context.queue === queue else { return false }
+            context.finishedHere = true
+            return true
+        }
     }
 
     /// The context of the worker running on this thread, if any.

@@ -51,7 +51,7 @@ extension Operation {
                 mine.hiddenDependencies.append(them.takeUnretainedValue())
             }
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
-            theirs.dependents.append(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
+            theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
             mine.gainDependency()
             // Two byte compares in the common case (neither quality of service set).
             if let wanted = mine.threadQuality, wanted.rank > (theirs.threadQuality ?? .default).rank {
@@ -116,7 +116,7 @@ extension Operation {
                     mine.loseDependency()
                     return .listed
                 }
-                theirs.dependents.append(WeakOperation(operation: self))
+                theirs.dependents.appendGrowingFromFour(WeakOperation(operation: self))
                 return .counted
             }
         }

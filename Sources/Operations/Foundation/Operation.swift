@@ -23,7 +23,9 @@ open class Operation: NSObject, @unchecked Sendable {
     final var _nextReady: Operation?
     /// Next in the queue's list of members (the order in which they were added).
     final var _nextMember: Operation?
-    final unowned(unsafe) var _previousMember: Operation?
+    /// Previous in the list of members. `Unmanaged`: the member list holds the previous
+    /// operation (through its forward links) for as long as this one is listed.
+    final var _previousMember: Unmanaged<Operation>?
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
     final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
@@ -33,6 +35,9 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     deinit {
+        // The common case, no lock: nothing to hand to the pool. (`visible` is published
+        // at every change of the state; nothing else can reach an object in its deinit.)
+        guard visible.load(ordering: .acquiring) & OperationCore.VisibleFlags.holdsDependencies != 0 else { return }
         // Taken, not copied: the pool must hold the last reference.
         let (dependencies, hidden) = _update { state in
             defer {

@@ -8,10 +8,8 @@ extension OperationQueue {
 
     /// Adds operations, all or none. `inheritQoS` gives them the queue's quality of service
     /// (for the ones the queue made from blocks).
-    /// `fresh`: the queue just made the operations itself (from blocks), so nobody else
-    /// has seen them and they are ready.
     final func _add(
-        _ operations: some Collection<Operation>, inheritQoS: Bool = false, fresh: Bool = false,
+        _ operations: some Collection<Operation>, inheritQoS: Bool = false,
         call: String = "addOperation", usingReservedPlace: Bool = false
     ) {
         _runEnqueueHooks(operations)
@@ -19,7 +17,7 @@ extension OperationQueue {
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         // Read readiness before the lock (the getter may be user code), so that a ready
         // operation goes straight into the ready list under the one lock acquisition.
-        let single = fresh ? QueueCore.Reading.fresh : operations.count == 1 ? Self._reading(of: operations.first!) : nil
+        let single = operations.count == 1 ? Self._reading(of: operations.first!) : nil
         let readings = single == nil ? operations.map(Self._reading(of:)) : []
         let outcome = core.withLock { state -> AddOutcome in
             // Validate everything before changing anything: all or nothing. (A single
@@ -65,6 +63,29 @@ extension OperationQueue {
             for operation in undelivered { operation._readinessChanged() }
             _perform(wakeup)
         }
+    }
+
+    /// Adds one operation the queue just made itself (from a block), with the queue's
+    /// quality of service: `_add` for the most common call, without the batch's
+    /// bookkeeping (nobody else has seen the operation, so it cannot be refused, and it is
+    /// ready). `usingReservedPlace` as in `_add`.
+    final func _addFresh(_ operation: Operation, usingReservedPlace: Bool = false) {
+        let observed = _hasObservers
+        if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        let (barrier, delivered, wakeup) = core.withLock { state -> (Operation?, Bool, QueueCore.Wakeup) in
+            let barrier = state.pendingBarrier
+            let admission = state.admit(operation, queue: self, barrier: barrier, inheritQoS: true, reading: .fresh)
+            guard case .admitted(let delivered) = admission else {
+                preconditionFailure("Operations: an operation the queue just made was refused (\(admission))")
+            }
+            if usingReservedPlace { state.reservedPlaces -= 1 }
+            return (barrier, delivered, state.wakeup())
+        }
+        if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+        _deliverEvents()
+        if let barrier { operation._registerHiddenEdge(from: barrier) }
+        if !delivered { operation._readinessChanged() }
+        _perform(wakeup)
     }
 
     /// Reads an operation's (possibly overridden) getters, before the lock.

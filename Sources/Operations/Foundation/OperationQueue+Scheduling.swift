@@ -16,10 +16,7 @@ extension OperationQueue {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers
-        if releasesSlot && leaves && !observed, let context = WorkerContext.current,
-            context.operation === operation, context.queue === self
-        {
-            context.finishedHere = true
+        if releasesSlot && leaves && !observed, WorkerContext.finishedHere(operation, queue: self) {
             return
         }
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }

@@ -68,7 +68,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Wraps `block` in a ``BlockOperation`` with the queue's quality of service and adds it.
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        _add(CollectionOfOne(BlockOperation(block: block)), inheritQoS: true, fresh: true)
+        _addFresh(BlockOperation(block: block))
     }
 
     // MARK: Barriers

@@ -96,6 +96,16 @@ struct ChainingTests {
         #expect(ran())
     }
 
+    @Test("releasing a long then chain that never ran does not overflow the stack")
+    func longThenChainReleased() {
+        let first = ValueBlockOperation { 0 }
+        var last: ValueOperation<Int> = first
+        for _ in 0..<200_000 { last = last.then { $0 + 1 } }
+        weak let weakLast = last
+        last = first
+        #expect(weakLast == nil)
+    }
+
     @Test("a ValueOperation subclass overrides execute()")
     func valueSubclass() async throws {
         final class Square: ValueOperation<Int>, @unchecked Sendable {
