@@ -16,17 +16,10 @@ import Tracing
 /// ```swift
 /// let tracing = OperationQueueTracing(queue)   // keep it: tracing stops when released
 /// ```
+/// - The `async` body of a ``TaskOperation`` (``AsyncBlockOperation``) runs with the span's
+///   context current (`ServiceContext.current`), so spans it starts are children of it.
 /// - Note: Operations added before it began are not traced. A synchronous `main()` does not
 ///   run with the span's context current; ``context(of:)`` gives it to code that wants it.
-///
-/// Left for the async/await layer (not merged yet): an async operation's body should run
-/// with its span's context current, so that spans it starts are children of it. The
-/// intended shape: the async operation, just before it runs its body, asks the tracing of
-/// its queue for ``context(of:)`` and runs the body inside
-/// `ServiceContext.withValue(context) { … }`. That needs a way for the core to hand an
-/// async body a context (a task-local set around the body, or a per-queue "body wrapper"
-/// hook next to `addEnqueueHook`), which this adapter would register; until then only the
-/// span's start, events, links, status and end are traced.
 public final class OperationQueueTracing: Sendable {
     private struct Traced {
         let operation: Operation
@@ -50,7 +43,11 @@ public final class OperationQueueTracing: Sendable {
         epochOffset = DefaultTracerClock.now.nanosecondsSinceEpoch &- DispatchTime.now().uptimeNanoseconds
         let hook = queue.addEnqueueHook { [weak self] operation in self?.begin(operation) }
         let events = queue.addEventHandler { [weak self] event in self?.handle(event) }
-        subscriptions.withLock { $0 = [hook, events] }
+        let scope = queue.addTaskScope { [weak self] operation, body in
+            guard let context = self?.context(of: operation) else { return await body() }
+            await ServiceContext.withValue(context) { await body() }
+        }
+        subscriptions.withLock { $0 = [hook, events, scope] }
     }
 
     /// Stops tracing; spans not finished yet are ended now, with no status.

@@ -51,6 +51,32 @@ struct TracingTests {
         #expect(tracer.activeSpans.isEmpty)
     }
 
+    @Test("an async body runs with its span's context: spans it starts are children; a thrown error is the status")
+    func asyncBodies() async throws {
+        let tracer = InMemoryTracer()
+        let queue = OperationQueue()
+        queue.name = "traced"
+        let tracing = OperationQueueTracing(queue, tracer: tracer)
+        let fetch = AsyncBlockOperation { () async -> Int in
+            let span = tracer.startSpan("inner", context: ServiceContext.current ?? .topLevel)
+            await Task.yield()
+            span.end()
+            return 1
+        }
+        fetch.name = "fetch"
+        let failing = AsyncBlockOperation<Int> { throw Reason.notNeeded }
+        failing.name = "failing"
+        queue.addOperations([fetch, failing], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        tracing.cancel()
+        let byName = Dictionary(uniqueKeysWithValues: tracer.finishedSpans.map { ($0.operationName, $0) })
+        let fetchSpan = try #require(byName["fetch"]), inner = try #require(byName["inner"])
+        #expect(inner.parentSpanID == fetchSpan.spanID)
+        #expect(inner.traceID == fetchSpan.traceID)
+        let failingSpan = try #require(byName["failing"])
+        #expect(failingSpan.status?.code == .error)
+    }
+
     enum Reason: Error { case notNeeded }
 }
 

@@ -51,11 +51,14 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         let queue = _update { $0.queue }
         let onMain = queue === OperationQueue.main
         let priority = TaskPriority(_startQuality(queue: queue))
+        let scopes = queue?._currentTaskScopes ?? []
         let body: @Sendable () async -> Void = { [self] in
-            do {
-                _deliver(try await OperationQueue.$_taskQueue.withValue(queue) { try await self.run() })
-            } catch {
-                _recordFailure(error)
+            await OperationQueue.$_taskQueue.withValue(queue) {
+                if scopes.isEmpty {
+                    await _runAndDeliver()
+                } else {
+                    await _runInside(scopes[...], of: self) { await self._runAndDeliver() }
+                }
             }
             _finish(wasExecuting: true)
         }
@@ -75,6 +78,15 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             return (started, isCancelled)
         }
         if cancelled { started.cancel() }
+    }
+
+    /// Runs the body and keeps its value, or reports its error.
+    private func _runAndDeliver() async {
+        do {
+            _deliver(try await run())
+        } catch {
+            _recordFailure(error)
+        }
     }
 
     /// The quality of service the body starts at: its own (or the escalated one), never

@@ -25,6 +25,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Hooks of ``addEnqueueHook(_:)``; `hasEnqueueHooks` is the cheap check.
     let enqueueHooks = Locked(EnqueueHooks())
     let hasEnqueueHooks = Atomic<Bool>(false)
+    /// Scopes of ``addTaskScope(_:)``; `hasTaskScopes` is the cheap check.
+    let taskScopes = Locked(TaskScopes())
+    let hasTaskScopes = Atomic<Bool>(false)
     /// Whether the queue is serial (limit 1, or the main queue): read without the queue's
     /// lock where an operation's priority is decided under the operation's.
     let _isSerial = Atomic<Bool>(false)

@@ -19,7 +19,7 @@ extension OperationQueue {
             hasEnqueueHooks.store(true, ordering: .releasing)
             return state.nextID
         }
-        return OperationEventSubscription(queue: self, id: id, isEnqueueHook: true)
+        return OperationEventSubscription(queue: self, id: id, kind: .enqueueHook)
     }
 
     final func _removeEnqueueHook(_ id: UInt64) {

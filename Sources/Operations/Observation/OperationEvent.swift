@@ -46,11 +46,16 @@ public struct OperationEvent: Sendable {
 /// ``OperationQueue/addEnqueueHook(_:)``) until it is cancelled or released.
 public final class OperationEventSubscription: Sendable {
     private let state: Locked<(queue: OperationQueue?, id: UInt64)>
-    private let isEnqueueHook: Bool
+    private let kind: Kind
 
-    init(queue: OperationQueue, id: UInt64, isEnqueueHook: Bool = false) {
+    /// What the subscription stops.
+    enum Kind: Sendable {
+        case eventHandler, enqueueHook, taskScope
+    }
+
+    init(queue: OperationQueue, id: UInt64, kind: Kind = .eventHandler) {
         state = Locked((queue, id))
-        self.isEnqueueHook = isEnqueueHook
+        self.kind = kind
     }
 
     /// Stops the handler. Safe to call more than once.
@@ -59,7 +64,11 @@ public final class OperationEventSubscription: Sendable {
             defer { state.queue = nil }
             return (state.queue, state.id)
         }
-        if isEnqueueHook { queue?._removeEnqueueHook(id) } else { queue?._removeEventHandler(id) }
+        switch kind {
+        case .eventHandler: queue?._removeEventHandler(id)
+        case .enqueueHook: queue?._removeEnqueueHook(id)
+        case .taskScope: queue?._removeTaskScope(id)
+        }
     }
 
     deinit { cancel() }
