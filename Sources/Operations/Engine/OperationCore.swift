@@ -45,6 +45,9 @@ struct OperationCore {
     /// transition a plain store. Kept until the operation goes away (never dropped under
     /// the lock).
     var errors: OperationErrors?
+    /// What the composition layer attaches (start hooks, a condition evaluator), boxed for
+    /// the same reason as `errors`: most operations never have any.
+    var extras: OperationExtras?
 
     /// The error a layer above reported before finishing (an async body that threw).
     var failure: (any Error)? {
@@ -99,11 +102,14 @@ struct OperationCore {
         static let finished: UInt8 = 2
         static let cancelled: UInt8 = 4
         static let ready: UInt8 = 8
+        /// `extras` is set: `start()` and queues look there (start hooks, conditions).
+        static let extras: UInt8 = 16
     }
 
     var visibleFlags: UInt8 {
         var flags: UInt8 = isInternallyReady ? VisibleFlags.ready : 0
         if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
+        if extras != nil { flags |= VisibleFlags.extras }
         switch phase {
         case .executing: flags |= VisibleFlags.executing
         case .finishing, .finished: flags |= VisibleFlags.finished

@@ -160,6 +160,7 @@ open class Operation: NSObject, @unchecked Sendable {
         case .finishCancelled:
             _finish(wasExecuting: false)
         case .run:
+            if _hasExtras { _runStartHooks() }
             main()
             if !isAsynchronous {
                 _finish(wasExecuting: true)
@@ -288,6 +289,9 @@ open class Operation: NSObject, @unchecked Sendable {
             return result
         }
     }
+
+    /// Whether the composition layer attached anything (no lock).
+    final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.extras) }
 
     /// Whether the base state says finished (no lock, no user code).
     final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.finished) }

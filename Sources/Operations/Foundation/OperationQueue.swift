@@ -130,6 +130,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         }
     }
 
+    /// Whether ``qualityOfService`` was set (for groups, which give their queue their own).
+    final var _isQualityOfServiceSet: Bool { core.withLock { $0.isQualityOfServiceSet } }
+
     /// The Dispatch queue the operations run on; nil means the queue's own threads.
     /// - Important: Setting it while the queue has operations, or to the main dispatch
     ///   queue, is a programmer error.
