@@ -10,7 +10,7 @@ final class OperationExtras: @unchecked Sendable {
     /// Set when the start hooks ran: a hook added later runs at once.
     var started = false
     /// The hidden dependency that evaluates the operation's conditions.
-    var conditions: Operation?
+    var conditions: ConditionEvaluator?
 }
 
 extension Operation {

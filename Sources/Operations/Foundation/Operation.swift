@@ -218,6 +218,8 @@ open class Operation: NSObject, @unchecked Sendable {
         }
         queue?._deliverEvents()
         if waits { _readinessChanged() }
+        // Its conditions need no evaluation any more.
+        _conditionEvaluator?.cancel()
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
@@ -245,12 +247,15 @@ open class Operation: NSObject, @unchecked Sendable {
     ///   with ``trapsOnDependencyCycles``.
     open func addDependency(_ operation: Operation) {
         _addEdge(from: operation, visible: true)
+        // Conditions are evaluated after every dependency, also ones added later.
+        _conditionEvaluator?.addDependency(operation)
     }
 
     /// Removes a dependency. If it had not finished and nothing else holds this operation,
     /// the operation becomes ready at once.
     open func removeDependency(_ operation: Operation) {
         _removeEdge(from: operation)
+        _conditionEvaluator?.removeDependency(operation)
     }
 
     // MARK: Observation
