@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "Operations", targets: ["Operations"]),
         // For XCTest files: one import instead of XCTest + Operations + scoped imports.
         .library(name: "OperationsXCTest", targets: ["OperationsXCTest"]),
+        // For test targets: a manual clock, a gate, awaiting an outcome with a limit.
+        .library(name: "OperationsTestSupport", targets: ["OperationsTestSupport"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -21,7 +23,8 @@ let package = Package(
     targets: [
         .target(name: "Operations"),
         .target(name: "OperationsXCTest", dependencies: ["Operations"]),
-        .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
+        .target(name: "OperationsTestSupport", dependencies: ["Operations"]),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "OperationsTestSupport"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
     ],
     swiftLanguageModes: [.v6]

@@ -491,6 +491,8 @@ extension OperationCore {
     struct Completion {
         var waiters: [FinishWaiter]
         var hiddenDependencies: [Operation]
+        /// Start hooks of an operation that finished without starting (never run).
+        var startHooks: [@Sendable () -> Void]
         /// The outcome for hooks; nil when no hook waits (threads need none).
         var outcome: Operation.Outcome?
     }
@@ -501,12 +503,16 @@ extension OperationCore {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
+        let startHooks = extras?.startHooks ?? []
+        extras?.startHooks = []
         defer {
             finishWaiters = []
             hiddenDependencies = []
             queue = nil
         }
-        return Completion(waiters: finishWaiters, hiddenDependencies: hiddenDependencies, outcome: hooked ? outcome : nil)
+        return Completion(
+            waiters: finishWaiters, hiddenDependencies: hiddenDependencies, startHooks: startHooks,
+            outcome: hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.
