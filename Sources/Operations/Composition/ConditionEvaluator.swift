@@ -12,6 +12,8 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
         var conditions: [any OperationCondition] = []
         var contributed: [Operation] = []
         var isScheduled = false
+        /// The categories to acquire once the conditions hold.
+        var exclusivity: [String: ExclusivityMode] = [:]
     }
 
     private let state: Locked<State>
@@ -28,6 +30,13 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
             if let dependency { state.contributed.append(dependency) }
         }
         if let dependency { addDependency(dependency) }
+    }
+
+    func _appendExclusivity(_ category: String, mode: ExclusivityMode) {
+        state.withLock { state in
+            // Exclusive wins over shared for the same category.
+            if state.exclusivity[category] != .exclusive { state.exclusivity[category] = mode }
+        }
     }
 
     /// Joins `queue` with the contributed operations that are in no queue yet; once.
@@ -50,7 +59,7 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
     }
 
     override func run() async throws {
-        let (guarded, conditions) = state.withLock { ($0.guarded, $0.conditions) }
+        let (guarded, conditions, exclusivity) = state.withLock { ($0.guarded, $0.conditions, $0.exclusivity) }
         guard let guarded else { return }
         for condition in conditions {
             if guarded.isCancelled { return }
@@ -61,6 +70,11 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
                 return
             }
         }
+        // Asked for only now, with the dependencies done and the conditions held, so that
+        // a granted category is never held by an operation that still waits for another.
+        guard !exclusivity.isEmpty, !guarded.isCancelled else { return }
+        let needs = exclusivity.sorted { $0.key < $1.key }.map { (category: $0.key, mode: $0.value) }
+        ExclusivityManager.acquire(needs, for: guarded)
     }
 
     /// An evaluator that is cancelled (a queue's `cancelAllOperations()`) never lets its

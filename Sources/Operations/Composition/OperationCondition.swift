@@ -51,6 +51,15 @@ extension Operation {
     ///   finished is a programmer error; so is starting by hand an operation that has
     ///   conditions (they are evaluated on its queue).
     public func addCondition(_ condition: some OperationCondition) {
+        guard let evaluator = _conditionEvaluatorForAdding() else {
+            Misuse.fail("addCondition: \(_misuseName) is in a queue, executing or finished; add conditions before adding it to a queue")
+        }
+        evaluator._append(condition, dependency: condition.dependency(for: self))
+    }
+
+    /// The evaluator to add a condition or a category to (made on first use); nil when
+    /// the operation is in a queue or has started.
+    final func _conditionEvaluatorForAdding() -> ConditionEvaluator? {
         let created = ConditionEvaluator(guarding: self)
         let decision = _update { state -> (evaluator: ConditionEvaluator, isNew: Bool)? in
             guard case .idle = state.phase, state.queue == nil else { return nil }
@@ -60,16 +69,14 @@ extension Operation {
             extras.conditions = created
             return (created, true)
         }
-        guard let (evaluator, isNew) = decision else {
-            Misuse.fail("addCondition: \(_misuseName) is in a queue, executing or finished; add conditions before adding it to a queue")
-        }
+        guard let (evaluator, isNew) = decision else { return nil }
         if isNew {
             // Evaluated after the dependencies it has now (later ones are forwarded by
             // `addDependency`), and before the operation starts.
             for dependency in dependencies { evaluator.addDependency(dependency) }
             _addEdge(from: evaluator, visible: false)
         }
-        evaluator._append(condition, dependency: condition.dependency(for: self))
+        return evaluator
     }
 
     /// The evaluator of the operation's conditions, if it has any.

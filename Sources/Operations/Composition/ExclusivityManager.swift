@@ -1,0 +1,111 @@
+// Process-wide mutual exclusion by category: the pure state and the storage holding it.
+
+/// The holders and waiters of every category, process-wide. A pure state machine: its
+/// events return the tickets to start, which the caller starts after the lock.
+struct ExclusivityState {
+    struct Holding {
+        var exclusive = false
+        var count = 0
+    }
+
+    struct Request {
+        var id: UInt64
+        /// Sorted by category name, one entry per category (exclusive wins over shared).
+        var needs: [(category: String, mode: ExclusivityMode)]
+        var ticket: Operation
+    }
+
+    var nextID: UInt64 = 0
+    var holdings: [String: Holding] = [:]
+    /// Requests not granted yet, in the order they came.
+    var waiting: [Request] = []
+    /// Granted requests, until released.
+    var granted: [UInt64: [(category: String, mode: ExclusivityMode)]] = [:]
+
+    /// A request arrives; returns its id and the tickets granted now (its own, if it is).
+    mutating func request(_ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation) -> (UInt64, [Operation]) {
+        nextID += 1
+        waiting.append(Request(id: nextID, needs: needs, ticket: ticket))
+        return (nextID, grant())
+    }
+
+    /// A request leaves: granted ones give their categories back, waiting ones leave the
+    /// line. Returns the tickets granted as a result.
+    mutating func release(_ id: UInt64) -> [Operation] {
+        if let needs = granted.removeValue(forKey: id) {
+            for (category, _) in needs {
+                holdings[category]!.count -= 1
+                if holdings[category]!.count == 0 { holdings[category] = nil }
+            }
+        } else if let index = waiting.firstIndex(where: { $0.id == id }) {
+            waiting.remove(at: index)
+        } else {
+            return []
+        }
+        return grant()
+    }
+
+    /// Grants, in arrival order, every waiting request whose categories are all free for
+    /// its mode, all at once. A request that must wait blocks every later one in its
+    /// categories (FIFO per category: a waiting writer is not overtaken by later readers).
+    private mutating func grant() -> [Operation] {
+        var blocked: Set<String> = []
+        var tickets: [Operation] = []
+        var index = 0
+        while index < waiting.count {
+            let request = waiting[index]
+            let grantable = request.needs.allSatisfy { need in
+                guard !blocked.contains(need.category) else { return false }
+                guard let holding = holdings[need.category] else { return true }
+                return need.mode == .shared && !holding.exclusive
+            }
+            guard grantable else {
+                for need in request.needs { blocked.insert(need.category) }
+                index += 1
+                continue
+            }
+            for need in request.needs {
+                var holding = holdings[need.category] ?? Holding()
+                holding.exclusive = need.mode == .exclusive
+                holding.count += 1
+                holdings[need.category] = holding
+            }
+            granted[request.id] = request.needs
+            tickets.append(request.ticket)
+            waiting.remove(at: index)
+        }
+        return tickets
+    }
+}
+
+/// The one exclusivity state of the process.
+enum ExclusivityManager {
+    static let state = Locked(ExclusivityState())
+
+    /// Makes `operation` wait (a hidden dependency, no thread) until it holds every category
+    /// in `needs`; released when it finishes.
+    static func acquire(_ needs: [(category: String, mode: ExclusivityMode)], for operation: Operation) {
+        let ticket = ExclusivityTicket(categories: needs.map(\.category), for: operation)
+        operation._addEdge(from: ticket, visible: false)
+        let (id, granted) = state.withLock { $0.request(needs, ticket: ticket) }
+        // Released once the operation has finished (also when it was cancelled while waiting).
+        operation._onFinish { _ in
+            let next = state.withLock { $0.release(id) }
+            for ticket in next { ticket.start() }
+        }
+        for ticket in granted { ticket.start() }
+    }
+}
+
+/// The hidden dependency that stands for "the categories are granted": it is started (and
+/// finishes at once, on the granting thread) when they are.
+final class ExclusivityTicket: Operation, @unchecked Sendable {
+    /// `@unchecked Sendable`: `categories` never changes after `init`.
+    let categories: [String]
+
+    init(categories: [String], for operation: Operation) {
+        self.categories = categories
+        super.init()
+        name = "exclusivity of \(operation._shortName)"
+    }
+}
