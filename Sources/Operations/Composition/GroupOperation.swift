@@ -59,7 +59,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
 
     private let state = Locked(State())
     /// The queue the children run on.
-    let childQueue = OperationQueue()
+    let childQueue = GroupChildQueue()
     /// What the group does when a child fails.
     public let failurePolicy: FailurePolicy
     /// Counts finished children by weight (``addChild(_:weight:)``); observable.
@@ -70,6 +70,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         self.failurePolicy = failurePolicy
         progress = Progress.discreteProgress(totalUnitCount: 0)
         super.init()
+        childQueue.group = self
         childQueue.isSuspended = true
         childQueue.name = "GroupOperation children"
         for operation in operations { addChild(operation) }
@@ -89,12 +90,14 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             Misuse.fail("addChild: the weight of \(operation._misuseName) in \(_misuseName) is \(weight); it must be at least 0")
         }
         let identity = ObjectIdentifier(operation)
-        let admission = state.withLock { state -> (admitted: Bool, cancelWith: (any Error)??) in
-            if case .closed = state.stage { return (false, nil) }
-            guard state.unfinished.updateValue(operation, forKey: identity) == nil else { return (true, nil) }
+        let admission = state.withLock { state -> (admitted: Bool, cancelWith: (any Error)??, produced: Bool) in
+            if case .closed = state.stage { return (false, nil, false) }
+            guard state.unfinished.updateValue(operation, forKey: identity) == nil else { return (true, nil, false) }
             state.pendingCount += 1
             state.everyChild.append(operation)
-            return (true, state.cancelledChildren ? .some(state.cancellationReason) : nil)
+            let running: Bool
+            if case .running = state.stage { running = true } else { running = false }
+            return (true, state.cancelledChildren ? .some(state.cancellationReason) : nil, running)
         }
         guard admission.admitted else {
             Misuse.fail("addChild: \(_misuseName) has finished its children (it is finishing or finished); \(operation._misuseName) cannot join it")
@@ -107,6 +110,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
         childQueue.addOperation(operation)
+        if admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
     }
 
     /// Adds several children (see ``addChild(_:weight:)``).
@@ -283,4 +287,12 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         progress._incrementCompletedUnitCount(by: weight)
         #endif
     }
+}
+
+/// The queue of a group's children: knows its group, so that a child's
+/// ``Operation/produceOperation(_:)`` joins the group.
+/// - Note: `@unchecked Sendable` (as its superclass): `group` is set once in the group's
+///   `init`, before the queue is shared.
+final class GroupChildQueue: OperationQueue, @unchecked Sendable {
+    weak var group: GroupOperation?
 }

@@ -11,6 +11,27 @@ final class OperationExtras: @unchecked Sendable {
     var started = false
     /// The hidden dependency that evaluates the operation's conditions.
     var conditions: ConditionEvaluator?
+    /// Lifecycle observers, until the operation finished and they were told.
+    var observers: [any OperationObserver] = []
+    /// Events recorded (in the order they happened, under the lock) and not yet delivered.
+    var observerEvents: [ObserverEvent] = []
+    /// A thread is delivering events: others leave theirs to it, so that every observer
+    /// gets them in order and never two at once.
+    var isDeliveringEvents = false
+
+    /// Records an event for the observers (none without observers).
+    func post(_ event: ObserverEvent) {
+        guard !observers.isEmpty else { return }
+        observerEvents.append(event)
+    }
+}
+
+/// What observers are told.
+enum ObserverEvent {
+    case started
+    case cancelled((any Error)?)
+    case produced(Operation)
+    case finished(Operation.Outcome)
 }
 
 extension Operation {

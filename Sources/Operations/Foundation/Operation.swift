@@ -197,6 +197,7 @@ open class Operation: NSObject, @unchecked Sendable {
             let decided = _update { state -> (Bool, OperationQueue?, Bool) in
                 guard state.requestCancellation(), state.completeCancellation() else { return (false, nil, false) }
                 state.queue?._record(.cancelled, self)
+                state.extras?.post(.cancelled(state.errors?.cancellationReason))
                 return (true, state.queue, state.phase.kind == .waiting || state.phase.kind == .parked)
             }
             guard decided.0 else { return }
@@ -205,7 +206,11 @@ open class Operation: NSObject, @unchecked Sendable {
         } else {
             // One lock section decides who cancels: a second cancel, or one after the
             // finish, announces nothing. The change is announced around the setting.
-            guard _update({ $0.requestCancellation() }) else { return }
+            guard _update({ state in
+                guard state.requestCancellation() else { return false }
+                state.extras?.post(.cancelled(state.errors?.cancellationReason))
+                return true
+            }) else { return }
             _announceWillChange("isCancelled")
             _announceWillChange("isReady")
             queue = _update { state -> OperationQueue? in
@@ -218,6 +223,7 @@ open class Operation: NSObject, @unchecked Sendable {
         }
         queue?._deliverEvents()
         if waits { _readinessChanged() }
+        if _hasExtras { _deliverObserverEvents() }
         // Its conditions need no evaluation any more.
         _conditionEvaluator?.cancel()
     }
