@@ -86,7 +86,16 @@ open class Operation: NSObject, @unchecked Sendable {
     /// `.background` → `.veryLow`. Reads `.normal` until set.
     open var queuePriority: QueuePriority {
         get { _update { $0.queuePriority } ?? .normal }
-        set { _update { $0.queuePriority = newValue } }
+        set {
+            // An operation already in its queue's ready list moves to its new band.
+            let queue = _update { state -> OperationQueue? in
+                state.queuePriority = newValue
+                return state.phase.kind == .ready ? state.queue : nil
+            }
+            guard let queue else { return }
+            let serial = queue._isSerial.load(ordering: .relaxed)
+            queue.core.withLock { $0.refile(self, serialQueue: serial) }
+        }
     }
 
     /// Defaults to `.default`; when set, it wins over the queue's, except that an

@@ -27,6 +27,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let _isSerial = Atomic<Bool>(false)
     /// `qualityOfService`'s raw value, for workers to read without the lock.
     let _threadQualityRawValue = Atomic<Int>(QualityOfService.background.rawValue)
+    /// The operations in flight under a key (`addOperation(forKey:_:)`).
+    let _keyed = Locked<[OperationKey: KeyedEntry]>([:])
 
     public override init() {
         core = Locked(QueueCore(isMain: false))
