@@ -1,7 +1,7 @@
 import Operations
 
 /// A clock whose time moves only when a test says so: pass it wherever the library takes a
-/// `Clock` (``Operations/DelayOperation``, timeouts, retry waits) and drive it with
+/// `Clock` (`DelayOperation`, timeouts, retry waits) and drive it with
 /// ``advance(by:)``.
 ///
 /// ```swift
