@@ -21,11 +21,15 @@ struct ExclusivityState {
     var waiting: [Request] = []
     /// Granted requests, until released.
     var granted: [UInt64: [(category: String, mode: ExclusivityMode)]] = [:]
+    /// How many waiting requests name each category: a grant pass stops once every such
+    /// category is blocked, so a long line costs little per release.
+    var waitingPerCategory: [String: Int] = [:]
 
     /// A request arrives; returns its id and the tickets granted now (its own, if it is).
     mutating func request(_ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation) -> (UInt64, [Operation]) {
         nextID += 1
         waiting.append(Request(id: nextID, needs: needs, ticket: ticket))
+        for need in needs { waitingPerCategory[need.category, default: 0] += 1 }
         return (nextID, grant())
     }
 
@@ -38,7 +42,7 @@ struct ExclusivityState {
                 if holdings[category]!.count == 0 { holdings[category] = nil }
             }
         } else if let index = waiting.firstIndex(where: { $0.id == id }) {
-            waiting.remove(at: index)
+            leaveLine(waiting.remove(at: index))
         } else {
             return []
         }
@@ -52,7 +56,7 @@ struct ExclusivityState {
         var blocked: Set<String> = []
         var tickets: [Operation] = []
         var index = 0
-        while index < waiting.count {
+        while index < waiting.count, blocked.count < waitingPerCategory.count {
             let request = waiting[index]
             let grantable = request.needs.allSatisfy { need in
                 guard !blocked.contains(need.category) else { return false }
@@ -72,9 +76,16 @@ struct ExclusivityState {
             }
             granted[request.id] = request.needs
             tickets.append(request.ticket)
-            waiting.remove(at: index)
+            leaveLine(waiting.remove(at: index))
         }
         return tickets
+    }
+
+    private mutating func leaveLine(_ request: Request) {
+        for need in request.needs {
+            let left = waitingPerCategory[need.category, default: 1] - 1
+            waitingPerCategory[need.category] = left > 0 ? left : nil
+        }
     }
 }
 
@@ -99,8 +110,8 @@ enum ExclusivityManager {
 
 /// The hidden dependency that stands for "the categories are granted": it is started (and
 /// finishes at once, on the granting thread) when they are.
+/// - Note: `@unchecked Sendable` (as its superclass): `categories` never changes after `init`.
 final class ExclusivityTicket: Operation, @unchecked Sendable {
-    /// `@unchecked Sendable`: `categories` never changes after `init`.
     let categories: [String]
 
     init(categories: [String], for operation: Operation) {

@@ -190,6 +190,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Opens the group's queue. A subclass that overrides it calls `super.main()` to add
     /// children and start them.
     open override func main() {
+        if let name { childQueue.name = "\(name) children" }
         if !childQueue._isQualityOfServiceSet {
             childQueue.qualityOfService = _update { $0.threadQuality } ?? .default
         }
