@@ -9,25 +9,25 @@ import Synchronization
 enum CompositionWorkloads {
     /// N empty children in one group, on a queue.
     static func group(_ n: Int) throws -> UInt64 {
-        let ran = Atomic<Int>(0)
+        let ran = AtomicCount()
         let queue = Operations.OperationQueue()
         let start = now()
-        let group = GroupOperation(operations: (0..<n).map { _ in BlockOperation { ran.add(1, ordering: .relaxed) } })
+        let group = GroupOperation(operations: (0..<n).map { _ in BlockOperation { ran.increment() } })
         queue.addOperation(group)
         group.waitUntilFinished()
         let elapsed = now() - start
-        try check(ran.load(ordering: .relaxed) == n, "group: \(ran.load(ordering: .relaxed)) of \(n) children ran")
+        try check(ran.value == n, "group: \(ran.value) of \(n) children ran")
         return elapsed
     }
 
     /// The same N empty operations on a plain queue.
     static func plain(_ n: Int) throws -> UInt64 {
-        let ran = Atomic<Int>(0)
+        let ran = AtomicCount()
         let queue = Operations.OperationQueue()
         let start = now()
-        queue.addOperations((0..<n).map { _ in BlockOperation { ran.add(1, ordering: .relaxed) } }, waitUntilFinished: true)
+        queue.addOperations((0..<n).map { _ in BlockOperation { ran.increment() } }, waitUntilFinished: true)
         let elapsed = now() - start
-        try check(ran.load(ordering: .relaxed) == n, "plain: \(ran.load(ordering: .relaxed)) of \(n) ran")
+        try check(ran.value == n, "plain: \(ran.value) of \(n) ran")
         return elapsed
     }
 
@@ -35,14 +35,14 @@ enum CompositionWorkloads {
     /// two of a category ever overlap.
     static func exclusivity(_ n: Int) throws -> UInt64 {
         let categories = ["bench-a-\(UUID())", "bench-b-\(UUID())"]
-        let running = [Atomic<Int>(0), Atomic<Int>(0)]
-        let broken = Atomic<Int>(0)
+        let running = [AtomicCount(), AtomicCount()]
+        let broken = AtomicCount()
         let queues = (0..<8).map { _ in Operations.OperationQueue() }
         let operations = (0..<n).map { index in
             let category = index % 2
             let operation = BlockOperation {
-                if running[category].add(1, ordering: .relaxed).newValue > 1 { broken.add(1, ordering: .relaxed) }
-                running[category].subtract(1, ordering: .relaxed)
+                if running[category].increment() > 1 { broken.increment() }
+                running[category].decrement()
             }
             operation.addExclusivity(categories[category])
             return operation
@@ -51,23 +51,31 @@ enum CompositionWorkloads {
         for (index, operation) in operations.enumerated() { queues[index % 8].addOperation(operation) }
         for queue in queues { queue.waitUntilAllOperationsAreFinished() }
         let elapsed = now() - start
-        try check(broken.load(ordering: .relaxed) == 0, "exclusivity broken \(broken.load(ordering: .relaxed)) times")
+        try check(broken.value == 0, "exclusivity broken \(broken.value) times")
         return elapsed
     }
 
     /// N operations, each with one condition that holds.
     static func conditioned(_ n: Int) throws -> UInt64 {
-        let ran = Atomic<Int>(0)
+        let ran = AtomicCount()
         let queue = Operations.OperationQueue()
         let operations = (0..<n).map { _ in
-            let operation = BlockOperation { ran.add(1, ordering: .relaxed) }
+            let operation = BlockOperation { ran.increment() }
             operation.addCondition(BlockCondition { _ in true })
             return operation
         }
         let start = now()
         queue.addOperations(operations, waitUntilFinished: true)
         let elapsed = now() - start
-        try check(ran.load(ordering: .relaxed) == n, "conditions: \(ran.load(ordering: .relaxed)) of \(n) ran")
+        try check(ran.value == n, "conditions: \(ran.value) of \(n) ran")
         return elapsed
     }
+}
+
+/// An atomic count that closures can share.
+final class AtomicCount: Sendable {
+    private let count = Atomic<Int>(0)
+    @discardableResult func increment() -> Int { count.add(1, ordering: .relaxed).newValue }
+    func decrement() { count.subtract(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }
