@@ -165,7 +165,8 @@ open class Operation: NSObject, @unchecked Sendable {
         case .misuseExecuting:
             Misuse.fail("start() called on \(_misuseName), which is already executing; an operation runs at most once")
         case .misuseNotReady:
-            Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)")
+            let composed = _conditionEvaluator != nil ? "; it has conditions or exclusivity categories, which are evaluated on its queue: add it to a queue instead" : ""
+            Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)\(composed)")
         case .finishCancelled:
             _finish(wasExecuting: false)
         case .run:
