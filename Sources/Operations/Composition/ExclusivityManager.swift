@@ -17,8 +17,13 @@ struct ExclusivityState {
 
     var nextID: UInt64 = 0
     var holdings: [String: Holding] = [:]
-    /// Requests not granted yet, in the order they came.
-    var waiting: [Request] = []
+    /// Requests not granted yet, by id.
+    var waiting: [UInt64: Request] = [:]
+    /// The ids of waiting requests in the order they came, from `head` on; ids no longer
+    /// in `waiting` (granted, or left) are skipped and dropped from the front, so that
+    /// granting the first in line costs O(1), not a shift of the whole line.
+    var line: [UInt64] = []
+    var head = 0
     /// Granted requests, until released.
     var granted: [UInt64: [(category: String, mode: ExclusivityMode)]] = [:]
     /// How many waiting requests name each category: a grant pass stops once every such
@@ -28,7 +33,8 @@ struct ExclusivityState {
     /// A request arrives; returns its id and the tickets granted now (its own, if it is).
     mutating func request(_ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation) -> (UInt64, [Operation]) {
         nextID += 1
-        waiting.append(Request(id: nextID, needs: needs, ticket: ticket))
+        waiting[nextID] = Request(id: nextID, needs: needs, ticket: ticket)
+        line.append(nextID)
         for need in needs { waitingPerCategory[need.category, default: 0] += 1 }
         return (nextID, grant())
     }
@@ -41,8 +47,8 @@ struct ExclusivityState {
                 holdings[category]!.count -= 1
                 if holdings[category]!.count == 0 { holdings[category] = nil }
             }
-        } else if let index = waiting.firstIndex(where: { $0.id == id }) {
-            leaveLine(waiting.remove(at: index))
+        } else if let request = waiting.removeValue(forKey: id) {
+            leaveLine(request)
         } else {
             return []
         }
@@ -55,17 +61,20 @@ struct ExclusivityState {
     private mutating func grant() -> [Operation] {
         var blocked: Set<String> = []
         var tickets: [Operation] = []
-        var index = 0
-        while index < waiting.count, blocked.count < waitingPerCategory.count {
-            let request = waiting[index]
+        var index = head
+        while index < line.count, blocked.count < waitingPerCategory.count {
+            guard let request = waiting[line[index]] else {
+                index += 1
+                continue
+            }
             let grantable = request.needs.allSatisfy { need in
                 guard !blocked.contains(need.category) else { return false }
                 guard let holding = holdings[need.category] else { return true }
                 return need.mode == .shared && !holding.exclusive
             }
+            index += 1
             guard grantable else {
                 for need in request.needs { blocked.insert(need.category) }
-                index += 1
                 continue
             }
             for need in request.needs {
@@ -76,7 +85,13 @@ struct ExclusivityState {
             }
             granted[request.id] = request.needs
             tickets.append(request.ticket)
-            leaveLine(waiting.remove(at: index))
+            waiting[request.id] = nil
+            leaveLine(request)
+        }
+        while head < line.count, waiting[line[head]] == nil { head += 1 }
+        if head > 64, head * 2 > line.count {
+            line.removeFirst(head)
+            head = 0
         }
         return tickets
     }

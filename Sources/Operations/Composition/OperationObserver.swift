@@ -11,7 +11,8 @@
 /// events at that moment: then that thread delivers it, right after them. No lock of
 /// the library is held meanwhile. Foundation's key-value observing keeps working beside it.
 public protocol OperationObserver: Sendable {
-    /// The operation's work is about to run (not called when it finishes without starting).
+    /// The operation's work is about to run (not called when it finishes without starting,
+    /// nor for a subclass whose `start()` override never calls `super.start()`).
     func operationDidStart(_ operation: Operation)
     /// The operation was cancelled; `reason` is what ``Operation/cancel(with:)`` gave.
     func operation(_ operation: Operation, didCancelWith reason: (any Error)?)
