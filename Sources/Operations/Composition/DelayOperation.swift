@@ -27,6 +27,11 @@ open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
         self.init(for: interval, clock: ContinuousClock())
     }
 
+    /// Waits `interval` seconds on the continuous clock once started.
+    public convenience init(interval: TimeInterval) {
+        self.init(for: .seconds(interval), clock: ContinuousClock())
+    }
+
     /// Waits until `deadline` on `clock` (finishes at once when it has passed by the time
     /// the operation starts).
     public init<C: Clock>(until deadline: C.Instant, clock: C) {

@@ -118,6 +118,16 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         for operation in operations { addChild(operation) }
     }
 
+    /// Adds a child (``addChild(_:weight:)``): the spelling of the WWDC sample code's group.
+    public func addOperation(_ operation: Operation) {
+        addChild(operation)
+    }
+
+    /// Adds several children (``addChild(_:weight:)``).
+    public func addOperations(_ operations: [Operation]) {
+        addChildren(operations)
+    }
+
     /// Every child added so far, in the order added.
     public var children: [Operation] { state.withLock { $0.everyChild } }
 

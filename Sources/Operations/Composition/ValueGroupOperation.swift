@@ -29,6 +29,11 @@ open class ValueGroupOperation<Element: Sendable>: GroupOperation, @unchecked Se
         super.addChild(operation, weight: weight)
     }
 
+    /// Adds a typed child (``addChild(_:weight:)-(ValueOperation<Element>,_)``).
+    public func addOperation(_ operation: ValueOperation<Element>) {
+        addChild(operation)
+    }
+
     /// The values of the typed children that succeeded, in the order added, once the group
     /// has finished; the group's error when it failed or was cancelled. Nil until then.
     public var result: Result<[Element], any Error>? {

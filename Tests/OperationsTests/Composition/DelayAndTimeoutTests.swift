@@ -56,6 +56,13 @@ struct DelayOperationTests {
         #expect(await delay.outcome(within: limit)?.isCancelled == false)
     }
 
+    @Test("an interval in seconds of zero finishes at once")
+    func zeroInterval() async {
+        let delay = DelayOperation(interval: 0)
+        OperationQueue().addOperation(delay)
+        #expect(await delay.outcome(within: limit)?.isCancelled == false)
+    }
+
     @Test("cancelling ends the wait at once")
     func cancel() async {
         let clock = ManualClock()

@@ -25,6 +25,18 @@ struct GroupOperationTests {
         #expect(group.outcome?.error == nil)
     }
 
+    @Test("addOperation and addOperations add children (the WWDC sample's spelling)")
+    func addOperationSpelling() {
+        let ran = Shared(0)
+        let group = GroupOperation()
+        group.addOperation(BlockOperation { ran.increment() })
+        group.addOperations([BlockOperation { ran.increment() }, BlockOperation { ran.increment() }])
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(ran() == 3)
+        #expect(group.children.count == 3)
+    }
+
     @Test("an empty group finishes")
     func empty() {
         let group = GroupOperation()
@@ -219,8 +231,9 @@ struct GroupOperationTests {
             ValueBlockOperation { 2 },
         ])
         group.addChild(ValueBlockOperation { 3 })
+        group.addOperation(ValueBlockOperation { 4 })
         OperationQueue().addOperation(group)
-        #expect(try await group.values == [1, 2, 3])
+        #expect(try await group.values == [1, 2, 3, 4])
     }
 
     @Test("a typed group throws its first child's error")
