@@ -243,3 +243,37 @@ struct ConditionTests {
         }.map { $0.standardErrorContent.containsText("\"queued\"", "addCondition") }.check()
     }
 }
+
+@Suite("Conditions without Swift's cooperative pool", .timeLimit(.minutes(1)))
+struct ConditionLaneTests {
+    @Test("conditions are evaluated while every cooperative thread is blocked")
+    func evaluatedWithPoolBlocked() {
+        let width = max(ProcessInfo.processInfo.activeProcessorCount, 2) * 2
+        let release = DispatchSemaphore(value: 0)
+        let blocked = Shared(0)
+        // At the priority the evaluation would run at (the queue's quality of service):
+        // Dispatch keeps a pool per quality of service.
+        for _ in 0..<width {
+            Task.detached(priority: .background) {
+                blocked.increment()
+                release.wait()
+            }
+        }
+        defer { for _ in 0..<width { release.signal() } }
+        // The pool is as wide as the processor count: once that many are blocked, nothing
+        // else runs on it.
+        #expect(eventually { blocked() >= ProcessInfo.processInfo.activeProcessorCount })
+        let finished = Gate()
+        let operation = BlockOperation {}
+        operation.addCondition(BlockCondition { _ in
+            await Task.yield()
+            return true
+        })
+        operation.completionBlock = { finished.open() }
+        let queue = OperationQueue()
+        queue.qualityOfService = .background
+        queue.addOperation(operation)
+        #expect(finished.wait(timeout: 10))
+        #expect(operation.outcome?.isCancelled == false)
+    }
+}
