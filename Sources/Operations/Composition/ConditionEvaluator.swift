@@ -1,5 +1,3 @@
-import Synchronization
-
 // The hidden dependency that evaluates an operation's conditions.
 
 /// Evaluates the conditions of one operation: the operation waits for it through a hidden
@@ -63,7 +61,7 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
     /// Conditions are evaluated on lanes of their own, not on Swift's cooperative pool: a
     /// guarded operation must not wait for threads that blocking code (a test waiting on a
     /// semaphore, a `waitUntilFinished()`) may be holding.
-    override var _preferredExecutor: (any TaskExecutor)? { ConditionExecutor.shared }
+    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
 
     override func run() async throws {
         let (guarded, conditions, exclusivity) = state.withLock { ($0.guarded, $0.conditions, $0.exclusivity) }
@@ -99,22 +97,5 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
             return (state.conditions, state.contributed)
         }
         _ = released
-    }
-}
-
-/// Runs the jobs of condition evaluations on a few serial Dispatch queues (which sit on
-/// Dispatch's overcommit pool), round robin. Jobs run only between suspension points, so
-/// a few lanes are plenty.
-final class ConditionExecutor: TaskExecutor {
-    static let shared = ConditionExecutor()
-
-    private let lanes = (0..<4).map { DispatchQueue(label: "Operations conditions \($0)") }
-    private let next = Atomic<Int>(0)
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        let lane = lanes[next.add(1, ordering: .relaxed).newValue & 3]
-        lane.async { job.runSynchronously(on: executor) }
     }
 }

@@ -54,6 +54,9 @@ open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
         super.init()
     }
 
+    /// Waits on the composition layer's lanes, not on the cooperative pool.
+    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
+
     /// Waits; a cancellation ends the wait.
     open override func run() async throws {
         try await wait()

@@ -83,6 +83,9 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
             shouldRetry: shouldRetry, makeAttempt: makeAttempt)
     }
 
+    /// The retry loop waits on the composition layer's lanes, not on the cooperative pool.
+    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
+
     /// How many attempts were made so far.
     public var attemptCount: Int { attempts.withLock { $0.count } }
 

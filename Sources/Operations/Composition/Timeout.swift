@@ -30,7 +30,8 @@ extension Operation {
         _onStart { [weak self] in
             guard let self else { return }
             let name = _misuseName
-            let task = Task { [weak self] in
+            // On the composition lanes: a timer must fire even when the cooperative pool is blocked.
+            let task = Task(executorPreference: CompositionExecutor.shared) { [weak self] in
                 do {
                     try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
                 } catch {

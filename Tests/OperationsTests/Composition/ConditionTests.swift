@@ -244,25 +244,28 @@ struct ConditionTests {
     }
 }
 
-@Suite("Conditions without Swift's cooperative pool", .timeLimit(.minutes(1)))
-struct ConditionLaneTests {
-    @Test("conditions are evaluated while every cooperative thread is blocked")
-    func evaluatedWithPoolBlocked() {
-        let width = max(ProcessInfo.processInfo.activeProcessorCount, 2) * 2
-        let release = DispatchSemaphore(value: 0)
-        let blocked = Shared(0)
-        // At the priority the evaluation would run at (the queue's quality of service):
-        // Dispatch keeps a pool per quality of service.
-        for _ in 0..<width {
-            Task.detached(priority: .background) {
-                blocked.increment()
-                release.wait()
-            }
+/// Blocks every thread of Swift's pool for background-priority tasks (Dispatch keeps a
+/// pool per quality of service, as wide as the processor count); returns the release.
+func blockBackgroundPool() -> @Sendable () -> Void {
+    let width = max(ProcessInfo.processInfo.activeProcessorCount, 2) * 2
+    let release = DispatchSemaphore(value: 0)
+    let blocked = Shared(0)
+    for _ in 0..<width {
+        Task.detached(priority: .background) {
+            blocked.increment()
+            release.wait()
         }
-        defer { for _ in 0..<width { release.signal() } }
-        // The pool is as wide as the processor count: once that many are blocked, nothing
-        // else runs on it.
-        #expect(eventually { blocked() >= ProcessInfo.processInfo.activeProcessorCount })
+    }
+    _ = eventually { blocked() >= ProcessInfo.processInfo.activeProcessorCount }
+    return { for _ in 0..<width { release.signal() } }
+}
+
+@Suite("The composition layer without Swift's cooperative pool", .serialized, .timeLimit(.minutes(1)))
+struct CompositionLaneTests {
+    @Test("conditions are evaluated while every cooperative thread is blocked")
+    func conditionWithPoolBlocked() {
+        let release = blockBackgroundPool()
+        defer { release() }
         let finished = Gate()
         let operation = BlockOperation {}
         operation.addCondition(BlockCondition { _ in
@@ -275,5 +278,18 @@ struct ConditionLaneTests {
         queue.addOperation(operation)
         #expect(finished.wait(timeout: 10))
         #expect(operation.outcome?.isCancelled == false)
+    }
+
+    @Test("a delay finishes while every cooperative thread is blocked")
+    func delayWithPoolBlocked() {
+        let release = blockBackgroundPool()
+        defer { release() }
+        let finished = Gate()
+        let delay = DelayOperation(for: .zero)
+        delay.completionBlock = { finished.open() }
+        let queue = OperationQueue()
+        queue.qualityOfService = .background
+        queue.addOperation(delay)
+        #expect(finished.wait(timeout: 10))
     }
 }
