@@ -51,7 +51,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
         sleep = { try await clock.sleep(until: clock.now.advanced(by: $0), tolerance: nil) }
         super.init()
         if maximumAttempts < 1 {
-            Misuse.fail("\(_misuseName) was given maximumAttempts \(maximumAttempts); it must be at least 1")
+            Misuse.fail("\(_misuseName) was given at most \(maximumAttempts) attempts (maximumAttempts, or maximumRuns of a RepeatOperation); it must be at least 1")
         }
         attemptQueue.name = "RetryOperation attempts"
     }

@@ -181,6 +181,9 @@ struct RetryTests {
     func badMaximum() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryOperation<Int>(maximumAttempts: 0) { _ in ValueBlockOperation { 1 } }
-        }.map { $0.standardErrorContent.containsText("maximumAttempts 0", "at least 1") }.check()
+        }.map { $0.standardErrorContent.containsText("RetryOperation", "at most 0 attempts", "at least 1") }.check()
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RepeatOperation<Int>(maximumRuns: 0, until: { _ in true }) { _ in ValueBlockOperation { 1 } }
+        }.map { $0.standardErrorContent.containsText("RepeatOperation", "maximumRuns", "at least 1") }.check()
     }
 }
