@@ -16,6 +16,8 @@ public protocol OperationCondition: Sendable {
     func dependency(for operation: Operation) -> Operation?
 
     /// Throws when `operation` must not run; the error becomes its cancellation reason.
+    /// - Important: Suspend rather than block: evaluations share a few serial lanes of the
+    ///   library (not Swift's cooperative pool), and a blocked lane holds up the others.
     func evaluate(for operation: Operation) async throws
 }
 
