@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "OperationsTracing", targets: ["OperationsTracing"]),
         .library(name: "OperationsMetrics", targets: ["OperationsMetrics"]),
         .library(name: "OperationsLogging", targets: ["OperationsLogging"]),
+        // For test targets: a manual clock, a gate, awaiting an outcome with a limit.
+        .library(name: "OperationsTestSupport", targets: ["OperationsTestSupport"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -34,6 +36,7 @@ let package = Package(
     targets: [
         .target(name: "Operations"),
         .target(name: "OperationsXCTest", dependencies: ["Operations"]),
+        .target(name: "OperationsTestSupport", dependencies: ["Operations"]),
         .target(name: "OperationsRecording", dependencies: ["Operations"]),
         .target(
             name: "OperationsTracing",
@@ -44,7 +47,7 @@ let package = Package(
         .target(
             name: "OperationsLogging",
             dependencies: ["Operations", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "OperationsTests", dependencies: ["Operations"]),
+        .testTarget(name: "OperationsTests", dependencies: ["Operations", "OperationsTestSupport"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
         .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
         .testTarget(

@@ -249,6 +249,30 @@ do {
     exit(1)
 }
 
+// MARK: Composition rows
+
+let groupN = max(10_000 / scale, 10)
+let exclusivityN = max(5_000 / scale, 10)
+let conditionN = max(20_000 / scale, 10)
+do {
+    let group = try asyncMedian("group of N children", groupN, CompositionWorkloads.group)
+    let plain = try asyncMedian("N operations, plain queue", groupN, CompositionWorkloads.plain)
+    let exclusive = try asyncMedian("exclusivity 2 categories, 8 queues", exclusivityN, CompositionWorkloads.exclusivity)
+    let conditioned = try asyncMedian("one condition per operation", conditionN, CompositionWorkloads.conditioned)
+    let unconditioned = try asyncMedian("no condition", conditionN, CompositionWorkloads.plain)
+    print("Composition rows (same run; ns per operation, medians):")
+    print("")
+    print("| workload | N | ns per operation | compared with | ns per operation |")
+    print("|---|---|---:|---|---:|")
+    print("| group of N children | \(groupN) | \(f(group)) | N operations on a plain queue | \(f(plain)) |")
+    print("| exclusivity: 2 categories, 8 queues | \(exclusivityN) | \(f(exclusive)) | — | — |")
+    print("| one condition per operation | \(conditionN) | \(f(conditioned)) | no condition (overhead \(f(conditioned - unconditioned)) ns) | \(f(unconditioned)) |")
+    print("")
+} catch {
+    print("CHECK FAILED: \(error)")
+    exit(1)
+}
+
 print("All self-checks passed (nothing lost, dependency order, FIFO, priority order, cancelled operations not run).")
 if !failures.isEmpty {
     print("Targets missed: \(failures.count): " + failures.joined(separator: "; "))

@@ -47,6 +47,9 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
 
     override var _startsWithoutBlocking: Bool { true }
 
+    /// Where the body's nonisolated code runs; nil for the global concurrent executor.
+    var _preferredExecutor: (any TaskExecutor)? { nil }
+
     override func _runWork() {
         let queue = _update { $0.queue }
         let onMain = queue === OperationQueue.main
@@ -71,6 +74,8 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             if onMain {
                 // On the main queue, nonisolated code of the body runs on the main actor's queue too.
                 started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority) { await body() }
+            } else if let executor = _preferredExecutor {
+                started = Task(executorPreference: executor, priority: priority) { await body() }
             } else {
                 started = Task(priority: priority) { await body() }
             }

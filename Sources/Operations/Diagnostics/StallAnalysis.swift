@@ -80,6 +80,9 @@ struct StallAnalysis {
             switch reason {
             case .finished, .executing, .waitingForWorker, .isReadyReturnsFalse:
                 return record(operation, .progresses)
+            case .conditions, .exclusivity:
+                // Evaluated, or handed over, by the composition layer as others finish.
+                return record(operation, .progresses)
             case .concurrencyLimit(let queue, let limit):
                 if limit == 0 { return record(operation, .stuck("\(operation._stallName): \(Operation.WaitReason.concurrencyLimit(queue, limit: 0))")) }
                 return record(operation, .progresses)

@@ -10,6 +10,11 @@ extension Operation {
         case dependency(Operation, isInQueue: Bool)
         /// A barrier added to its queue before it has not run yet.
         case barrier(Operation)
+        /// Its conditions (``Operation/addCondition(_:)``) are being evaluated, or wait for
+        /// the dependencies and the operations they need first.
+        case conditions
+        /// It waits to hold its exclusivity categories (``Operation/addExclusivity(_:mode:)``).
+        case exclusivity([String])
         /// Its dependencies are done, but its (overridden) `isReady` returns false.
         case isReadyReturnsFalse
         /// It is in no queue; nothing will start it.
@@ -28,6 +33,8 @@ extension Operation {
             case .dependency(let operation, let isInQueue):
                 "it waits for \(operation._misuseName)" + (isInQueue ? ", which is in a queue" : ", which is in no queue (nothing will start it)")
             case .barrier(let barrier): "it waits for a barrier of its queue (\(barrier._misuseName))"
+            case .conditions: "its conditions are not evaluated yet"
+            case .exclusivity(let categories): "it waits for exclusive access to \(categories.joined(separator: ", "))"
             case .isReadyReturnsFalse: "its dependencies are done but its overridden isReady returns false"
             case .notInQueue: "it is in no queue (add it to one, or call start())"
             case .queueSuspended(let queue): "its queue \"\(queue.name ?? "?")\" is suspended"
@@ -62,7 +69,11 @@ extension Operation {
                 if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
             }
             for barrier in snapshot.hidden where !barrier._isFinishing {
-                reasons.append(.barrier(barrier))
+                if let ticket = barrier as? ExclusivityTicket {
+                    reasons.append(.exclusivity(ticket.categories))
+                } else {
+                    reasons.append(barrier is ConditionEvaluator ? .conditions : .barrier(barrier))
+                }
             }
             if reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
         }

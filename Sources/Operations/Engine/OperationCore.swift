@@ -52,6 +52,13 @@ struct OperationCore {
         return fresh
     }
 
+    /// What the composition layer attaches (start hooks, a condition evaluator, observers),
+    /// in the side box: most operations never have any.
+    var attachments: CompositionAttachments? {
+        get { extras?.attachments }
+        set { extras(orNew: ()).attachments = newValue }
+    }
+
     /// The error a layer above reported before finishing (an async body that threw).
     var failure: (any Error)? {
         get { extras?.failure }
@@ -135,6 +142,9 @@ struct OperationCore {
         /// Not reported by a getter: the state lists dependencies (visible or hidden), which
         /// `deinit` must hand to the release pool. Without it, `deinit` takes no lock.
         static let holdsDependencies: UInt8 = 16
+        /// Composition attachments are set: `start()` and queues look there (start hooks,
+        /// conditions, observers).
+        static let attachments: UInt8 = 32
     }
 
     /// Inlined: computed at every change of the state, under the lock.
@@ -144,6 +154,7 @@ struct OperationCore {
         // Any side box counts (it may hold hidden dependencies): two compares, on every change.
         if !dependencies.isEmpty || extras != nil { flags |= VisibleFlags.holdsDependencies }
         if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
+        if extras?.attachments != nil { flags |= VisibleFlags.attachments }
         switch phase {
         case .executing: flags |= VisibleFlags.executing
         case .finishing, .finished: flags |= VisibleFlags.finished
@@ -523,6 +534,8 @@ extension OperationCore {
     struct Completion {
         var waiters: [FinishWaiter]
         var hiddenDependencies: [Operation]
+        /// Start hooks of an operation that finished without starting (never run).
+        var startHooks: [@Sendable () -> Void]
         /// The outcome for hooks; nil when no hook waits (threads need none).
         var outcome: Operation.Outcome?
     }
@@ -536,11 +549,15 @@ extension OperationCore {
         // Taken from the side box in place (most operations have no box: one compare).
         var hidden: [Operation] = []
         if let extras { swap(&hidden, &extras.hiddenDependencies) }
+        let startHooks = extras?.attachments?.startHooks ?? []
+        extras?.attachments?.startHooks = []
         defer {
             finishWaiters = []
             queue = nil
         }
-        return Completion(waiters: finishWaiters, hiddenDependencies: hidden, outcome: hooked ? outcome : nil)
+        return Completion(
+            waiters: finishWaiters, hiddenDependencies: hidden, startHooks: startHooks,
+            outcome: hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.
@@ -597,6 +614,8 @@ final class OperationExtras: @unchecked Sendable {
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
     /// N operations costs O(N) rather than O(N²) to build.
     var dependencyIndex: Set<ObjectIdentifier>?
+    /// What the composition layer attaches (see `CompositionAttachments`).
+    var attachments: CompositionAttachments?
 }
 
 extension Array {

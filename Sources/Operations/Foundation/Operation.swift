@@ -91,7 +91,16 @@ open class Operation: NSObject, @unchecked Sendable {
     /// `.background` → `.veryLow`. Reads `.normal` until set.
     open var queuePriority: QueuePriority {
         get { _update { $0.queuePriority } ?? .normal }
-        set { _update { $0.queuePriority = newValue } }
+        set {
+            // An operation already in its queue's ready list moves to its new band.
+            let queue = _update { state -> OperationQueue? in
+                state.queuePriority = newValue
+                return state.phase.kind == .ready ? state.queue : nil
+            }
+            guard let queue else { return }
+            let serial = queue._isSerial.load(ordering: .relaxed)
+            queue.core.withLock { $0.refile(self, serialQueue: serial) }
+        }
     }
 
     /// Defaults to `.default`; when set, it wins over the queue's, except that an
@@ -161,10 +170,12 @@ open class Operation: NSObject, @unchecked Sendable {
         case .misuseExecuting:
             Misuse.fail("start() called on \(_misuseName), which is already executing; an operation runs at most once")
         case .misuseNotReady:
-            Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)")
+            let composed = _conditionEvaluator != nil ? "; it has conditions or exclusivity categories, which are evaluated on its queue: add it to a queue instead" : ""
+            Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)\(composed)")
         case .finishCancelled:
             _finish(wasExecuting: false)
         case .run:
+            if _hasExtras { _runStartHooks() }
             main()
             if !isAsynchronous {
                 _finish(wasExecuting: true)
@@ -201,6 +212,7 @@ open class Operation: NSObject, @unchecked Sendable {
             let decided = _update { state -> (Bool, OperationQueue?, Bool) in
                 guard state.requestCancellation(), state.completeCancellation() else { return (false, nil, false) }
                 state.queue?._record(.cancelled, self)
+                state.attachments?.post(.cancelled(state.extras?.cancellationReason))
                 return (true, state.queue, state.phase.kind == .waiting || state.phase.kind == .parked)
             }
             guard decided.0 else { return }
@@ -209,7 +221,11 @@ open class Operation: NSObject, @unchecked Sendable {
         } else {
             // One lock section decides who cancels: a second cancel, or one after the
             // finish, announces nothing. The change is announced around the setting.
-            guard _update({ $0.requestCancellation() }) else { return }
+            guard _update({ state in
+                guard state.requestCancellation() else { return false }
+                state.attachments?.post(.cancelled(state.extras?.cancellationReason))
+                return true
+            }) else { return }
             _announceWillChange("isCancelled")
             _announceWillChange("isReady")
             queue = _update { state -> OperationQueue? in
@@ -222,6 +238,9 @@ open class Operation: NSObject, @unchecked Sendable {
         }
         queue?._deliverEvents()
         if waits { _readinessChanged() }
+        if _hasExtras { _deliverObserverEvents() }
+        // Its conditions need no evaluation any more.
+        _conditionEvaluator?.cancel()
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
@@ -259,12 +278,15 @@ open class Operation: NSObject, @unchecked Sendable {
     ///   with ``trapsOnDependencyCycles``.
     open func addDependency(_ operation: Operation) {
         _addEdge(from: operation, visible: true)
+        // Conditions are evaluated after every dependency, also ones added later.
+        _conditionEvaluator?.addDependency(operation)
     }
 
     /// Removes a dependency. If it had not finished and nothing else holds this operation,
     /// the operation becomes ready at once.
     open func removeDependency(_ operation: Operation) {
         _removeEdge(from: operation)
+        _conditionEvaluator?.removeDependency(operation)
     }
 
     // MARK: Observation
@@ -303,6 +325,9 @@ open class Operation: NSObject, @unchecked Sendable {
             return result
         }
     }
+
+    /// Whether the composition layer attached anything (no lock).
+    final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.attachments) }
 
     /// Whether the base state says finished (no lock, no user code).
     final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.finished) }

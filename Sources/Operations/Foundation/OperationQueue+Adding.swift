@@ -62,6 +62,7 @@ extension OperationQueue {
             }
             for operation in undelivered { operation._readinessChanged() }
             _perform(wakeup)
+            for operation in operations where operation._hasExtras { operation._scheduleConditions(on: self) }
         }
     }
 

@@ -33,6 +33,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let _isSerial = Atomic<Bool>(false)
     /// `qualityOfService`'s raw value, for workers to read without the lock.
     let _threadQualityRawValue = Atomic<Int>(QualityOfService.background.rawValue)
+    /// The operations in flight under a key (`addOperation(forKey:_:)`).
+    let _keyed = Locked<[OperationKey: KeyedEntry]>([:])
 
     public override init() {
         core = Locked(QueueCore(isMain: false))
@@ -139,6 +141,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         }
     }
 
+    /// Whether ``qualityOfService`` was set (for groups, which give their queue their own).
+    final var _isQualityOfServiceSet: Bool { core.withLock { $0.isQualityOfServiceSet } }
+
     /// The Dispatch queue the operations run on; nil means the queue's own threads.
     /// - Important: Setting it while the queue has operations, or to the main dispatch
     ///   queue, is a programmer error.
@@ -178,8 +183,11 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Cancels every operation in the queue. Cancelled operations still pass through
     /// `start()` to finished, and their completion blocks run.
+    ///
+    /// The newest are cancelled first: cancelling a running operation frees its slot, and
+    /// an operation still waiting must not start in it before its own cancellation.
     open func cancelAllOperations() {
-        for operation in operations { operation.cancel() }
+        for operation in operations.reversed() { operation.cancel() }
     }
 
     /// Blocks until the queue has no operations, including operations added while waiting

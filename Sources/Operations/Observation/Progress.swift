@@ -88,6 +88,10 @@ open class Progress: Foundation.Progress, KeyValueObservable, @unchecked Sendabl
         _changeUnitCounts("completedUnitCount") { super.completedUnitCount += inUnitCount }
     }
 
+    final func _incrementTotalUnitCount(by inUnitCount: Int64) {
+        _changeUnitCounts("totalUnitCount") { super.totalUnitCount += inUnitCount }
+    }
+
     open override func addChild(_ child: Foundation.Progress, withPendingUnitCount inUnitCount: Int64) {
         (child as? Progress)?._parentLink.withLock { $0.parent = self }
         let chain = [self] + _ancestors()

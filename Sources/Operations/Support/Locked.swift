@@ -15,7 +15,7 @@ import Darwin
 /// overridden getters, completion blocks, observers) never runs inside `withLock`.
 /// `withLock` is not re-entrant.
 ///
-/// `package`: the package's other targets (the recorder, the adapters) use it too, so that
+/// `package`: the package's other targets (the recorder, the adapters, the test support) use it too, so that
 /// the library keeps one lock type, annotated for Thread Sanitizer.
 package struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
     private let mutex: Mutex<Value>

@@ -1,0 +1,101 @@
+// The hidden dependency that evaluates an operation's conditions.
+
+/// Evaluates the conditions of one operation: the operation waits for it through a hidden
+/// edge, and it waits for the operation's dependencies and for the operations the
+/// conditions contribute. A failing condition cancels the guarded operation before this
+/// one finishes, so the guarded operation's `main()` never runs.
+///
+/// - Note: `@unchecked Sendable`: its state is in a `Locked`.
+final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
+    private struct State {
+        weak var guarded: Operation?
+        var conditions: [any OperationCondition] = []
+        var contributed: [Operation] = []
+        var isScheduled = false
+        /// The categories to acquire once the conditions hold.
+        var exclusivity: [String: ExclusivityMode] = [:]
+    }
+
+    private let state: Locked<State>
+
+    init(guarding operation: Operation) {
+        state = Locked(State(guarded: operation))
+        super.init()
+        name = "conditions of \(operation._shortName)"
+    }
+
+    func _append(_ condition: any OperationCondition, dependency: Operation?) {
+        state.withLock { state in
+            state.conditions.append(condition)
+            if let dependency { state.contributed.append(dependency) }
+        }
+        if let dependency { addDependency(dependency) }
+    }
+
+    func _appendExclusivity(_ category: String, mode: ExclusivityMode) {
+        state.withLock { state in
+            // Exclusive wins over shared for the same category.
+            if state.exclusivity[category] != .exclusive { state.exclusivity[category] = mode }
+        }
+    }
+
+    /// Joins `queue` with the contributed operations that are in no queue yet; once.
+    func _schedule(on queue: OperationQueue) {
+        let contributed = state.withLock { state -> [Operation]? in
+            guard !state.isScheduled else { return nil }
+            state.isScheduled = true
+            return state.contributed
+        }
+        guard let contributed else { return }
+        var joining: [Operation] = []
+        for operation in contributed where !joining.contains(where: { $0 === operation }) {
+            let idle = operation._update { state in
+                if case .idle = state.phase, state.queue == nil { return true }
+                return false
+            }
+            if idle { joining.append(operation) }
+        }
+        queue.addOperations(joining + [self], waitUntilFinished: false)
+    }
+
+    /// Conditions are evaluated on lanes of their own, not on Swift's cooperative pool: a
+    /// guarded operation must not wait for threads that blocking code (a test waiting on a
+    /// semaphore, a `waitUntilFinished()`) may be holding.
+    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
+
+    override func run() async throws {
+        let (guarded, conditions, exclusivity) = state.withLock { ($0.guarded, $0.conditions, $0.exclusivity) }
+        guard let guarded else { return }
+        for condition in conditions {
+            if guarded.isCancelled { return }
+            do {
+                try await condition.evaluate(for: guarded)
+            } catch {
+                guarded.cancel(with: error)
+                return
+            }
+        }
+        // Asked for only now, with the dependencies done and the conditions held, so that
+        // a granted category is never held by an operation that still waits for another.
+        guard !exclusivity.isEmpty, !guarded.isCancelled else { return }
+        let needs = exclusivity.sorted { $0.key < $1.key }.map { (category: $0.key, mode: $0.value) }
+        ExclusivityManager.acquire(needs, for: guarded)
+    }
+
+    /// An evaluator that is cancelled (a queue's `cancelAllOperations()`) never lets its
+    /// operation run unchecked: it cancels it too.
+    override func cancel() {
+        super.cancel()
+        let guarded = state.withLock { $0.guarded }
+        guarded?.cancel()
+    }
+
+    override func _releaseWork() {
+        super._releaseWork()
+        let released = state.withLock { state in
+            defer { state.conditions = []; state.contributed = [] }
+            return (state.conditions, state.contributed)
+        }
+        _ = released
+    }
+}

@@ -1,0 +1,36 @@
+// Mutual exclusivity: categories of operations that must not run at the same time.
+
+/// How an operation holds a category (``Operation/addExclusivity(_:mode:)``).
+public enum ExclusivityMode: Sendable {
+    /// Alone: no other operation of the category runs meanwhile (a writer).
+    case exclusive
+    /// With other shared holders, never with an exclusive one (a reader).
+    case shared
+}
+
+extension Operation {
+    /// Makes the operation hold `category` while it runs: at most one operation per
+    /// category in `.exclusive` mode runs at a time, process-wide and across queues;
+    /// `.shared` holders run together but never with an exclusive one.
+    ///
+    /// ```swift
+    /// showAlert.addExclusivity("alert")
+    /// write.addExclusivity("database")
+    /// read.addExclusivity("database", mode: .shared)
+    /// ```
+    ///
+    /// The operation asks for its categories once its dependencies have finished and its
+    /// conditions hold, and gets all of them at once (or waits for all): two operations
+    /// with overlapping categories can never deadlock. Requests are granted first come,
+    /// first served per category (a waiting exclusive request is not overtaken by later
+    /// shared ones). Waiting blocks no thread and holds no queue slot: the grant is a
+    /// hidden dependency of the operation. It gives its categories back when it finishes.
+    /// - Important: Like ``addCondition(_:)``, only before the operation is added to a
+    ///   queue; an operation with categories runs from a queue, not by hand.
+    public func addExclusivity(_ category: String, mode: ExclusivityMode = .exclusive) {
+        guard let evaluator = _conditionEvaluatorForAdding() else {
+            Misuse.fail("addExclusivity: \(_misuseName) is in a queue, executing or finished; add categories before adding it to a queue")
+        }
+        evaluator._appendExclusivity(category, mode: mode)
+    }
+}

@@ -1,0 +1,137 @@
+// Process-wide mutual exclusion by category: the pure state and the storage holding it.
+
+/// The holders and waiters of every category, process-wide. A pure state machine: its
+/// events return the tickets to start, which the caller starts after the lock.
+struct ExclusivityState {
+    struct Holding {
+        var exclusive = false
+        var count = 0
+    }
+
+    struct Request {
+        var id: UInt64
+        /// Sorted by category name, one entry per category (exclusive wins over shared).
+        var needs: [(category: String, mode: ExclusivityMode)]
+        var ticket: Operation
+    }
+
+    var nextID: UInt64 = 0
+    var holdings: [String: Holding] = [:]
+    /// Requests not granted yet, by id.
+    var waiting: [UInt64: Request] = [:]
+    /// The ids of waiting requests in the order they came, from `head` on; ids no longer
+    /// in `waiting` (granted, or left) are skipped and dropped from the front, so that
+    /// granting the first in line costs O(1), not a shift of the whole line.
+    var line: [UInt64] = []
+    var head = 0
+    /// Granted requests, until released.
+    var granted: [UInt64: [(category: String, mode: ExclusivityMode)]] = [:]
+    /// How many waiting requests name each category: a grant pass stops once every such
+    /// category is blocked, so a long line costs little per release.
+    var waitingPerCategory: [String: Int] = [:]
+
+    /// A request arrives; returns its id and the tickets granted now (its own, if it is).
+    mutating func request(_ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation) -> (UInt64, [Operation]) {
+        nextID += 1
+        waiting[nextID] = Request(id: nextID, needs: needs, ticket: ticket)
+        line.append(nextID)
+        for need in needs { waitingPerCategory[need.category, default: 0] += 1 }
+        return (nextID, grant())
+    }
+
+    /// A request leaves: granted ones give their categories back, waiting ones leave the
+    /// line. Returns the tickets granted as a result.
+    mutating func release(_ id: UInt64) -> [Operation] {
+        if let needs = granted.removeValue(forKey: id) {
+            for (category, _) in needs {
+                holdings[category]!.count -= 1
+                if holdings[category]!.count == 0 { holdings[category] = nil }
+            }
+        } else if let request = waiting.removeValue(forKey: id) {
+            leaveLine(request)
+        } else {
+            return []
+        }
+        return grant()
+    }
+
+    /// Grants, in arrival order, every waiting request whose categories are all free for
+    /// its mode, all at once. A request that must wait blocks every later one in its
+    /// categories (FIFO per category: a waiting writer is not overtaken by later readers).
+    private mutating func grant() -> [Operation] {
+        var blocked: Set<String> = []
+        var tickets: [Operation] = []
+        var index = head
+        while index < line.count, blocked.count < waitingPerCategory.count {
+            guard let request = waiting[line[index]] else {
+                index += 1
+                continue
+            }
+            let grantable = request.needs.allSatisfy { need in
+                guard !blocked.contains(need.category) else { return false }
+                guard let holding = holdings[need.category] else { return true }
+                return need.mode == .shared && !holding.exclusive
+            }
+            index += 1
+            guard grantable else {
+                for need in request.needs { blocked.insert(need.category) }
+                continue
+            }
+            for need in request.needs {
+                var holding = holdings[need.category] ?? Holding()
+                holding.exclusive = need.mode == .exclusive
+                holding.count += 1
+                holdings[need.category] = holding
+            }
+            granted[request.id] = request.needs
+            tickets.append(request.ticket)
+            waiting[request.id] = nil
+            leaveLine(request)
+        }
+        while head < line.count, waiting[line[head]] == nil { head += 1 }
+        if head > 64, head * 2 > line.count {
+            line.removeFirst(head)
+            head = 0
+        }
+        return tickets
+    }
+
+    private mutating func leaveLine(_ request: Request) {
+        for need in request.needs {
+            let left = waitingPerCategory[need.category, default: 1] - 1
+            waitingPerCategory[need.category] = left > 0 ? left : nil
+        }
+    }
+}
+
+/// The one exclusivity state of the process.
+enum ExclusivityManager {
+    static let state = Locked(ExclusivityState())
+
+    /// Makes `operation` wait (a hidden dependency, no thread) until it holds every category
+    /// in `needs`; released when it finishes.
+    static func acquire(_ needs: [(category: String, mode: ExclusivityMode)], for operation: Operation) {
+        let ticket = ExclusivityTicket(categories: needs.map(\.category), for: operation)
+        operation._addEdge(from: ticket, visible: false)
+        let (id, granted) = state.withLock { $0.request(needs, ticket: ticket) }
+        // Released once the operation has finished (also when it was cancelled while waiting).
+        operation._onFinish { _ in
+            let next = state.withLock { $0.release(id) }
+            for ticket in next { ticket.start() }
+        }
+        for ticket in granted { ticket.start() }
+    }
+}
+
+/// The hidden dependency that stands for "the categories are granted": it is started (and
+/// finishes at once, on the granting thread) when they are.
+/// - Note: `@unchecked Sendable` (as its superclass): `categories` never changes after `init`.
+final class ExclusivityTicket: Operation, @unchecked Sendable {
+    let categories: [String]
+
+    init(categories: [String], for operation: Operation) {
+        self.categories = categories
+        super.init()
+        name = "exclusivity of \(operation._shortName)"
+    }
+}

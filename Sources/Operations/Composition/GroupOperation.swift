@@ -1,0 +1,309 @@
+// A composite operation: children on a queue of its own, finishing after all of them.
+
+/// An operation made of child operations, which run on the group's own queue; the group
+/// finishes when every child has finished, including children added while it runs.
+///
+/// ```swift
+/// let group = GroupOperation(operations: [download, resize])
+/// group.addChild(upload)            // also from a child's main(), while the group runs
+/// queue.addOperation(group)
+/// ```
+///
+/// - Children start only once the group has started (its queue is suspended until then).
+/// - The group finishes after its children, always: after their completion blocks, and for a
+///   nested group, after the nested group's children.
+/// - Cancelling the group cancels every unfinished child with the same reason (see
+///   ``Operation/cancel(with:)``), and children added afterwards are cancelled as they join.
+///   A cancelled group still finishes only after its children.
+/// - A child that fails (or is cancelled with a reason while the group is not) fails the
+///   group: ``errors`` keeps every such error in the order they happened, and the first is
+///   the group's error (``Operation/Outcome/failed(_:)``). ``FailurePolicy`` says whether
+///   the other children finish or are cancelled at once.
+/// - ``progress`` counts finished children, each by its weight.
+///
+/// - Note: `@unchecked Sendable`: the group's state is in a `Locked`; `childQueue`,
+///   `failurePolicy` and `progress` never change after `init`.
+open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
+    /// What the group does when a child fails.
+    public enum FailurePolicy: Sendable {
+        /// The other children run to the end; the group fails once all have finished.
+        case finishAll
+        /// The other children are cancelled at once, with the first error as the reason.
+        case failFast
+    }
+
+    /// Where the group is in its life, for its children.
+    private enum Stage {
+        /// Not started: children wait in the suspended queue.
+        case waiting
+        /// Started (`main()` ran, or a cancelled start waits for the children).
+        case running(cancelledStart: Bool)
+        /// Every child finished: the group is finishing; no child may join.
+        case closed
+    }
+
+    private struct State {
+        var stage = Stage.waiting
+        var pendingCount = 0
+        /// The unfinished children, for cancellation.
+        var unfinished: [ObjectIdentifier: Operation] = [:]
+        var errors: [any Error] = []
+        /// The group cancelled its children (it was cancelled, or failing fast): their
+        /// cancellation reasons are not failures of their own.
+        var cancelledChildren = false
+        var cancellationReason: (any Error)?
+        var isSuspendedByUser = false
+        var suspensionGeneration = 0
+        var everyChild: [Operation] = []
+    }
+
+    private let state = Locked(State())
+    /// The queue the children run on.
+    let childQueue = GroupChildQueue()
+    /// What the group does when a child fails.
+    public let failurePolicy: FailurePolicy
+    /// Counts finished children by weight (``addChild(_:weight:)``); observable.
+    public let progress: Progress
+
+    /// Creates a group with `operations` as its first children.
+    public init(operations: [Operation] = [], failurePolicy: FailurePolicy = .finishAll) {
+        self.failurePolicy = failurePolicy
+        progress = Progress.discreteProgress(totalUnitCount: 0)
+        super.init()
+        childQueue.group = self
+        childQueue.isSuspended = true
+        childQueue.name = "GroupOperation children"
+        for operation in operations { addChild(operation) }
+    }
+
+    // MARK: Children
+
+    /// Adds a child: it runs on the group's queue once the group has started. Allowed until
+    /// the group finishes, also from a child's work (a child may produce more).
+    ///
+    /// `weight` is the child's share of ``progress``.
+    /// - Important: Adding a child to a group that has finished (or whose last child has
+    ///   finished and which is finishing) is a programmer error, as is a child that is in a
+    ///   queue already, executing or finished.
+    open func addChild(_ operation: Operation, weight: Int64 = 1) {
+        if weight < 0 {
+            Misuse.fail("addChild: the weight of \(operation._misuseName) in \(_misuseName) is \(weight); it must be at least 0")
+        }
+        let identity = ObjectIdentifier(operation)
+        let admission = state.withLock { state -> (admitted: Bool, cancelWith: (any Error)??, produced: Bool) in
+            if case .closed = state.stage { return (false, nil, false) }
+            guard state.unfinished.updateValue(operation, forKey: identity) == nil else { return (true, nil, false) }
+            state.pendingCount += 1
+            state.everyChild.append(operation)
+            let running: Bool
+            if case .running = state.stage { running = true } else { running = false }
+            return (true, state.cancelledChildren ? .some(state.cancellationReason) : nil, running)
+        }
+        guard admission.admitted else {
+            Misuse.fail("addChild: \(_misuseName) has finished its children (it is finishing or finished); \(operation._misuseName) cannot join it")
+        }
+        _incrementProgressTotal(by: weight)
+        operation._onFinish { [weak self] outcome in
+            self?._childFinished(identity, outcome: outcome, weight: weight)
+        }
+        if let cancel = admission.cancelWith {
+            if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
+        }
+        childQueue.addOperation(operation)
+        if admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
+    }
+
+    /// Adds several children (see ``addChild(_:weight:)``).
+    public func addChildren(_ operations: [Operation]) {
+        for operation in operations { addChild(operation) }
+    }
+
+    /// Adds a child (``addChild(_:weight:)``): the spelling of the WWDC sample code's group.
+    public func addOperation(_ operation: Operation) {
+        addChild(operation)
+    }
+
+    /// Adds several children (``addChild(_:weight:)``).
+    public func addOperations(_ operations: [Operation]) {
+        addChildren(operations)
+    }
+
+    /// Every child added so far, in the order added.
+    public var children: [Operation] { state.withLock { $0.everyChild } }
+
+    /// The errors of the children that failed, in the order they failed; the first is the
+    /// group's error.
+    public var errors: [any Error] { state.withLock { $0.errors } }
+
+    // MARK: The children's queue
+
+    /// How many children may run at once (the group queue's limit); by default as many as
+    /// the system sees fit.
+    public var maxConcurrentChildCount: Int {
+        get { childQueue.maxConcurrentOperationCount }
+        set { childQueue.maxConcurrentOperationCount = newValue }
+    }
+
+    /// The quality of service of the group's queue. Until set, the queue takes the group's
+    /// own when the group starts.
+    public var childQualityOfService: QualityOfService {
+        get { childQueue.qualityOfService }
+        set { childQueue.qualityOfService = newValue }
+    }
+
+    /// While true, no further child starts (running ones continue). Independent of the
+    /// group having started: children start only when the group runs and this is false.
+    public var isChildQueueSuspended: Bool {
+        get { state.withLock { $0.isSuspendedByUser } }
+        set {
+            state.withLock { state in
+                state.isSuspendedByUser = newValue
+                state.suspensionGeneration += 1
+            }
+            _applySuspension()
+        }
+    }
+
+    /// Makes the queue's suspension match the state; loops when the state changed while it
+    /// applied it, so that the last change always wins.
+    private func _applySuspension() {
+        var applied = -1
+        while true {
+            let (generation, suspended) = state.withLock { state -> (Int, Bool) in
+                let running: Bool
+                if case .waiting = state.stage { running = false } else { running = true }
+                return (state.suspensionGeneration, state.isSuspendedByUser || !running)
+            }
+            if generation == applied { return }
+            childQueue.isSuspended = suspended
+            applied = generation
+        }
+    }
+
+    // MARK: Running
+
+    /// Always true: the group finishes when its last child has.
+    open override var isAsynchronous: Bool { true }
+
+    /// Starts the children. A cancelled group lets its (cancelled) children pass through
+    /// their queue first and finishes after them.
+    open override func start() {
+        guard isCancelled, !isFinished else {
+            super.start()
+            return
+        }
+        // Cancelled before it ran: finish (cancelled) only once the children have.
+        guard _open(cancelledStart: true) else { return }
+        super.start()
+    }
+
+    /// Opens the group's queue. A subclass that overrides it calls `super.main()` to add
+    /// children and start them.
+    open override func main() {
+        if let name { childQueue.name = "\(name) children" }
+        if !childQueue._isQualityOfServiceSet {
+            childQueue.qualityOfService = _update { $0.threadQuality } ?? .default
+        }
+        if _open(cancelledStart: false) { _finishGroup(cancelledStart: false) }
+    }
+
+    /// Moves to running and lets the children start; true when there is no child to wait
+    /// for (the group finishes now).
+    private func _open(cancelledStart: Bool) -> Bool {
+        let finishesNow = state.withLock { state -> Bool in
+            guard case .waiting = state.stage else { return false }
+            state.suspensionGeneration += 1
+            if state.pendingCount == 0 {
+                state.stage = .closed
+                return true
+            }
+            state.stage = .running(cancelledStart: cancelledStart)
+            return false
+        }
+        _applySuspension()
+        return finishesNow
+    }
+
+    /// Cancels the group and every unfinished child, with the same reason.
+    open override func cancel() {
+        super.cancel()
+        guard isCancelled else { return }
+        let reason = _update { $0.extras?.cancellationReason }
+        _cancelChildren(reason: reason)
+    }
+
+    private func _cancelChildren(reason: (any Error)?) {
+        let children = state.withLock { state -> [Operation] in
+            guard !state.cancelledChildren else { return [] }
+            state.cancelledChildren = true
+            state.cancellationReason = reason
+            return Array(state.unfinished.values)
+        }
+        for child in children {
+            if let reason { child.cancel(with: reason) } else { child.cancel() }
+        }
+    }
+
+    private func _childFinished(_ identity: ObjectIdentifier, outcome: Outcome, weight: Int64) {
+        let (finishes, cancelledStart, failFastReason) = state.withLock { state -> (Bool, Bool, (any Error)?) in
+            state.unfinished[identity] = nil
+            state.pendingCount -= 1
+            var failFast: (any Error)?
+            let error: (any Error)?
+            switch outcome {
+            case .failed(let failure): error = failure
+            case .cancelled(let reason): error = state.cancelledChildren ? nil : reason
+            case .succeeded: error = nil
+            }
+            if let error {
+                state.errors.append(error)
+                if failurePolicy == .failFast, !state.cancelledChildren { failFast = error }
+            }
+            guard state.pendingCount == 0, case .running(let cancelledStart) = state.stage else {
+                return (false, false, failFast)
+            }
+            state.stage = .closed
+            return (true, cancelledStart, failFast)
+        }
+        _incrementProgressCompleted(by: weight)
+        if let failFastReason { _cancelChildren(reason: failFastReason) }
+        if finishes { _finishGroup(cancelledStart: cancelledStart) }
+    }
+
+    private func _finishGroup(cancelledStart: Bool) {
+        if let first = state.withLock({ $0.errors.first }) { _recordFailure(first) }
+        if cancelledStart {
+            super.start()
+        } else {
+            _finish(wasExecuting: true)
+        }
+    }
+
+    // MARK: Progress
+
+    private func _incrementProgressTotal(by weight: Int64) {
+        guard weight > 0 else { return }
+        #if canImport(ObjectiveC)
+        state.withLock { _ in progress.totalUnitCount += weight }
+        #else
+        progress._incrementTotalUnitCount(by: weight)
+        #endif
+    }
+
+    private func _incrementProgressCompleted(by weight: Int64) {
+        guard weight > 0 else { return }
+        #if canImport(ObjectiveC)
+        state.withLock { _ in progress.completedUnitCount += weight }
+        #else
+        progress._incrementCompletedUnitCount(by: weight)
+        #endif
+    }
+}
+
+/// The queue of a group's children: knows its group, so that a child's
+/// ``Operation/produceOperation(_:)`` joins the group.
+/// - Note: `@unchecked Sendable` (as its superclass): `group` is set once in the group's
+///   `init`, before the queue is shared.
+final class GroupChildQueue: OperationQueue, @unchecked Sendable {
+    weak var group: GroupOperation?
+}

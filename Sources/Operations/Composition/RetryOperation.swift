@@ -1,0 +1,210 @@
+// Retrying: a fresh operation per attempt, with waits between attempts.
+
+/// Runs a fresh operation per attempt, made by a factory (operations are single-shot),
+/// until one succeeds, the error is not worth retrying, or the attempts run out.
+///
+/// ```swift
+/// let download = RetryOperation(maximumAttempts: 4, strategy: .exponential(initial: .seconds(1), maximum: .seconds(30))) { _ in
+///     AsyncBlockOperation { try await fetch(url) }
+/// }
+/// queue.addOperation(download)
+/// let data = try await download.value
+/// ```
+///
+/// - The outcome and value are the last attempt's: its value when it succeeded, its error
+///   when it failed (or, when it was cancelled on its own — say, by its timeout — a
+///   cancellation with its reason).
+/// - `shouldRetry` looks at an attempt's error (a cancelled attempt's reason) and says
+///   whether another attempt may follow.
+/// - The wait between attempts is measured on `clock`, blocking no thread.
+/// - Cancelling the retry cancels the running attempt with the same reason and stops the
+///   retries; a wait in progress ends at once.
+/// - Attempts run on the retry's own queue; the retry keeps its queue slot meanwhile.
+///
+/// - Note: `@unchecked Sendable`: the running attempt is in a `Locked`; the rest never
+///   changes after `init`.
+open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked Sendable {
+    /// The most attempts made.
+    public let maximumAttempts: Int
+    /// The wait between attempts.
+    public let strategy: RetryStrategy
+
+    private let makeAttempt: @Sendable (Int) -> (Operation, @Sendable () throws -> Success)
+    private let shouldRetry: @Sendable (any Error) -> Bool
+    /// After a success: whether to run again (repeat, polling); nil for a plain retry.
+    private let shouldRepeat: (@Sendable (Success) -> Bool)?
+    private let sleep: @Sendable (Duration) async throws -> Void
+    private let attempts = Locked<(count: Int, current: Operation?)>((0, nil))
+    let attemptQueue = OperationQueue()
+
+    init<C: Clock>(
+        maximumAttempts: Int, strategy: RetryStrategy, clock: C,
+        shouldRetry: @escaping @Sendable (any Error) -> Bool,
+        shouldRepeat: (@Sendable (Success) -> Bool)?,
+        makeAttempt: @escaping @Sendable (Int) -> (Operation, @Sendable () throws -> Success)
+    ) where C.Duration == Duration {
+        self.maximumAttempts = maximumAttempts
+        self.strategy = strategy
+        self.makeAttempt = makeAttempt
+        self.shouldRetry = shouldRetry
+        self.shouldRepeat = shouldRepeat
+        sleep = { try await clock.sleep(until: clock.now.advanced(by: $0), tolerance: nil) }
+        super.init()
+        if maximumAttempts < 1 {
+            Misuse.fail("\(_misuseName) was given at most \(maximumAttempts) attempts (maximumAttempts, or maximumRuns of a RepeatOperation); it must be at least 1")
+        }
+        attemptQueue.name = "RetryOperation attempts"
+    }
+
+    /// Retries typed attempts: `makeAttempt` is given the attempt's number (1 for the
+    /// first) and returns a fresh operation in no queue.
+    public convenience init<C: Clock>(
+        maximumAttempts: Int = 3, strategy: RetryStrategy = .immediate, clock: C,
+        shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        makeAttempt: @escaping @Sendable (_ attempt: Int) -> ValueOperation<Success>
+    ) where C.Duration == Duration {
+        self.init(
+            maximumAttempts: maximumAttempts, strategy: strategy, clock: clock, shouldRetry: shouldRetry,
+            shouldRepeat: nil
+        ) { number in
+            let attempt = makeAttempt(number)
+            return (attempt, { try attempt.result!.get() })
+        }
+    }
+
+    /// Retries typed attempts, waiting on the continuous clock.
+    public convenience init(
+        maximumAttempts: Int = 3, strategy: RetryStrategy = .immediate,
+        shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        makeAttempt: @escaping @Sendable (_ attempt: Int) -> ValueOperation<Success>
+    ) {
+        self.init(
+            maximumAttempts: maximumAttempts, strategy: strategy, clock: ContinuousClock(),
+            shouldRetry: shouldRetry, makeAttempt: makeAttempt)
+    }
+
+    /// The retry loop waits on the composition layer's lanes, not on the cooperative pool.
+    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
+
+    /// How many attempts were made so far.
+    public var attemptCount: Int { attempts.withLock { $0.count } }
+
+    /// Runs attempts until one decides; see the type's description.
+    open override func run() async throws -> Success {
+        if !attemptQueue._isQualityOfServiceSet {
+            attemptQueue.qualityOfService = _update { $0.threadQuality } ?? .default
+        }
+        var number = 0
+        while true {
+            number += 1
+            let (attempt, value) = makeAttempt(number)
+            let cancelled = attempts.withLock { state -> Bool in
+                guard !isCancelled else { return true }
+                state.count = number
+                state.current = attempt
+                return false
+            }
+            if cancelled { throw CancellationError() }
+            attemptQueue.addOperation(attempt)
+            let outcome = await attempt._finishedOutcome()
+            attempts.withLock { $0.current = nil }
+            if isCancelled { throw CancellationError() }
+            let wait: Bool
+            switch outcome {
+            case .succeeded:
+                let result = try value()
+                guard let shouldRepeat, number < maximumAttempts, shouldRepeat(result) else { return result }
+                wait = true
+            case .failed(let error):
+                guard number < maximumAttempts, shouldRetry(error) else { throw error }
+                wait = true
+            case .cancelled(let reason):
+                guard number < maximumAttempts, shouldRetry(reason ?? CancellationError()) else {
+                    // The last attempt was cancelled on its own: so is the retry, with its reason.
+                    if let reason { cancel(with: reason) } else { cancel() }
+                    throw CancellationError()
+                }
+                wait = true
+            }
+            if wait {
+                let delay = strategy.delay(afterAttempt: number)
+                if delay > .zero { try await sleep(delay) }
+            }
+        }
+    }
+
+    /// Cancels the retry and its running attempt, with the same reason.
+    open override func cancel() {
+        super.cancel()
+        guard isCancelled else { return }
+        let reason = _update { $0.extras?.cancellationReason }
+        let current = attempts.withLock { $0.current }
+        guard let current else { return }
+        if let reason { current.cancel(with: reason) } else { current.cancel() }
+    }
+}
+
+extension RetryOperation where Success == Void {
+    /// Retries untyped attempts (any ``Operation``): a failed or cancelled attempt is
+    /// retried as a typed one would be.
+    public convenience init<C: Clock>(
+        maximumAttempts: Int = 3, strategy: RetryStrategy = .immediate, clock: C,
+        shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+        makeOperation: @escaping @Sendable (_ attempt: Int) -> Operation
+    ) where C.Duration == Duration {
+        self.init(
+            maximumAttempts: maximumAttempts, strategy: strategy, clock: clock, shouldRetry: shouldRetry,
+            shouldRepeat: nil
+        ) { number in (makeOperation(number), {}) }
+    }
+}
+
+/// Runs a fresh operation again after each success, waiting between runs, until `until`
+/// says its value is final or the runs run out: polling. A failed run ends it with that
+/// error (unless `shouldRetry` says to go on). The value is the last run's.
+///
+/// ```swift
+/// let ready = RepeatOperation(maximumRuns: 30, strategy: .constant(.seconds(2)), until: { $0.isDone }) { _ in
+///     AsyncBlockOperation { try await fetchStatus(job) }
+/// }
+/// ```
+///
+/// - Note: `@unchecked Sendable`: see ``RetryOperation``.
+open class RepeatOperation<Success: Sendable>: RetryOperation<Success>, @unchecked Sendable {
+    /// Repeats on `clock`; `until` returns true for the value that ends the polling.
+    public init<C: Clock>(
+        maximumRuns: Int, strategy: RetryStrategy = .immediate, clock: C,
+        shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in false },
+        until isFinal: @escaping @Sendable (Success) -> Bool,
+        makeRun: @escaping @Sendable (_ run: Int) -> ValueOperation<Success>
+    ) where C.Duration == Duration {
+        super.init(
+            maximumAttempts: maximumRuns, strategy: strategy, clock: clock, shouldRetry: shouldRetry,
+            shouldRepeat: { !isFinal($0) }
+        ) { number in
+            let run = makeRun(number)
+            return (run, { try run.result!.get() })
+        }
+    }
+
+    /// Repeats on the continuous clock.
+    public convenience init(
+        maximumRuns: Int, strategy: RetryStrategy = .immediate,
+        shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in false },
+        until isFinal: @escaping @Sendable (Success) -> Bool,
+        makeRun: @escaping @Sendable (_ run: Int) -> ValueOperation<Success>
+    ) {
+        self.init(
+            maximumRuns: maximumRuns, strategy: strategy, clock: ContinuousClock(), shouldRetry: shouldRetry,
+            until: isFinal, makeRun: makeRun)
+    }
+}
+
+extension Operation {
+    /// Waits for the outcome without reacting to the waiting task's cancellation.
+    final func _finishedOutcome() async -> Outcome {
+        let signal = AsyncSignal<Outcome>()
+        _onFinish { signal.resume(with: $0) }
+        return await signal.value()
+    }
+}

@@ -1,0 +1,177 @@
+import Operations
+import OperationsTestSupport
+import Testing
+
+/// An async operation that runs until it is cancelled (or its gate opens).
+private func waitsForCancel(_ gate: TestGate = TestGate()) -> AsyncBlockOperation<Void> {
+    AsyncBlockOperation {
+        await gate.wait()
+        try Task.checkCancellation()
+    }
+}
+
+private let limit = Duration.seconds(20)
+
+@Suite("DelayOperation", .timeLimit(.minutes(1)))
+struct DelayOperationTests {
+    @Test("finishes once the interval has passed on the clock, not before")
+    func interval() async {
+        let clock = ManualClock()
+        let delay = DelayOperation(for: .seconds(5), clock: clock)
+        OperationQueue().addOperation(delay)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(4))
+        #expect(clock.sleeperCount == 1)
+        #expect(!delay.isFinished)
+        clock.advance(by: .seconds(1))
+        guard case .succeeded? = await delay.outcome(within: limit) else { Issue.record("not finished"); return }
+    }
+
+    @Test("the interval starts when the operation starts")
+    func startsAtStart() async {
+        let clock = ManualClock()
+        let delay = DelayOperation(for: .seconds(5), clock: clock)
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(delay)
+        clock.advance(by: .seconds(60))
+        #expect(clock.sleeperCount == 0)
+        queue.isSuspended = false
+        await clock.waitForSleepers(1)
+        #expect(!delay.isFinished)
+        clock.advance(by: .seconds(5))
+        #expect(await delay.outcome(within: limit) != nil)
+    }
+
+    @Test("until an instant of the clock; a deadline in the past finishes at once")
+    func deadline() async {
+        let clock = ManualClock()
+        let delay = DelayOperation(until: clock.now.advanced(by: .seconds(3)), clock: clock)
+        let past = DelayOperation(until: Date.distantPast)
+        let queue = OperationQueue()
+        queue.addOperations([delay, past], waitUntilFinished: false)
+        #expect(await past.outcome(within: limit)?.isCancelled == false)
+        await clock.waitForSleepers(1)
+        clock.advance(to: clock.now.advanced(by: .seconds(3)))
+        #expect(await delay.outcome(within: limit)?.isCancelled == false)
+    }
+
+    @Test("an interval in seconds of zero finishes at once")
+    func zeroInterval() async {
+        let delay = DelayOperation(interval: 0)
+        OperationQueue().addOperation(delay)
+        #expect(await delay.outcome(within: limit)?.isCancelled == false)
+    }
+
+    @Test("cancelling ends the wait at once")
+    func cancel() async {
+        let clock = ManualClock()
+        let delay = DelayOperation(for: .seconds(5), clock: clock)
+        OperationQueue().addOperation(delay)
+        await clock.waitForSleepers(1)
+        delay.cancel()
+        #expect(await delay.outcome(within: limit)?.isCancelled == true)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("64 delays wait at once on a 2-core machine: each holds a queue slot, none a thread")
+    func manyWaiting() async {
+        let clock = ManualClock()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 64
+        let delays = (0..<64).map { _ in DelayOperation(for: .seconds(1), clock: clock) }
+        queue.addOperations(delays, waitUntilFinished: false)
+        // 64 waits at once on a 2-core machine: the waits are suspended tasks.
+        await clock.waitForSleepers(64)
+        clock.advance(by: .seconds(1))
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(delays.allSatisfy { $0.outcome?.isCancelled == false })
+    }
+}
+
+@Suite("Timeouts", .timeLimit(.minutes(1)))
+struct TimeoutTests {
+    @Test("an operation that runs past its timeout is cancelled with a TimeoutError")
+    func expires() async {
+        let clock = ManualClock()
+        let operation = waitsForCancel()
+        operation.name = "slow"
+        operation.timeout(after: .seconds(2), clock: clock)
+        OperationQueue().addOperation(operation)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(2))
+        guard case .cancelled(let reason as TimeoutError)? = await operation.outcome(within: limit) else {
+            Issue.record("outcome \(String(describing: operation.outcome))"); return
+        }
+        #expect(reason.operation.contains("slow"))
+    }
+
+    @Test("the timer starts when the operation starts, not when it is queued")
+    func startsAtStart() async {
+        let clock = ManualClock()
+        let gate = TestGate()
+        let operation = waitsForCancel(gate)
+        operation.timeout(after: .seconds(2), clock: clock)
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(operation)
+        clock.advance(by: .seconds(10))
+        #expect(clock.sleeperCount == 0)
+        queue.isSuspended = false
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        #expect(!operation.isCancelled)
+        gate.open()
+        #expect(await operation.outcome(within: limit)?.error == nil)
+    }
+
+    @Test("the timer is released when the operation finishes first")
+    func released() async {
+        let clock = ManualClock()
+        let gate = TestGate()
+        let operation = waitsForCancel(gate)
+        operation.timeout(after: .seconds(2), clock: clock)
+        OperationQueue().addOperation(operation)
+        await clock.waitForSleepers(1)
+        gate.open()
+        #expect(await operation.outcome(within: limit)?.isCancelled == false)
+        #expect(await eventuallyAsync { clock.sleeperCount == 0 })
+        clock.advance(by: .seconds(5))
+        #expect(operation.outcome?.isCancelled == false)
+    }
+
+    @Test("a timeout holds no strong reference to the operation")
+    func noStrongReference() {
+        weak var weakNeverStarted: Operation?
+        weak var weakFinished: Operation?
+        let clock = ManualClock()
+        do {
+            let neverStarted = BlockOperation {}
+            neverStarted.timeout(after: .seconds(1), clock: clock)
+            weakNeverStarted = neverStarted
+            let finished = BlockOperation {}
+            finished.timeout(after: .seconds(1), clock: clock)
+            finished.start()
+            weakFinished = finished
+        }
+        #expect(weakNeverStarted == nil)
+        #expect(eventually { weakFinished == nil })
+    }
+
+    @Test("a group's timeout bounds its children: they are cancelled with the TimeoutError")
+    func groupDeadline() async {
+        let clock = ManualClock()
+        let children = [waitsForCancel(), waitsForCancel()]
+        let group = GroupOperation(operations: children)
+        group.timeout(after: .seconds(30), clock: clock)
+        OperationQueue().addOperation(group)
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(30))
+        guard case .cancelled(let reason)? = await group.outcome(within: limit) else { Issue.record("group"); return }
+        #expect(reason is TimeoutError)
+        for child in children {
+            guard case .cancelled(let childReason)? = child.outcome else { Issue.record("child \(String(describing: child.outcome))"); continue }
+            #expect(childReason is TimeoutError)
+        }
+    }
+}

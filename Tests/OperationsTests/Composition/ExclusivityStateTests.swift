@@ -1,0 +1,80 @@
+@testable import Operations
+import Testing
+
+/// The pure state machine behind `addExclusivity`: grants in arrival order, all
+/// categories at once, readers together, writers alone.
+@Suite("Exclusivity state machine")
+struct ExclusivityStateTests {
+    private func names(_ tickets: [Operation]) -> [String] { tickets.map { $0.name ?? "?" } }
+
+    private func ticket(_ name: String) -> Operation {
+        let operation = Operation()
+        operation.name = name
+        return operation
+    }
+
+    @Test("exclusive requests are granted one at a time, first come first served")
+    func fifo() {
+        var state = ExclusivityState()
+        let (a, grantedA) = state.request([("x", .exclusive)], ticket: ticket("a"))
+        let (b, grantedB) = state.request([("x", .exclusive)], ticket: ticket("b"))
+        let (_, grantedC) = state.request([("x", .exclusive)], ticket: ticket("c"))
+        #expect(names(grantedA) == ["a"])
+        #expect(grantedB.isEmpty && grantedC.isEmpty)
+        #expect(names(state.release(a)) == ["b"])
+        #expect(names(state.release(b)) == ["c"])
+    }
+
+    @Test("readers share; a waiting writer is not overtaken by later readers")
+    func readersWriters() {
+        var state = ExclusivityState()
+        let (r1, g1) = state.request([("db", .shared)], ticket: ticket("r1"))
+        let (r2, g2) = state.request([("db", .shared)], ticket: ticket("r2"))
+        let (w, gw) = state.request([("db", .exclusive)], ticket: ticket("w"))
+        let (_, gr3) = state.request([("db", .shared)], ticket: ticket("r3"))
+        #expect(names(g1 + g2) == ["r1", "r2"])
+        #expect(gw.isEmpty && gr3.isEmpty)
+        #expect(state.release(r1).isEmpty)
+        #expect(names(state.release(r2)) == ["w"])
+        #expect(names(state.release(w)) == ["r3"])
+    }
+
+    @Test("several categories are taken all at once or not at all")
+    func allAtOnce() {
+        var state = ExclusivityState()
+        let (x, _) = state.request([("x", .exclusive)], ticket: ticket("holds x"))
+        let (_, both) = state.request([("x", .exclusive), ("y", .exclusive)], ticket: ticket("x and y"))
+        #expect(both.isEmpty)
+        // y alone is free, but the request behind "x and y" in y waits its turn (FIFO).
+        let (_, onlyY) = state.request([("y", .exclusive)], ticket: ticket("y"))
+        #expect(onlyY.isEmpty)
+        #expect(state.holdings["y"] == nil)
+        #expect(names(state.release(x)) == ["x and y"])
+    }
+
+    @Test("a waiting request that leaves the line lets the next one through")
+    func leaving() {
+        var state = ExclusivityState()
+        let (held, _) = state.request([("x", .exclusive)], ticket: ticket("held"))
+        let (waiting, _) = state.request([("x", .exclusive)], ticket: ticket("waiting"))
+        _ = state.request([("x", .exclusive)], ticket: ticket("next"))
+        #expect(state.release(waiting).isEmpty)
+        #expect(names(state.release(held)) == ["next"])
+        #expect(state.release(999).isEmpty)
+    }
+
+    @Test("a long line is drained in order")
+    func longLine() {
+        var state = ExclusivityState()
+        var ids: [UInt64] = []
+        var order: [String] = []
+        for index in 0..<500 {
+            let (id, granted) = state.request([("x", .exclusive)], ticket: ticket("\(index)"))
+            ids.append(id)
+            order += names(granted)
+        }
+        for id in ids { order += names(state.release(id)) }
+        #expect(order == (0..<500).map(String.init))
+        #expect(state.waiting.isEmpty && state.holdings.isEmpty)
+    }
+}

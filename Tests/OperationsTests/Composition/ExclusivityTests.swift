@@ -1,0 +1,175 @@
+import Operations
+import Testing
+
+/// Records, per category, how many holders run at once and whether an exclusive one ever
+/// ran beside another.
+private final class CategoryMeter: Sendable {
+    private let state = Shared<(running: [String: (exclusive: Int, shared: Int)], violations: Int)>(([:], 0))
+
+    func enter(_ categories: [(String, ExclusivityMode)]) {
+        state.update { state in
+            for (category, mode) in categories {
+                var now = state.running[category] ?? (0, 0)
+                if mode == .exclusive { now.exclusive += 1 } else { now.shared += 1 }
+                if now.exclusive > 1 || (now.exclusive == 1 && now.shared > 0) { state.violations += 1 }
+                state.running[category] = now
+            }
+        }
+    }
+
+    func leave(_ categories: [(String, ExclusivityMode)]) {
+        state.update { state in
+            for (category, mode) in categories {
+                if mode == .exclusive { state.running[category]!.exclusive -= 1 } else { state.running[category]!.shared -= 1 }
+            }
+        }
+    }
+
+    var violations: Int { state().violations }
+}
+
+private func unique(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0...UInt64.max))" }
+
+@Suite("Mutual exclusivity", .timeLimit(.minutes(1)))
+struct ExclusivityTests {
+    @Test("an exclusive category runs one operation at a time, across queues")
+    func exclusiveAcrossQueues() {
+        let category = unique("alert")
+        let gate = Gate()
+        let first = BlockOperation { gate.wait() }
+        first.addExclusivity(category)
+        let second = BlockOperation {}
+        second.addExclusivity(category)
+        let one = OperationQueue(), two = OperationQueue()
+        one.addOperation(first)
+        #expect(eventually { first.isExecuting })
+        two.addOperation(second)
+        #expect(eventually { second.waitReasons == [.exclusivity([category])] })
+        #expect(!second.isExecuting && !second.isFinished)
+        gate.open()
+        second.waitUntilFinished()
+        #expect(first.isFinished)
+    }
+
+    @Test("shared holders run together; an exclusive one waits for them, and later shared ones wait for it (FIFO)")
+    func readersAndWriters() {
+        let category = unique("database")
+        let together = Rendezvous(count: 2)
+        let release = Gate()
+        let log = Shared<[String]>([])
+        let readers = (0..<2).map { index in
+            let reader = BlockOperation {
+                together.arriveAndWait()
+                release.wait()
+                log.append("reader \(index)")
+            }
+            reader.addExclusivity(category, mode: .shared)
+            return reader
+        }
+        let writer = BlockOperation { log.append("writer") }
+        writer.addExclusivity(category)
+        let lateReader = BlockOperation { log.append("late reader") }
+        lateReader.addExclusivity(category, mode: .shared)
+        let queue = OperationQueue()
+        queue.addOperations(readers, waitUntilFinished: false)
+        #expect(eventually { readers.allSatisfy(\.isExecuting) })
+        queue.addOperation(writer)
+        #expect(eventually { writer.waitReasons == [.exclusivity([category])] })
+        queue.addOperation(lateReader)
+        #expect(eventually { lateReader.waitReasons == [.exclusivity([category])] })
+        release.open(2)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(Array(log().suffix(2)) == ["writer", "late reader"])
+    }
+
+    @Test("categories are acquired all at once: overlapping sets never deadlock, exclusivity never violated")
+    func manyCategories() {
+        let names = (0..<4).map { unique("c\($0)") }
+        let meter = CategoryMeter()
+        let queues = (0..<4).map { _ in OperationQueue() }
+        var seed = UInt64(42)
+        func next() -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int(seed >> 33)
+        }
+        var operations: [Operation] = []
+        for index in 0..<400 {
+            let first = next() % 4, second = (first + 1 + next() % 3) % 4
+            let categories: [(String, ExclusivityMode)] = [
+                (names[first], next() % 3 == 0 ? .shared : .exclusive),
+                (names[second], next() % 2 == 0 ? .shared : .exclusive),
+            ]
+            let operation = BlockOperation {
+                meter.enter(categories)
+                for _ in 0..<(index % 50) { _ = UUID() }
+                meter.leave(categories)
+            }
+            for (category, mode) in categories { operation.addExclusivity(category, mode: mode) }
+            if index % 7 == 3 { operation.addDependency(operations[index - 2]) }
+            operations.append(operation)
+        }
+        for (index, operation) in operations.enumerated() { queues[index % 4].addOperation(operation) }
+        for queue in queues { queue.waitUntilAllOperationsAreFinished() }
+        #expect(operations.allSatisfy { $0.isFinished })
+        #expect(meter.violations == 0)
+    }
+
+    @Test("an operation waiting for its dependency in the same category does not deadlock")
+    func dependencyInSameCategory() {
+        let category = unique("file")
+        let later = BlockOperation {}
+        later.addExclusivity(category)
+        let earlier = BlockOperation {}
+        earlier.addExclusivity(category)
+        later.addDependency(earlier)
+        let queue = OperationQueue()
+        // The dependent is added first: it asks for the category only once the dependency ran.
+        queue.addOperation(later)
+        queue.addOperation(earlier)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(later.isFinished && earlier.isFinished)
+    }
+
+    @Test("a waiting operation that is cancelled leaves the line")
+    func cancelWhileWaiting() {
+        let category = unique("alert")
+        let gate = Gate()
+        let holder = BlockOperation { gate.wait() }
+        holder.addExclusivity(category)
+        let waiting = BlockOperation {}
+        waiting.addExclusivity(category)
+        let after = BlockOperation {}
+        after.addExclusivity(category)
+        let queue = OperationQueue()
+        queue.addOperation(holder)
+        #expect(eventually { holder.isExecuting })
+        queue.addOperations([waiting, after], waitUntilFinished: false)
+        #expect(eventually { waiting.waitReasons == [.exclusivity([category])] })
+        waiting.cancel()
+        waiting.waitUntilFinished()
+        #expect(!holder.isFinished)
+        gate.open()
+        after.waitUntilFinished()
+        #expect(waiting.isCancelled)
+    }
+
+    @Test("a serial queue: a waiting operation holds no slot, the next one runs")
+    func holdsNoSlot() {
+        let category = unique("alert")
+        let gate = Gate()
+        let holder = BlockOperation { gate.wait() }
+        holder.addExclusivity(category)
+        OperationQueue().addOperation(holder)
+        #expect(eventually { holder.isExecuting })
+        let serial = OperationQueue()
+        serial.maxConcurrentOperationCount = 1
+        let waiting = BlockOperation {}
+        waiting.addExclusivity(category)
+        let unrelated = BlockOperation {}
+        serial.addOperations([waiting, unrelated], waitUntilFinished: false)
+        unrelated.waitUntilFinished()
+        #expect(!waiting.isFinished)
+        gate.open()
+        waiting.waitUntilFinished()
+    }
+}

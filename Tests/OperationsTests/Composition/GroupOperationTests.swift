@@ -1,0 +1,256 @@
+import Operations
+import Testing
+
+/// A child that records its completion block, so that tests can check finish order.
+private func recorded(_ name: String, into log: Shared<[String]>, _ body: @escaping @Sendable () -> Void = {}) -> BlockOperation {
+    let operation = BlockOperation(block: body)
+    operation.name = name
+    operation.completionBlock = { log.append(name) }
+    return operation
+}
+
+@Suite("GroupOperation", .timeLimit(.minutes(1)))
+struct GroupOperationTests {
+    @Test("finishes after every child, after their completion blocks")
+    func finishesAfterChildren() {
+        let log = Shared<[String]>([])
+        let group = GroupOperation(operations: [recorded("a", into: log), recorded("b", into: log)])
+        group.completionBlock = { log.append("group") }
+        let queue = OperationQueue()
+        queue.addOperation(group)
+        group.waitUntilFinished()
+        #expect(log().count == 3)
+        #expect(log().last == "group")
+        #expect(group.outcome?.isCancelled == false)
+        #expect(group.outcome?.error == nil)
+    }
+
+    @Test("addOperation and addOperations add children (the WWDC sample's spelling)")
+    func addOperationSpelling() {
+        let ran = Shared(0)
+        let group = GroupOperation()
+        group.addOperation(BlockOperation { ran.increment() })
+        group.addOperations([BlockOperation { ran.increment() }, BlockOperation { ran.increment() }])
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(ran() == 3)
+        #expect(group.children.count == 3)
+    }
+
+    @Test("an empty group finishes")
+    func empty() {
+        let group = GroupOperation()
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        guard case .succeeded? = group.outcome else { Issue.record("outcome \(String(describing: group.outcome))"); return }
+    }
+
+    @Test("children wait until the group starts")
+    func childrenWaitForGroup() {
+        let ran = Shared(0)
+        let child = BlockOperation { ran.increment() }
+        let group = GroupOperation(operations: [child])
+        let blocker = BlockOperation {}
+        group.addDependency(blocker)
+        let queue = OperationQueue()
+        queue.addOperation(group)
+        // The group's queue is suspended until the group starts: the child cannot run.
+        #expect(child.waitReasons.contains { if case .queueSuspended = $0 { true } else { false } })
+        #expect(ran() == 0)
+        queue.addOperation(blocker)
+        group.waitUntilFinished()
+        #expect(ran() == 1)
+    }
+
+    @Test("children added while it runs (a child producing more) are waited for")
+    func childrenAddedWhileRunning() {
+        let log = Shared<[String]>([])
+        let group = GroupOperation()
+        let release = Gate()
+        let producer = BlockOperation { [unowned group] in
+            group.addChild(recorded("produced", into: log) { release.wait() })
+        }
+        producer.completionBlock = { log.append("producer") }
+        group.addChild(producer)
+        group.completionBlock = { log.append("group") }
+        OperationQueue().addOperation(group)
+        #expect(eventually { log().contains("producer") })
+        #expect(!group.isFinished)
+        release.open()
+        group.waitUntilFinished()
+        #expect(log() == ["producer", "produced", "group"])
+    }
+
+    @Test("cancelling the group cancels its children with the same reason; it finishes after them")
+    func cancelPropagatesReason() {
+        let log = Shared<[String]>([])
+        let started = Gate()
+        let running = recorded("running", into: log)
+        running.addExecutionBlock { [unowned running] in
+            started.open()
+            while !running.isCancelled { usleep(100) }
+        }
+        let waiting = recorded("waiting", into: log)
+        let group = GroupOperation(operations: [running, waiting])
+        group.maxConcurrentChildCount = 1
+        group.completionBlock = { log.append("group") }
+        OperationQueue().addOperation(group)
+        #expect(started.wait())
+        group.cancel(with: TestError(code: 7))
+        group.waitUntilFinished()
+        for child in [running, waiting] {
+            guard case .cancelled(let reason as TestError)? = child.outcome else {
+                Issue.record("\(child.name!): \(String(describing: child.outcome))"); continue
+            }
+            #expect(reason.code == 7)
+        }
+        guard case .cancelled(let reason as TestError)? = group.outcome else { Issue.record("group \(String(describing: group.outcome))"); return }
+        #expect(reason.code == 7)
+        #expect(log().last == "group")
+        #expect(group.errors.isEmpty)
+    }
+
+    @Test("a group cancelled before it starts still finishes after its (cancelled) children")
+    func cancelledBeforeStart() {
+        let log = Shared<[String]>([])
+        let ran = Shared(0)
+        let child = recorded("child", into: log) { ran.increment() }
+        let group = GroupOperation(operations: [child])
+        group.completionBlock = { log.append("group") }
+        group.cancel()
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(ran() == 0)
+        #expect(child.isCancelled && child.isFinished)
+        #expect(log() == ["child", "group"])
+        #expect(group.outcome?.isCancelled == true)
+    }
+
+    @Test("a child added to a cancelled group is cancelled as it joins")
+    func addToCancelledGroup() {
+        let gate = Gate()
+        let first = BlockOperation { gate.wait() }
+        let group = GroupOperation(operations: [first])
+        OperationQueue().addOperation(group)
+        group.cancel(with: TestError(code: 3))
+        let late = BlockOperation {}
+        group.addChild(late)
+        gate.open()
+        group.waitUntilFinished()
+        guard case .cancelled(let reason as TestError)? = late.outcome else { Issue.record("\(String(describing: late.outcome))"); return }
+        #expect(reason.code == 3)
+    }
+
+    @Test("failing children fail the group: all errors kept, the first is the group's error")
+    func failuresKept() {
+        let group = GroupOperation(operations: [
+            ValueBlockOperation<Int> { throw TestError(code: 1) },
+            ValueBlockOperation { 5 },
+            ValueBlockOperation<Int> { throw TestError(code: 2) },
+        ])
+        group.maxConcurrentChildCount = 1
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(group.errors.compactMap { ($0 as? TestError)?.code } == [1, 2])
+        guard case .failed(let error as TestError)? = group.outcome else { Issue.record("\(String(describing: group.outcome))"); return }
+        #expect(error.code == 1)
+        #expect(group.children.allSatisfy { $0.isFinished })
+    }
+
+    @Test("failFast cancels the other children with the first error")
+    func failFast() {
+        let ran = Shared(0)
+        let failing = ValueBlockOperation<Int> { throw TestError(code: 9) }
+        let later = BlockOperation { ran.increment() }
+        let group = GroupOperation(operations: [failing, later], failurePolicy: .failFast)
+        group.maxConcurrentChildCount = 1
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(ran() == 0)
+        guard case .cancelled(let reason as TestError)? = later.outcome else { Issue.record("\(String(describing: later.outcome))"); return }
+        #expect(reason.code == 9)
+        // The children it cancelled are not failures of their own.
+        #expect(group.errors.count == 1)
+        guard case .failed(let error as TestError)? = group.outcome else { Issue.record("\(String(describing: group.outcome))"); return }
+        #expect(error.code == 9)
+    }
+
+    @Test("progress counts finished children by weight")
+    func progressWeighted() {
+        let gate = Gate()
+        let light = BlockOperation {}
+        let heavy = BlockOperation { gate.wait() }
+        let group = GroupOperation()
+        group.addChild(light, weight: 1)
+        group.addChild(heavy, weight: 3)
+        #expect(group.progress.totalUnitCount == 4)
+        OperationQueue().addOperation(group)
+        #expect(eventually { group.progress.completedUnitCount == 1 })
+        #expect(group.progress.fractionCompleted == 0.25)
+        gate.open()
+        group.waitUntilFinished()
+        #expect(group.progress.completedUnitCount == 4)
+        #expect(group.progress.fractionCompleted == 1)
+    }
+
+    @Test("nested groups finish children first, at every level")
+    func nestedOrder() {
+        for _ in 0..<20 {
+            let log = Shared<[String]>([])
+            let inner = GroupOperation(operations: [recorded("a", into: log), recorded("b", into: log)])
+            inner.completionBlock = { log.append("inner") }
+            let outer = GroupOperation(operations: [inner, recorded("c", into: log)])
+            outer.completionBlock = { log.append("outer") }
+            OperationQueue().addOperation(outer)
+            outer.waitUntilFinished()
+            let order = log()
+            #expect(order.last == "outer")
+            let innerAt = order.firstIndex(of: "inner")!
+            #expect(order.firstIndex(of: "a")! < innerAt && order.firstIndex(of: "b")! < innerAt)
+        }
+    }
+
+    @Test("the children's queue can be suspended by the user")
+    func suspension() {
+        let ran = Shared(0)
+        let group = GroupOperation()
+        group.isChildQueueSuspended = true
+        group.addChild(BlockOperation { ran.increment() })
+        OperationQueue().addOperation(group)
+        #expect(eventually { group.isExecuting })
+        #expect(ran() == 0)
+        group.isChildQueueSuspended = false
+        group.waitUntilFinished()
+        #expect(ran() == 1)
+    }
+
+    @Test("a typed group delivers its children's values in the order added")
+    func typedValues() async throws {
+        let group = ValueGroupOperation<Int>([
+            AsyncBlockOperation { () async -> Int in 1 },
+            ValueBlockOperation { 2 },
+        ])
+        group.addChild(ValueBlockOperation { 3 })
+        group.addOperation(ValueBlockOperation { 4 })
+        OperationQueue().addOperation(group)
+        #expect(try await group.values == [1, 2, 3, 4])
+    }
+
+    @Test("a typed group throws its first child's error")
+    func typedFailure() async {
+        let group = ValueGroupOperation<Int>([ValueBlockOperation { throw TestError(code: 4) }])
+        OperationQueue().addOperation(group)
+        await #expect(throws: TestError(code: 4)) { try await group.values }
+    }
+
+    @Test("adding a child to a finished group stops with a message naming the group")
+    func addAfterFinish() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let group = GroupOperation()
+            group.name = "closed group"
+            OperationQueue().addOperation(group)
+            group.waitUntilFinished()
+            group.addChild(Operation())
+        }.map { $0.standardErrorContent.containsText("\"closed group\"", "cannot join") }.check()
+    }
+}

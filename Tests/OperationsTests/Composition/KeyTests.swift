@@ -1,0 +1,141 @@
+import Operations
+import OperationsTestSupport
+import Testing
+
+@Suite("Keys: coalescing, reprioritising, cancelling by key", .timeLimit(.minutes(1)))
+struct KeyTests {
+    @Test("an operation added under a key in flight joins it: one body, the same value for all")
+    func coalescing() async throws {
+        let queue = OperationQueue()
+        let gate = TestGate()
+        let made = Shared(0)
+        let runs = Shared(0)
+        let make = { () -> ValueOperation<Int> in
+            made.increment()
+            return AsyncBlockOperation { () async -> Int in
+                runs.increment()
+                await gate.wait()
+                return 42
+            }
+        }
+        let first = queue.addOperation(forKey: "image-1", make)
+        let second = queue.addOperation(forKey: "image-1", make)
+        let other = queue.addOperation(forKey: "image-2", make)
+        #expect(first === second)
+        #expect(first !== other)
+        #expect(queue.operation(forKey: "image-1") === first)
+        gate.open()
+        #expect(try await first.value == 42)
+        #expect(try await second.value == 42)
+        _ = try await other.value
+        #expect(made() == 2)
+        #expect(runs() == 2)
+    }
+
+    @Test("the key is free again once its operation finished")
+    func freedAtFinish() async throws {
+        let queue = OperationQueue()
+        let first = queue.addOperation(forKey: 1) { ValueBlockOperation { 1 } }
+        _ = try await first.value
+        #expect(await eventuallyAsync { queue.operation(forKey: 1) == nil })
+        let second = queue.addOperation(forKey: 1) { ValueBlockOperation { 2 } }
+        #expect(second !== first)
+        #expect(try await second.value == 2)
+    }
+
+    @Test("cancelling by key cancels only when nobody else wants the work")
+    func cancelByKey() async {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let operation = queue.addOperation(forKey: "row 7") { BlockOperation {} }
+        queue.addOperation(forKey: "row 7") { BlockOperation {} }
+        #expect(queue.cancelOperation(forKey: "row 7") == false)
+        #expect(!operation.isCancelled)
+        #expect(queue.cancelOperation(forKey: "row 7") == true)
+        #expect(operation.isCancelled)
+        // The key is free at once: new work under it is not the cancelled operation.
+        let fresh = queue.addOperation(forKey: "row 7") { BlockOperation {} }
+        #expect(fresh !== operation)
+        #expect(queue.cancelOperation(forKey: "unknown") == false)
+        queue.isSuspended = false
+        await queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("perform(forKey:): one body for all callers; a cancelled waiter leaves the work to the others")
+    func performJoins() async throws {
+        let queue = OperationQueue()
+        let gate = TestGate()
+        let runs = Shared(0)
+        let body: @Sendable () async throws -> String = {
+            runs.increment()
+            await gate.wait()
+            return "pixels"
+        }
+        let leaving = Task { try await queue.perform(forKey: "url", body) }
+        await eventuallyAsyncOperation(queue, key: "url")
+        // The second caller joins synchronously: two interests now.
+        let staying: ValueOperation<String> = queue.addOperation(forKey: "url") { AsyncBlockOperation(body) }
+        leaving.cancel()
+        await #expect(throws: CancellationError.self) { try await leaving.value }
+        #expect(!staying.isCancelled)
+        gate.open()
+        #expect(try await staying.value == "pixels")
+        #expect(runs() == 1)
+    }
+
+    @Test("raising the priority under a key moves the operation and its dependency ahead")
+    func reprioritise() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Shared<[String]>([])
+        let rows = (0..<3).map { index in
+            queue.addOperation(forKey: index) { () -> Operation in
+                let download = BlockOperation { log.append("download \(index)") }
+                let filter = BlockOperation { log.append("filter \(index)") }
+                filter.addDependency(download)
+                queue.addOperation(download)
+                return filter
+            }
+        }
+        #expect(eventually { rows.allSatisfy { $0.dependencies.first!.waitReasons.contains { if case .queueSuspended = $0 { true } else { false } } } })
+        queue.setQueuePriority(.veryHigh, forKey: 2)
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(Array(log().prefix(2)) == ["download 2", "filter 2"])
+    }
+
+    @Test("a key holding an operation of another type stops with a message")
+    func typeMismatch() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            _ = queue.addOperation(forKey: "k") { ValueBlockOperation { 1 } }
+            _ = queue.addOperation(forKey: "k") { ValueBlockOperation { "one" } }
+        }.map { $0.standardErrorContent.containsText("under key k", "not a ValueOperation<String>") }.check()
+    }
+}
+
+/// Waits (without blocking) until an operation is in flight under `key`.
+private func eventuallyAsyncOperation(_ queue: OperationQueue, key: String) async {
+    _ = await eventuallyAsync { queue.operation(forKey: key) != nil }
+}
+
+@Suite("Regression: queuePriority changed while waiting in the ready list")
+struct PriorityChangeRegressionTests {
+    @Test("raising the priority of an operation already waiting in its queue makes it start first")
+    func refiledOnChange() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Shared<[String]>([])
+        let first = BlockOperation { log.append("first") }
+        let second = BlockOperation { log.append("second") }
+        queue.addOperations([first, second], waitUntilFinished: false)
+        #expect(eventually { second.waitReasons.contains { if case .queueSuspended = $0 { true } else { false } } })
+        second.queuePriority = .veryHigh
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == ["second", "first"])
+    }
+}

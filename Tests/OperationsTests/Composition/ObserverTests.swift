@@ -1,0 +1,158 @@
+import Operations
+import Testing
+
+/// Records every event as a string.
+private final class Recorder: OperationObserver {
+    let events = Shared<[String]>([])
+    let threads = Shared<[String: Thread]>([:])
+
+    func operationDidStart(_ operation: Operation) {
+        events.append("start")
+        threads.update { $0["start"] = Thread.current }
+    }
+    func operation(_ operation: Operation, didCancelWith reason: (any Error)?) {
+        events.append("cancel \((reason as? TestError)?.code ?? -1)")
+    }
+    func operation(_ operation: Operation, didProduce produced: Operation) {
+        events.append("produce \(produced.name ?? "?")")
+    }
+    func operation(_ operation: Operation, didFinishWith outcome: Operation.Outcome) {
+        switch outcome {
+        case .succeeded: events.append("finish")
+        case .cancelled: events.append("finish cancelled")
+        case .failed(let error): events.append("finish failed \((error as? TestError)?.code ?? -1)")
+        }
+    }
+}
+
+@Suite("Lifecycle observers", .timeLimit(.minutes(1)))
+struct ObserverTests {
+    @Test("started on the starting thread before main, finished after the completion block")
+    func startAndFinish() {
+        let recorder = Recorder()
+        let mainThread = Shared<Thread?>(nil)
+        let operation = BlockOperation { mainThread.update { $0 = Thread.current } }
+        operation.completionBlock = { recorder.events.append("completion") }
+        operation.addObserver(recorder)
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(recorder.events() == ["start", "completion", "finish"])
+        #expect(recorder.threads()["start"] === mainThread())
+    }
+
+    @Test("cancelled before starting: cancel with the reason, then finish; no start")
+    func cancelledBeforeStart() {
+        let recorder = Recorder()
+        let operation = BlockOperation {}
+        operation.addObserver(recorder)
+        operation.cancel(with: TestError(code: 3))
+        operation.cancel(with: TestError(code: 4))
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(recorder.events() == ["cancel 3", "finish cancelled"])
+    }
+
+    @Test("cancelled while running: start, cancel, finish")
+    func cancelledWhileRunning() {
+        let recorder = Recorder()
+        let started = Gate()
+        let operation = BlockOperation {}
+        operation.addExecutionBlock { [unowned operation] in
+            started.open()
+            while !operation.isCancelled { usleep(100) }
+        }
+        operation.addObserver(recorder)
+        OperationQueue().addOperation(operation)
+        #expect(started.wait())
+        operation.cancel(with: TestError(code: 1))
+        operation.waitUntilFinished()
+        #expect(recorder.events() == ["start", "cancel 1", "finish cancelled"])
+    }
+
+    @Test("a failure is delivered with its error")
+    func failure() {
+        let recorder = Recorder()
+        let operation = ValueBlockOperation<Int> { throw TestError(code: 6) }
+        operation.addObserver(recorder)
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(recorder.events() == ["start", "finish failed 6"])
+    }
+
+    @Test("an operation produces another on its queue")
+    func produce() {
+        let recorder = Recorder()
+        let produced = BlockOperation {}
+        produced.name = "more"
+        let operation = BlockOperation {}
+        operation.addExecutionBlock { [unowned operation] in operation.produceOperation(produced) }
+        operation.addObserver(recorder)
+        OperationQueue().addOperation(operation)
+        produced.waitUntilFinished()
+        operation.waitUntilFinished()
+        #expect(recorder.events() == ["start", "produce more", "finish"])
+    }
+
+    @Test("a child that produces inside a group: the group waits for the produced operation")
+    func produceInGroup() {
+        let groupRecorder = Recorder()
+        let release = Gate()
+        let produced = BlockOperation { release.wait() }
+        produced.name = "late"
+        let child = BlockOperation {}
+        child.addExecutionBlock { [unowned child] in child.produceOperation(produced) }
+        let group = GroupOperation(operations: [child])
+        group.addObserver(groupRecorder)
+        OperationQueue().addOperation(group)
+        #expect(eventually { child.isFinished })
+        #expect(!group.isFinished)
+        release.open()
+        group.waitUntilFinished()
+        #expect(produced.isFinished)
+        #expect(groupRecorder.events() == ["start", "produce late", "finish"])
+    }
+
+    @Test("each event once and finish last, with cancellations racing the finish")
+    func racing() {
+        let queue = OperationQueue()
+        let all = (0..<300).map { _ in
+            let recorder = Recorder()
+            let operation = BlockOperation { for _ in 0..<50 { _ = UUID() } }
+            operation.addObserver(recorder)
+            return (operation, recorder)
+        }
+        queue.addOperations(all.map(\.0), waitUntilFinished: false)
+        DispatchQueue.concurrentPerform(iterations: all.count) { index in all[index].0.cancel(with: TestError(code: index)) }
+        queue.waitUntilAllOperationsAreFinished()
+        for (index, (_, recorder)) in all.enumerated() {
+            let events = recorder.events()
+            #expect(events.last?.hasPrefix("finish") == true)
+            #expect(events.filter { $0.hasPrefix("finish") }.count == 1)
+            #expect(events.filter { $0 == "start" }.count <= 1)
+            let cancels = events.filter { $0.hasPrefix("cancel") }
+            #expect(cancels.count <= 1)
+            if let cancel = cancels.first { #expect(cancel == "cancel \(index)") }
+            if events.last == "finish cancelled" { #expect(cancels.count == 1) }
+        }
+    }
+
+    @Test("a closure-based observer; observers are released once the operation finished")
+    func blockObserverReleased() {
+        weak var weakBox: AnyObject?
+        let finished = Shared(0)
+        let operation = BlockOperation {}
+        do {
+            let box = Shared(0)
+            weakBox = box
+            operation.addObserver(BlockObserver(didFinish: { _, _ in
+                _ = box
+                finished.increment()
+            }))
+        }
+        #expect(weakBox != nil)
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(eventually { finished() == 1 })
+        #expect(eventually { weakBox == nil })
+    }
+}
