@@ -1,11 +1,9 @@
 /// The scopes that the `async` bodies of one queue's operations run inside, guarded by the
 /// queue's `taskScopes` lock.
-struct TaskScopes {
-    typealias Scope = @Sendable (Operation, () async -> Void) async -> Void
+typealias TaskScopes = HookList<TaskScope>
 
-    var scopes: [(id: UInt64, scope: Scope)] = []
-    var nextID: UInt64 = 1
-}
+/// A scope of ``OperationQueue/addTaskScope(_:)``.
+typealias TaskScope = @Sendable (Operation, () async -> Void) async -> Void
 
 extension OperationQueue {
     /// Runs the `async` body of every ``TaskOperation`` this queue starts from now on inside
@@ -19,36 +17,32 @@ extension OperationQueue {
     public func addTaskScope(
         _ scope: @escaping @Sendable (Operation, () async -> Void) async -> Void
     ) -> OperationEventSubscription {
-        let id = taskScopes.withLock { state in
-            defer { state.nextID += 1 }
-            state.scopes.append((state.nextID, scope))
+        let id = taskScopes.withLock { scopes in
             hasTaskScopes.store(true, ordering: .releasing)
-            return state.nextID
+            return scopes.add(scope)
         }
         return OperationEventSubscription(queue: self, id: id, kind: .taskScope)
     }
 
     final func _removeTaskScope(_ id: UInt64) {
-        var removed = taskScopes.withLock { state in
-            let removed = state.scopes.filter { $0.id == id }
-            state.scopes.removeAll { $0.id == id }
-            if state.scopes.isEmpty { hasTaskScopes.store(false, ordering: .releasing) }
-            return removed
+        var removed = taskScopes.withLock { scopes in
+            defer { if scopes.isEmpty { hasTaskScopes.store(false, ordering: .releasing) } }
+            return scopes.remove(id)
         }
         // Dropped after the lock: its captures' deinit is user code.
         removed.removeAll()
     }
 
     /// The scopes an `async` body started now runs inside (none, without a lock, usually).
-    final var _currentTaskScopes: [TaskScopes.Scope] {
+    final var _currentTaskScopes: [TaskScope] {
         guard hasTaskScopes.load(ordering: .acquiring) else { return [] }
-        return taskScopes.withLock { $0.scopes.map(\.scope) }
+        return taskScopes.withLock { $0.hooks.map(\.hook) }
     }
 }
 
 /// Runs `body` inside `scopes`, the first outermost.
 func _runInside(
-    _ scopes: ArraySlice<TaskScopes.Scope>, of operation: Operation, _ body: () async -> Void
+    _ scopes: ArraySlice<TaskScope>, of operation: Operation, _ body: () async -> Void
 ) async {
     guard let scope = scopes.first else {
         await body()

@@ -1,8 +1,5 @@
 /// The hooks of ``OperationQueue/addEnqueueHook(_:)`` of one queue.
-struct EnqueueHooks {
-    var hooks: [(id: UInt64, hook: @Sendable (Operation) -> Void)] = []
-    var nextID: UInt64 = 1
-}
+typealias EnqueueHooks = HookList<@Sendable (Operation) -> Void>
 
 extension OperationQueue {
     /// Calls `hook` with each operation added to this queue, on the thread that adds it,
@@ -13,21 +10,17 @@ extension OperationQueue {
     /// subscription; the hook stops when it is cancelled or released.
     /// - Note: While no hook is registered, adding costs one atomic load more.
     public func addEnqueueHook(_ hook: @escaping @Sendable (Operation) -> Void) -> OperationEventSubscription {
-        let id = enqueueHooks.withLock { state in
-            defer { state.nextID += 1 }
-            state.hooks.append((state.nextID, hook))
+        let id = enqueueHooks.withLock { hooks in
             hasEnqueueHooks.store(true, ordering: .releasing)
-            return state.nextID
+            return hooks.add(hook)
         }
         return OperationEventSubscription(queue: self, id: id, kind: .enqueueHook)
     }
 
     final func _removeEnqueueHook(_ id: UInt64) {
-        var removed = enqueueHooks.withLock { state in
-            let removed = state.hooks.filter { $0.id == id }
-            state.hooks.removeAll { $0.id == id }
-            if state.hooks.isEmpty { hasEnqueueHooks.store(false, ordering: .releasing) }
-            return removed
+        var removed = enqueueHooks.withLock { hooks in
+            defer { if hooks.isEmpty { hasEnqueueHooks.store(false, ordering: .releasing) } }
+            return hooks.remove(id)
         }
         // Dropped after the lock: its captures' deinit is user code.
         removed.removeAll()
