@@ -12,22 +12,26 @@ import Testing
 @Suite("Composition stress", .serialized)
 struct CompositionStressTests {
     @Test("groups, conditions and exclusive categories keep every invariant")
-    func randomCompositions() {
-        let environment = ProcessInfo.processInfo.environment
-        let seconds = (Double(environment["OPERATIONS_STRESS_SECONDS"] ?? "") ?? 5) / 3
-        let fixedSeed = environment["OPERATIONS_STRESS_SEED"].flatMap(UInt64.init)
-        let deadline = Date().addingTimeInterval(seconds)
-        var seed = fixedSeed ?? UInt64(Date().timeIntervalSince1970 * 1000)
-        var rounds = 0
-        repeat {
-            let failures = CompositionRound(seed: seed).run()
-            rounds += 1
-            if !failures.isEmpty {
-                Issue.record("composition stress seed \(seed) (rerun with OPERATIONS_STRESS_SEED=\(seed)):\n\(failures.prefix(20).joined(separator: "\n"))")
-                return
-            }
-            seed &+= 0x9E37_79B9
-        } while fixedSeed == nil && Date() < deadline
+    func randomCompositions() async {
+        // On a thread of its own: the rounds block while they wait (see `onOwnThread`).
+        let (failure, rounds) = await onOwnThread { () -> (String?, Int) in
+            let environment = ProcessInfo.processInfo.environment
+            let seconds = (Double(environment["OPERATIONS_STRESS_SECONDS"] ?? "") ?? 5) / 3
+            let fixedSeed = environment["OPERATIONS_STRESS_SEED"].flatMap(UInt64.init)
+            let deadline = Date().addingTimeInterval(seconds)
+            var seed = fixedSeed ?? UInt64(Date().timeIntervalSince1970 * 1000)
+            var rounds = 0
+            repeat {
+                let failures = CompositionRound(seed: seed).run()
+                rounds += 1
+                if !failures.isEmpty {
+                    return ("composition stress seed \(seed) (rerun with OPERATIONS_STRESS_SEED=\(seed)):\n\(failures.prefix(20).joined(separator: "\n"))", rounds)
+                }
+                seed &+= 0x9E37_79B9
+            } while fixedSeed == nil && Date() < deadline
+            return (nil, rounds)
+        }
+        if let failure { Issue.record("\(failure)") }
         #expect(rounds > 0)
     }
 }

@@ -11,30 +11,55 @@ import Testing
 @Suite("Stress", .serialized)
 struct StressTests {
     @Test("random schedules keep every invariant")
-    func randomSchedules() {
-        let environment = ProcessInfo.processInfo.environment
-        let seconds = Double(environment["OPERATIONS_STRESS_SECONDS"] ?? "") ?? 5
-        let fixedSeed = environment["OPERATIONS_STRESS_SEED"].flatMap(UInt64.init)
-        let deadline = Date().addingTimeInterval(seconds)
-        var rounds = 0, operations = 0
-        var seed = fixedSeed ?? UInt64(Date().timeIntervalSince1970 * 1000)
-        let firstSeed = seed
-        repeat {
-            let result = StressRound(seed: seed).run()
-            rounds += 1
-            operations += result.operations
-            if !result.failures.isEmpty {
-                let details = result.failures.prefix(20).joined(separator: "\n")
-                Issue.record("stress seed \(seed) (rerun with OPERATIONS_STRESS_SEED=\(seed)):\n\(details)")
-                return
+    func randomSchedules() async {
+        // Run on a thread of its own: the rounds block while they wait, and a blocked thread
+        // of Swift's cooperative pool is one fewer for the async bodies they wait for.
+        let (failure, rounds) = await onOwnThread { () -> (String?, Int) in
+            let environment = ProcessInfo.processInfo.environment
+            let seconds = Double(environment["OPERATIONS_STRESS_SECONDS"] ?? "") ?? 5
+            let fixedSeed = environment["OPERATIONS_STRESS_SEED"].flatMap(UInt64.init)
+            let deadline = Date().addingTimeInterval(seconds)
+            var rounds = 0, operations = 0
+            var seed = fixedSeed ?? UInt64(Date().timeIntervalSince1970 * 1000)
+            let firstSeed = seed
+            repeat {
+                let result = StressRound(seed: seed).run()
+                rounds += 1
+                operations += result.operations
+                if !result.failures.isEmpty {
+                    let details = result.failures.prefix(20).joined(separator: "\n")
+                    return ("stress seed \(seed) (rerun with OPERATIONS_STRESS_SEED=\(seed)):\n\(details)", rounds)
+                }
+                seed &+= 0x9E37_79B9
+            } while fixedSeed == nil && Date() < deadline
+            // The summary only on request: the test log shows test results and nothing else.
+            if environment["OPERATIONS_STRESS_SUMMARY"] == "1" {
+                print("stress: \(rounds) schedules, \(operations) operations, \(String(format: "%.0f", seconds)) s budget, seeds \(firstSeed) + k·0x9E3779B9 for k < \(rounds)")
             }
-            seed &+= 0x9E37_79B9
-        } while fixedSeed == nil && Date() < deadline
-        // The summary only on request: the test log shows test results and nothing else.
-        if ProcessInfo.processInfo.environment["OPERATIONS_STRESS_SUMMARY"] == "1" {
-            print("stress: \(rounds) schedules, \(operations) operations, \(String(format: "%.0f", seconds)) s budget, seeds \(firstSeed) + k·0x9E3779B9 for k < \(rounds)")
+            return (nil, rounds)
         }
+        if let failure { Issue.record("\(failure)") }
         #expect(rounds > 0)
+    }
+}
+
+/// A value read and written from several threads.
+/// - Note: `@unchecked Sendable`: every access goes through `lock`.
+final class Protected<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    var current: Value { lock.withLock { value } }
+    func set(_ newValue: Value) { lock.withLock { value = newValue } }
+}
+
+/// Runs `body` on a thread of its own (not one of Swift's cooperative threads, which it
+/// would block) and returns its result.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.stackSize = 8 << 20
+        thread.start()
     }
 }
 
@@ -131,14 +156,22 @@ final class StressTaskOperation: TaskOperation<Int>, @unchecked Sendable {
         super.init()
     }
 
+    /// How far the body got, for the report of a round that did not finish.
+    let bodyProgress = Protected("not entered")
+
     override func run() async throws -> Int {
+        bodyProgress.set("entered")
+        defer { bodyProgress.set("returned") }
         ledger.workStarted(id, queue: queueIndex, limit: limit)
         defer { ledger.workEnded(queue: queueIndex) }
         for dependency in dependencies where !dependency.isFinished {
             ledger.fail("async operation \(id) started before a dependency finished")
         }
         if OperationQueue.current == nil { ledger.fail("async operation \(id): no current queue in its body") }
-        for _ in 0..<suspensions { await Task.yield() }
+        for index in 0..<suspensions {
+            bodyProgress.set("suspended (\(index + 1) of \(suspensions))")
+            await Task.yield()
+        }
         try Task.checkCancellation()
         return id
     }
@@ -394,7 +427,8 @@ struct StressRound {
         if !done.wait(timeout: 60) {
             failures.append("waitUntilAllOperationsAreFinished did not return within 60 s")
             for operation in operations where !operation.isFinished {
-                failures.append("  stuck: " + operation.waitDescription)
+                let body = (operation as? StressTaskOperation).map { "; its body: \($0.bodyProgress.current)" } ?? ""
+                failures.append("  stuck: " + operation.waitDescription + body)
             }
             return Result(operations: count, failures: failures)
         }
