@@ -29,6 +29,8 @@ enum ReleasePool {
     }
 
     /// Releases a value that may hold operations (a closure), the same way.
+    /// (Not folded with `release(_:)` through a closure: a closure would keep a copy of
+    /// the value until after the drain, and drop it outside the pool, recursively.)
     static func release(other value: consuming Any) {
         if let pointer = current.value {
             let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
