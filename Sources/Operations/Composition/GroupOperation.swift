@@ -185,16 +185,11 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Always true: the group finishes when its last child has.
     open override var isAsynchronous: Bool { true }
 
-    /// Starts the children. A cancelled group lets its (cancelled) children pass through
-    /// their queue first and finishes after them.
-    open override func start() {
-        guard isCancelled, !isFinished else {
-            super.start()
-            return
-        }
-        // Cancelled before it ran: finish (cancelled) only once the children have.
-        guard _open(cancelledStart: true) else { return }
-        super.start()
+    /// A start that finds the group cancelled (the decision `start()` makes under its lock,
+    /// so a cancellation racing the start cannot skip this): the group opens its queue so
+    /// that its (cancelled) children pass through, and finishes after them.
+    override func _startCancelled() {
+        if _open(cancelledStart: true) { _finishGroup(cancelledStart: true) }
     }
 
     /// Opens the group's queue. A subclass that overrides it calls `super.main()` to add
@@ -272,11 +267,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
 
     private func _finishGroup(cancelledStart: Bool) {
         if let first = state.withLock({ $0.errors.first }) { _recordFailure(first) }
-        if cancelledStart {
-            super.start()
-        } else {
-            _finish(wasExecuting: true)
-        }
+        _finish(wasExecuting: !cancelledStart)
     }
 
     // MARK: Progress

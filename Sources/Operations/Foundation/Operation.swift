@@ -173,7 +173,7 @@ open class Operation: NSObject, @unchecked Sendable {
             let composed = _conditionEvaluator != nil ? "; it has conditions or exclusivity categories, which are evaluated on its queue: add it to a queue instead" : ""
             Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)\(composed)")
         case .finishCancelled:
-            _finish(wasExecuting: false)
+            _startCancelled()
         case .run:
             if _hasExtras { _runStartHooks() }
             main()
@@ -185,6 +185,13 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// The work. The base implementation does nothing.
     open func main() {}
+
+    /// What `start()` does when it finds the operation cancelled (decided under the same
+    /// lock as a start that runs): finish without running. A group first lets its
+    /// children pass through its queue. Called without a lock held.
+    func _startCancelled() {
+        _finish(wasExecuting: false)
+    }
 
     /// Releases what the operation keeps only to run (a `BlockOperation`'s blocks): called
     /// once when it finished, whether its work ran or it was cancelled.

@@ -253,4 +253,30 @@ struct GroupOperationTests {
             group.addChild(Operation())
         }.map { $0.standardErrorContent.containsText("\"closed group\"", "cannot join") }.check()
     }
+
+    /// Regression (composition stress seed 8851043401332 in CI): a group cancelled while it
+    /// was being started finished at once, without its children; they stayed in its
+    /// suspended queue forever. Forced: a `.prior` observer of the group's `isExecuting`
+    /// cancels the group when `start()` announces that it begins executing, so the
+    /// cancellation lands after the start's checks read "not cancelled".
+    @Test("a group cancelled while it starts still finishes after its children", arguments: [false, true])
+    func cancelledWhileStarting(withReason: Bool) {
+        let child = BlockOperation {}
+        child.name = "child"
+        let group = GroupOperation(operations: [child])
+        group.name = "group"
+        let armed = Shared(true)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, takeOnce(armed) else { return }
+            if withReason { group.cancel(with: TestError(code: 7)) } else { group.cancel() }
+        }
+        group.addObserver(observer, forKeyPath: "isExecuting", options: [.prior], context: nil)
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(!armed(), "the hook did not fire: start() announced no isExecuting change")
+        #expect(child.isFinished, "the group finished before its child: \(child.waitDescription)")
+        #expect(group.outcome?.isCancelled == true)
+        if !child.isFinished { child.cancel() }
+        group.removeObserver(observer, forKeyPath: "isExecuting")
+    }
 }
