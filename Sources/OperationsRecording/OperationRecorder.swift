@@ -34,9 +34,25 @@ public final class OperationRecorder: Sendable {
         state = RecorderState(origin: DispatchTime.now().uptimeNanoseconds)
     }
 
-    /// Records the events of `queue` from now on, until ``stop()``.
+    /// Records the events of `queue` from now on, until ``stop()``. Operations already in
+    /// the queue are recorded too, from now (one already running shows no start).
     public func record(_ queue: OperationQueue) {
-        let queueName = queue.name ?? "queue"
+        record(queue, name: queue.name ?? "queue")
+    }
+
+    /// Records a group's children (they run on the group's own queue), in a row of their
+    /// own named after the group: "name children".
+    public func record(_ group: GroupOperation) {
+        record(group.childQueue, name: "\(group.name ?? "group") children")
+    }
+
+    /// Records a retry's attempts (they run on the retry's own queue), in a row of their
+    /// own named after the retry: "name attempts".
+    public func record<Success>(attemptsOf retry: RetryOperation<Success>) {
+        record(retry.attemptQueue, name: "\(retry.name ?? "retry") attempts")
+    }
+
+    private func record(_ queue: OperationQueue, name queueName: String) {
         let index = state.addQueue(queue, name: queueName)
         let subscription = queue.addEventHandler { [state] event in
             if case .enqueued = event.kind {
@@ -46,6 +62,11 @@ public final class OperationRecorder: Sendable {
             }
         }
         state.keep(subscription)
+        // After subscribing: an operation added meanwhile is recorded once (by its event).
+        let now = DispatchTime.now().uptimeNanoseconds
+        for operation in queue.operations {
+            state.enqueued(operation, queue: index, queueName: queueName, time: now)
+        }
     }
 
     /// Stops recording and returns what was recorded. Later calls return an empty recording.

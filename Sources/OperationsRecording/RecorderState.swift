@@ -45,10 +45,12 @@ final class RecorderState: Sendable {
 
     /// An operation was added: only its time and identity are taken here (the queue's
     /// thread waits for this handler); its name and dependencies are read at ``stop(title:grouping:)``.
+    /// An operation enters a queue once in its life: a second report (its event and the
+    /// snapshot of a queue recorded while it was added) is ignored.
     func enqueued(_ operation: Operation, queue: Int, queueName: String, time eventTime: UInt64) {
         let time = time(eventTime)
         state.withLock { state in
-            guard !state.isStopped else { return }
+            guard !state.isStopped, state.index[ObjectIdentifier(operation)] == nil else { return }
             let id = state.entries.count
             let recorded = Recording.Operation(
                 id: id, name: "", queue: queueName, queueIndex: queue, group: "", enqueued: time, started: nil, finished: nil,

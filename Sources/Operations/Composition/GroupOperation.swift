@@ -58,8 +58,8 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     }
 
     private let state = Locked(State())
-    /// The queue the children run on.
-    let childQueue = GroupChildQueue()
+    /// The queue the children run on (`package`: a recorder may watch it).
+    package let childQueue = GroupChildQueue()
     /// What the group does when a child fails.
     public let failurePolicy: FailurePolicy
     /// Counts finished children by weight (``addChild(_:weight:)``); observable.
@@ -295,6 +295,6 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
 /// ``Operation/produceOperation(_:)`` joins the group.
 /// - Note: `@unchecked Sendable` (as its superclass): `group` is set once in the group's
 ///   `init`, before the queue is shared.
-final class GroupChildQueue: OperationQueue, @unchecked Sendable {
+package final class GroupChildQueue: OperationQueue, @unchecked Sendable {
     weak var group: GroupOperation?
 }

@@ -35,7 +35,8 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
     private let shouldRepeat: (@Sendable (Success) -> Bool)?
     private let sleep: @Sendable (Duration) async throws -> Void
     private let attempts = Locked<(count: Int, current: Operation?)>((0, nil))
-    let attemptQueue = OperationQueue()
+    /// The queue the attempts run on (`package`: a recorder may watch it).
+    package let attemptQueue = OperationQueue()
 
     init<C: Clock>(
         maximumAttempts: Int, strategy: RetryStrategy, clock: C,

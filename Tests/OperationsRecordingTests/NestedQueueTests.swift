@@ -1,0 +1,59 @@
+import Operations
+import OperationsRecording
+import Testing
+
+@Suite("Recording a group's children and a retry's attempts")
+struct NestedQueueTests {
+    @Test("a group's children, added before and after recording starts, are in a row named after the group")
+    func groupChildren() {
+        let before = BlockOperation {}
+        before.name = "before"
+        let group = GroupOperation(operations: [before])
+        group.name = "sums"
+        let recorder = OperationRecorder(title: "group")
+        let queue = OperationQueue()
+        queue.name = "outer"
+        recorder.record(queue)
+        recorder.record(group)
+        let after = BlockOperation {}
+        after.name = "after"
+        group.addChild(after)
+        queue.addOperation(group)
+        group.waitUntilFinished()
+        let recording = recorder.stop()
+        let children = recording.operations.filter { $0.queue == "sums children" }
+        #expect(children.map(\.name).sorted() == ["after", "before"])
+        #expect(children.allSatisfy { $0.started != nil && $0.outcome == .succeeded })
+        let recordedGroup = recording.operations.first { $0.name == "sums" }
+        #expect(recordedGroup?.queue == "outer")
+        // Children first, always: the group finishes after its last child.
+        if let groupFinished = recordedGroup?.finished {
+            #expect(children.allSatisfy { ($0.finished ?? .max) <= groupFinished })
+        } else {
+            Issue.record("the group was not recorded as finished")
+        }
+    }
+
+    @Test("a retry's attempts are in a row named after the retry, one per attempt")
+    func retryAttempts() async {
+        struct Flaky: Error {}
+        let retry = RetryOperation<Int>(maximumAttempts: 3) { attempt in
+            let operation = ValueBlockOperation<Int> {
+                if attempt < 3 { throw Flaky() }
+                return attempt
+            }
+            operation.name = "attempt \(attempt)"
+            return operation
+        }
+        retry.name = "fetch"
+        let recorder = OperationRecorder(title: "retry")
+        recorder.record(attemptsOf: retry)
+        let queue = OperationQueue()
+        queue.addOperation(retry)
+        _ = try? await retry.value
+        let recording = recorder.stop()
+        let attempts = recording.operations.filter { $0.queue == "fetch attempts" }
+        #expect(attempts.map(\.name) == ["attempt 1", "attempt 2", "attempt 3"])
+        #expect(attempts.map(\.outcome) == [.failed(error: "Flaky()"), .failed(error: "Flaky()"), .succeeded])
+    }
+}
