@@ -13,7 +13,8 @@
 /// - The group finishes after its children, always: after their completion blocks, and for a
 ///   nested group, after the nested group's children.
 /// - Cancelling the group cancels every unfinished child with the same reason (see
-///   ``Operation/cancel(with:)``), and children added afterwards are cancelled as they join.
+///   ``Operation/cancel(with:)``), newest first, and children added afterwards are
+///   cancelled as they join.
 ///   A cancelled group still finishes only after its children.
 /// - A child that fails (or is cancelled with a reason while the group is not) fails the
 ///   group: ``errors`` keeps every such error in the order they happened, and the first is
@@ -232,7 +233,9 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             guard !state.cancelledChildren else { return [] }
             state.cancelledChildren = true
             state.cancellationReason = reason
-            return Array(state.unfinished.values)
+            // Newest first, as `cancelAllOperations()`: a later stage is cancelled before
+            // the one it waits for, whose cancelled finish could otherwise start it.
+            return state.everyChild.reversed().filter { state.unfinished[ObjectIdentifier($0)] != nil }
         }
         for child in children {
             if let reason { child.cancel(with: reason) } else { child.cancel() }

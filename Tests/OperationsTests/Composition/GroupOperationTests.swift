@@ -279,4 +279,34 @@ struct GroupOperationTests {
         if !child.isFinished { child.cancel() }
         group.removeObserver(observer, forKeyPath: "isExecuting")
     }
+
+    /// Cancelling a group cancels its children newest first, as `cancelAllOperations()`
+    /// does: a later stage is cancelled before the stage it waits for, so the cancelled
+    /// earlier stage's finish can never start it. Forced: a `.prior` observer of the first
+    /// child's `isCancelled` looks at the second child when the first one's cancellation is
+    /// announced.
+    @Test("cancelling a group cancels its children newest first")
+    func cancelsNewestFirst() {
+        let started = Gate(), release = Gate()
+        let first = BlockOperation {
+            started.open()
+            release.wait()
+        }
+        let second = BlockOperation {}
+        second.addDependency(first)
+        let group = GroupOperation(operations: [first, second])
+        let secondWasCancelled = Shared<Bool?>(nil)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, secondWasCancelled() == nil else { return }
+            secondWasCancelled.update { $0 = second.isCancelled }
+        }
+        first.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        OperationQueue().addOperation(group)
+        #expect(started.wait())
+        group.cancel()
+        release.open()
+        group.waitUntilFinished()
+        #expect(secondWasCancelled() == true, "the first child's cancellation was announced before the second child was cancelled")
+        first.removeObserver(observer, forKeyPath: "isCancelled")
+    }
 }
