@@ -27,7 +27,7 @@ public final class OperationRecorder: Sendable {
     private let grouping: Grouping
     private let state: RecorderState
 
-    /// A recorder; nothing is recorded until ``record(_:)``.
+    /// A recorder; nothing is recorded until `record(_:)`.
     public init(title: String, grouping: @escaping Grouping = OperationRecorder.groupByNameWithoutNumbers) {
         self.title = title
         self.grouping = grouping

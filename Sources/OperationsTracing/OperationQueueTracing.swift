@@ -16,7 +16,7 @@ import Tracing
 /// ```swift
 /// let tracing = OperationQueueTracing(queue)   // keep it: tracing stops when released
 /// ```
-/// - The `async` body of a ``TaskOperation`` (``AsyncBlockOperation``) runs with the span's
+/// - The `async` body of a `TaskOperation` (`AsyncBlockOperation`) runs with the span's
 ///   context current (`ServiceContext.current`), so spans it starts are children of it.
 /// - Note: Operations added before it began are not traced. A synchronous `main()` does not
 ///   run with the span's context current; ``context(of:)`` gives it to code that wants it.
