@@ -150,7 +150,7 @@ actor ServerHolder {
 public enum Tour {
     public static let chapters: [any Chapter.Type] = [
         PrinterChapter.self, BlocksChapter.self, FilterChapter.self, AsyncChapter.self, ChainChapter.self,
-        CancelChapter.self, GroupsChapter.self, ListChapter.self, QueueControlChapter.self,
+        CancelChapter.self, GroupsChapter.self, ListChapter.self, QueueControlChapter.self, CompositionChapter.self,
     ]
 
     public static func chapter(named name: String) -> (any Chapter.Type)? {

@@ -82,9 +82,10 @@ struct CancelCommand: ChapterCommand { typealias TheChapter = CancelChapter; @Op
 struct GroupsCommand: ChapterCommand { typealias TheChapter = GroupsChapter; @OptionGroup var options: TourOptions }
 struct ListCommand: ChapterCommand { typealias TheChapter = ListChapter; @OptionGroup var options: TourOptions }
 struct QueueControlCommand: ChapterCommand { typealias TheChapter = QueueControlChapter; @OptionGroup var options: TourOptions }
+struct CompositionCommand: ChapterCommand { typealias TheChapter = CompositionChapter; @OptionGroup var options: TourOptions }
 struct ScaleCommand: ChapterCommand { typealias TheChapter = ScaleChapter; @OptionGroup var options: TourOptions }
 
 let chapterCommands: [any ParsableCommand.Type] = [
     PrinterCommand.self, BlocksCommand.self, FilterCommand.self, AsyncCommand.self, ChainCommand.self,
-    CancelCommand.self, GroupsCommand.self, ListCommand.self, QueueControlCommand.self, ScaleCommand.self,
+    CancelCommand.self, GroupsCommand.self, ListCommand.self, QueueControlCommand.self, CompositionCommand.self, ScaleCommand.self,
 ]

@@ -197,6 +197,44 @@ struct TourChapterTests {
         #expect(result.lists["main"] == ["true", "true"])
     }
 
+    @Test("composition: GroupAdd and ImageProvider as groups, retry after 503s, sign-in condition, database category, list by key")
+    func composition() async throws {
+        let (result, _) = try await runChapter(CompositionChapter.self)
+        // GroupAdd: 40 typed children summing 0..<40,000.
+        #expect(result.numbers["sum parts"] == 40)
+        #expect(result.numbers["sum"] == Double((0..<40_000).reduce(0, +)))
+        // ImageProvider groups: the three fast images arrive; the held slow one's group is
+        // cancelled with its reason, which every child got too.
+        #expect(result.lists["group images delivered"] == ["0", "2", "3"])
+        #expect(result.numbers["slow group cancelled with its reason"] == 1)
+        #expect(result.numbers["slow group children cancelled with the same reason"] == 1)
+        // The flaky endpoint answers 503 twice: three attempts.
+        #expect(result.numbers["retry attempts"] == 3)
+        #expect(result.lists["retry statuses"] == ["503", "503", "200"])
+        // Two operations share one sign-in; the wrong password keeps the third from running.
+        #expect(result.numbers["sign-ins"] == 1)
+        #expect(result.lists["ran with an account"] == ["load messages", "load profile"])
+        #expect(result.numbers["refused without an account"] == 1)
+        // Readers share the database (the first two met inside), writers are alone.
+        #expect(result.numbers["first readers met"] == 1)
+        #expect(try #require(result.numbers["most readers at once"]) >= 2)
+        #expect(result.numbers["most writers at once"] == 1)
+        #expect(result.numbers["exclusivity violations"] == 0)
+        // The held slow row left and came back while in flight: it joined, one request.
+        #expect(result.numbers["list slow row joined"] == 1)
+        #expect(result.numbers["list slow row requests"] == 1)
+        #expect(try #require(result.numbers["list rows delivered"]) >= 1)
+        // Every group finished after its children (children first, always).
+        let operations = result.operations
+        for group in operations where group.queue == "composition" || group.queue == "list by key" {
+            let children = operations.filter { $0.queue == "\(group.name) children" }
+            guard let finished = group.finished else { continue }
+            #expect(children.allSatisfy { ($0.finished ?? .max) <= finished }, "\(group.name) finished before a child")
+        }
+        #expect(operations.contains { $0.queue == "retried download attempts" })
+        try checkTimelineFiles(result)
+    }
+
     @Test("scale (not in the tour's run): the same timeline at 10 and 1,000 operations")
     func scale() async throws {
         let (result, _) = try await runChapter(ScaleChapter.self)
