@@ -50,7 +50,16 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// Where the body's nonisolated code runs; nil for the global concurrent executor.
     var _preferredExecutor: (any TaskExecutor)? { nil }
 
+    /// Work that needs no task after all (a condition evaluator with no condition, only
+    /// categories to ask for): done here, synchronously, returning true; the operation
+    /// then finishes without a task.
+    func _finishesWithoutTask() -> Bool { false }
+
     override func _runWork() {
+        if _finishesWithoutTask() {
+            _finish(wasExecuting: true)
+            return
+        }
         let queue = _update { $0.queue }
         let onMain = queue === OperationQueue.main
         let priority = TaskPriority(_startQuality(queue: queue))

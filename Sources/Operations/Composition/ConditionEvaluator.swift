@@ -75,8 +75,23 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
                 return
             }
         }
-        // Asked for only now, with the dependencies done and the conditions held, so that
-        // a granted category is never held by an operation that still waits for another.
+        Self._acquire(exclusivity, for: guarded)
+    }
+
+    /// With no condition to evaluate, the categories are asked for at once, on the thread
+    /// that starts the evaluator: requests then come in the order the operations became
+    /// ready (a task per request would reach the lanes in a scrambled order).
+    override func _finishesWithoutTask() -> Bool {
+        let (guarded, hasConditions, exclusivity) = state.withLock { ($0.guarded, !$0.conditions.isEmpty, $0.exclusivity) }
+        guard !hasConditions else { return false }
+        if let guarded { Self._acquire(exclusivity, for: guarded) }
+        return true
+    }
+
+    /// Asks for the categories only now, with the dependencies done and the conditions
+    /// held, so that a granted category is never held by an operation that still waits
+    /// for another.
+    private static func _acquire(_ exclusivity: [String: ExclusivityMode], for guarded: Operation) {
         guard !exclusivity.isEmpty, !guarded.isCancelled else { return }
         let needs = exclusivity.sorted { $0.key < $1.key }.map { (category: $0.key, mode: $0.value) }
         ExclusivityManager.acquire(needs, for: guarded)

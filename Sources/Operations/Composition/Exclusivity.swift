@@ -23,7 +23,9 @@ extension Operation {
     /// conditions hold, and gets all of them at once (or waits for all): two operations
     /// with overlapping categories can never deadlock. Requests are granted first come,
     /// first served per category (a waiting exclusive request is not overtaken by later
-    /// shared ones). Waiting blocks no thread and holds no queue slot: the grant is a
+    /// shared ones). An operation asks when its queue starts it (its hidden evaluator):
+    /// without conditions, at once on that thread, so a serial queue's operations ask in
+    /// the order added; with conditions, when the last one holds. Waiting blocks no thread and holds no queue slot: the grant is a
     /// hidden dependency of the operation. It gives its categories back when it finishes.
     /// - Important: Like ``addCondition(_:)``, only before the operation is added to a
     ///   queue; an operation with categories runs from a queue, not by hand.

@@ -82,6 +82,40 @@ struct ExclusivityTests {
         #expect(Array(log().suffix(2)) == ["writer", "late reader"])
     }
 
+    /// Regression: an operation without conditions asked for its categories from a task
+    /// on one of the composition layer's four lanes, chosen round robin, so requests made
+    /// in one order reached the manager in another (a probe adding 20 operations of one
+    /// category to a default queue saw them run scrambled — 0, 4, 8, … — in 187 of 200
+    /// rounds). Now the request is made on the thread that starts the operation's
+    /// evaluator, in the order the queue starts them. Forced: every lane is kept busy by
+    /// conditions that wait on a gate; an operation with only a category must still run.
+    @Test("an operation with only categories asks for them at once, without waiting for the composition lanes")
+    func categoriesWithoutLanes() {
+        let category = unique("no-lanes")
+        let lanesBusy = Gate(), release = Gate()
+        let busy = Shared(0)
+        let blockers = (0..<4).map { _ in
+            let blocker = BlockOperation {}
+            blocker.addCondition(BlockCondition { _ in
+                if busy.update({ $0 += 1; return $0 }) == 4 { lanesBusy.open() }
+                release.wait()
+                return true
+            })
+            return blocker
+        }
+        let queue = OperationQueue()
+        queue.addOperations(blockers, waitUntilFinished: false)
+        // When other tests' jobs share the lanes, two blockers may wait on one lane: then
+        // fewer than four are busy and the check below is weaker, never wrong.
+        _ = lanesBusy.wait(timeout: 2)
+        let operation = BlockOperation {}
+        operation.addExclusivity(category)
+        queue.addOperation(operation)
+        #expect(eventually { operation.isFinished }, "the operation waited for a lane: \(operation.waitDescription)")
+        release.open(4)
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test("categories are acquired all at once: overlapping sets never deadlock, exclusivity never violated")
     func manyCategories() {
         let names = (0..<4).map { unique("c\($0)") }
