@@ -88,13 +88,45 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
         return true
     }
 
+    /// The categories the guarded operation holds while it runs.
+    var _exclusivity: [String: ExclusivityMode] { state.withLock { $0.exclusivity } }
+
     /// Asks for the categories only now, with the dependencies done and the conditions
     /// held, so that a granted category is never held by an operation that still waits
     /// for another.
+    ///
+    /// A category that an owner of the operation's queue holds (its group, or its retry,
+    /// at any level up) is asked for inside that owner's scope: the owner's children
+    /// contend for it among themselves, not with the owner, which holds it until they have
+    /// finished. Exclusive access inside an owner that only shares the category could
+    /// never be granted: the operation is cancelled with an ``ExclusivityError``.
     private static func _acquire(_ exclusivity: [String: ExclusivityMode], for guarded: Operation) {
         guard !exclusivity.isEmpty, !guarded.isCancelled else { return }
-        let needs = exclusivity.sorted { $0.key < $1.key }.map { (category: $0.key, mode: $0.value) }
-        ExclusivityManager.acquire(needs, for: guarded)
+        var needs: [(category: String, mode: ExclusivityMode)] = []
+        for (category, mode) in exclusivity {
+            guard let (owner, held) = _owner(holding: category, above: guarded) else {
+                needs.append((category, mode))
+                continue
+            }
+            if held == .shared, mode == .exclusive {
+                guarded.cancel(with: ExclusivityError(category: category, operation: guarded._misuseName, owner: owner._misuseName))
+                return
+            }
+            needs.append(("\(category)\u{1F}\(UInt(bitPattern: ObjectIdentifier(owner).hashValue))", mode))
+        }
+        needs.sort { $0.category < $1.category }
+        ExclusivityManager.acquire(needs, named: exclusivity.keys.sorted(), for: guarded)
+    }
+
+    /// The nearest owner of the queues above `operation` (its group, the group's group…)
+    /// that holds `category`, and how.
+    private static func _owner(holding category: String, above operation: Operation) -> (Operation, ExclusivityMode)? {
+        var queue = operation._update { $0.queue }
+        while let owned = queue as? OwnedOperationQueue, let owner = owned.owner {
+            if let held = owner._conditionEvaluator?._exclusivity[category] { return (owner, held) }
+            queue = owner._update { $0.queue }
+        }
+        return nil
     }
 
     /// An evaluator that is cancelled (a queue's `cancelAllOperations()`) never lets its

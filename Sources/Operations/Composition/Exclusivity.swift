@@ -36,3 +36,18 @@ extension Operation {
         evaluator._appendExclusivity(category, mode: mode)
     }
 }
+
+/// Why an operation was cancelled instead of waiting forever for a category: it asked for
+/// exclusive access inside a group (or retry) that holds the category only shared.
+public struct ExclusivityError: Error, CustomStringConvertible {
+    /// The category.
+    public var category: String
+    /// The operation that asked, as messages name it.
+    public var operation: String
+    /// The group or retry holding the category shared, as messages name it.
+    public var owner: String
+
+    public var description: String {
+        "\(operation) asks for exclusive access to \(category) inside \(owner), which holds it shared: it could never be granted"
+    }
+}

@@ -110,8 +110,10 @@ enum ExclusivityManager {
 
     /// Makes `operation` wait (a hidden dependency, no thread) until it holds every category
     /// in `needs`; released when it finishes.
-    static func acquire(_ needs: [(category: String, mode: ExclusivityMode)], for operation: Operation) {
-        let ticket = ExclusivityTicket(categories: needs.map(\.category), for: operation)
+    /// `needs` are keyed by scope (a category inside a group is a key of its own) and
+    /// sorted; `names` are the categories as the operation named them, for wait reasons.
+    static func acquire(_ needs: [(category: String, mode: ExclusivityMode)], named names: [String], for operation: Operation) {
+        let ticket = ExclusivityTicket(categories: names, for: operation)
         operation._addEdge(from: ticket, visible: false)
         let (id, granted) = state.withLock { $0.request(needs, ticket: ticket) }
         // Released once the operation has finished (also when it was cancelled while waiting).

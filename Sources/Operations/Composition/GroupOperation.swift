@@ -71,7 +71,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         self.failurePolicy = failurePolicy
         progress = Progress.discreteProgress(totalUnitCount: 0)
         super.init()
-        childQueue.group = self
+        childQueue.owner = self
         childQueue.isSuspended = true
         childQueue.name = "GroupOperation children"
         for operation in operations { addChild(operation) }
@@ -294,10 +294,17 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     }
 }
 
-/// The queue of a group's children: knows its group, so that a child's
-/// ``Operation/produceOperation(_:)`` joins the group.
-/// - Note: `@unchecked Sendable` (as its superclass): `group` is set once in the group's
+/// A queue that belongs to an operation (a group's children, a retry's attempts): the
+/// operations in it know their owner, so that a child's ``Operation/produceOperation(_:)``
+/// joins its group and a child's categories are scoped to an owner holding them.
+/// - Note: `@unchecked Sendable` (as its superclass): `owner` is set once in the owner's
 ///   `init`, before the queue is shared.
-package final class GroupChildQueue: OperationQueue, @unchecked Sendable {
-    weak var group: GroupOperation?
+package class OwnedOperationQueue: OperationQueue, @unchecked Sendable {
+    weak var owner: Operation?
+}
+
+/// The queue of a group's children.
+/// - Note: `@unchecked Sendable`: see ``OwnedOperationQueue``.
+package final class GroupChildQueue: OwnedOperationQueue, @unchecked Sendable {
+    var group: GroupOperation? { owner as? GroupOperation }
 }

@@ -36,7 +36,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
     private let sleep: @Sendable (Duration) async throws -> Void
     private let attempts = Locked<(count: Int, current: Operation?)>((0, nil))
     /// The queue the attempts run on (`package`: a recorder may watch it).
-    package let attemptQueue = OperationQueue()
+    package let attemptQueue = OwnedOperationQueue()
 
     init<C: Clock>(
         maximumAttempts: Int, strategy: RetryStrategy, clock: C,
@@ -55,6 +55,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
             Misuse.fail("\(_misuseName) was given at most \(maximumAttempts) attempts (maximumAttempts, or maximumRuns of a RepeatOperation); it must be at least 1")
         }
         attemptQueue.name = "RetryOperation attempts"
+        attemptQueue.owner = self
     }
 
     /// Retries typed attempts: `makeAttempt` is given the attempt's number (1 for the
