@@ -27,7 +27,7 @@ extension AsyncChapter {
             let operation = AsyncBlockOperation { () async throws -> Data in
                 inFlight.enter()
                 defer { inFlight.leave() }
-                let (data, response) = try await URLSession.shared.data(from: url)
+                let (data, response) = try await fetch(url)
                 if let http = response as? HTTPURLResponse, http.statusCode != 200 {
                     throw TourError.badResponse(url: url.absoluteString, reason: "HTTP \(http.statusCode)")
                 }

@@ -25,7 +25,7 @@ extension CompositionChapter {
             shouldRetry: { ($0 as? HTTPStatusError)?.status == 503 }
         ) { attempt in
             let download = AsyncBlockOperation<Data> {
-                let (data, response) = try await URLSession.shared.data(from: url)
+                let (data, response) = try await fetch(url)
                 let status = (response as? HTTPURLResponse)?.statusCode ?? 0
                 statuses.append(status)
                 guard status == 200 else { throw HTTPStatusError(status: status) }
