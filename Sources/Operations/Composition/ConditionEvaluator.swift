@@ -24,6 +24,9 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
         name = "conditions of \(operation._shortName)"
     }
 
+    /// Runs in its guarded operation's queue, unlisted.
+    override var _isHiddenMember: Bool { true }
+
     func _append(_ condition: any OperationCondition, dependency: Operation?) {
         state.withLock { state in
             state.conditions.append(condition)

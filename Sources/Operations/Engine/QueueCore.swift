@@ -320,7 +320,7 @@ extension QueueCore {
     /// it. Takes a place when it may.
     mutating func takePlace() -> Bool {
         if let capacity {
-            guard capacityWaiters.isEmpty, members.count + reservedPlaces < capacity else { return false }
+            guard capacityWaiters.isEmpty, members.visibleCount + reservedPlaces < capacity else { return false }
         }
         reservedPlaces += 1
         return true
@@ -342,7 +342,7 @@ extension QueueCore {
     mutating func producersToAdmit() -> [QueueWaiter] {
         var admitted: [QueueWaiter] = []
         let capacity = capacity ?? Int.max
-        while !capacityWaiters.isEmpty, members.count + reservedPlaces < capacity {
+        while !capacityWaiters.isEmpty, members.visibleCount + reservedPlaces < capacity {
             admitted.append(capacityWaiters.removeFirst())
             reservedPlaces += 1
         }

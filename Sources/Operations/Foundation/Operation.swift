@@ -186,6 +186,12 @@ open class Operation: NSObject, @unchecked Sendable {
     /// The work. The base implementation does nothing.
     open func main() {}
 
+    /// Whether the operation is the library's own helper in a queue (a condition
+    /// evaluator): the queue runs it and waits for it, but does not list it in
+    /// `operations`, count it, or count it against its capacity or progress. Constant for
+    /// an operation's life (the member count relies on it).
+    var _isHiddenMember: Bool { false }
+
     /// What `start()` does when it finds the operation cancelled (decided under the same
     /// lock as a start that runs): finish without running. A group first lets its
     /// children pass through its queue. Called without a lock held.

@@ -14,7 +14,7 @@ extension OperationQueue {
     /// Called (no lock held) when one of this queue's operations finished.
     final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
-        if leaves { _countProgress() }
+        if leaves, !operation._isHiddenMember { _countProgress() }
         let observed = leaves && _hasObservers
         if releasesSlot && leaves && !observed, WorkerContext.finishedHere(operation, queue: self) {
             return

@@ -165,10 +165,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// The operations that have not finished yet, in the order added.
     /// - Note: Racy by nature, as on Darwin, where it is deprecated.
-    open var operations: [Operation] { core.withLock { $0.members.all } }
+    open var operations: [Operation] { core.withLock { $0.members.visible } }
 
     /// The number of operations that have not finished yet.
-    open var operationCount: Int { core.withLock { $0.members.count } }
+    open var operationCount: Int { core.withLock { $0.members.visibleCount } }
 
     /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
     /// adds one completed unit.

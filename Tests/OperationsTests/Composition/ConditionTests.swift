@@ -242,6 +242,46 @@ struct ConditionTests {
             operation.addCondition(.noFailedDependencies)
         }.map { $0.standardErrorContent.containsText("\"queued\"", "addCondition") }.check()
     }
+
+    /// Regression: the hidden evaluator of an operation's conditions and categories was
+    /// listed in `operations`, counted in `operationCount` (two operations added, four
+    /// counted), in the queue's progress and against its `capacity`.
+    @Test("the hidden evaluators are not listed, counted, or counted in progress or capacity")
+    func evaluatorsHidden() async throws {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition { _ in true })
+        let categorised = BlockOperation {}
+        categorised.addExclusivity("hidden-\(UInt64.random(in: 0...UInt64.max))")
+        queue.progress.totalUnitCount = 2
+        queue.addOperations([guarded, categorised], waitUntilFinished: false)
+        #expect(queue.operationCount == 2)
+        #expect(queue.operations.count == 2 && queue.operations[0] === guarded && queue.operations[1] === categorised)
+        queue.isSuspended = false
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(queue.progress.completedUnitCount == 2)
+        #expect(queue.operationCount == 0)
+        // Capacity: room for two, both taken by the two operations (not by their evaluators).
+        let limited = OperationQueue()
+        limited.capacity = 2
+        limited.isSuspended = true
+        let first = BlockOperation {}
+        first.addCondition(BlockCondition { _ in true })
+        try await limited.enqueue(first)
+        let second = BlockOperation {}
+        let admitted = Shared(false)
+        let producer = Task {
+            try await limited.enqueue(second)
+            admitted.update { $0 = true }
+        }
+        let wasAdmitted = await eventuallyAsync { admitted() }
+        #expect(wasAdmitted, "the second producer waited: the evaluator took the place")
+        producer.cancel()
+        _ = try? await producer.value
+        limited.isSuspended = false
+        await limited.waitUntilAllOperationsAreFinished()
+    }
 }
 
 /// Blocks every thread of Swift's pool for background-priority tasks (Dispatch keeps a
