@@ -52,7 +52,7 @@ struct NestedExclusivityTests {
         #expect(firstIn.wait())
         queue.addOperation(outsider)
         #expect(eventually { outsider.waitReasons == [.exclusivity([category])] })
-        #expect(children[1...].allSatisfy { $0.waitReasons == [.exclusivity([category])] })
+        #expect(eventually { children[1...].allSatisfy { $0.waitReasons == [.exclusivity([category])] } }, "\(children.map(\.waitReasons))")
         release.open()
         outsider.waitUntilFinished()
         #expect(group.isFinished, "the outsider ran while the group held the category")
