@@ -26,6 +26,8 @@ public final class OperationRecorder: Sendable {
     private let title: String
     private let grouping: Grouping
     private let state: RecorderState
+    /// A test seam: runs between subscribing to a queue and looking at its operations.
+    package let _afterSubscribing = Locked<(@Sendable () -> Void)?>(nil)
 
     /// A recorder; nothing is recorded until `record(_:)`.
     public init(title: String, grouping: @escaping Grouping = OperationRecorder.groupByNameWithoutNumbers) {
@@ -55,17 +57,15 @@ public final class OperationRecorder: Sendable {
     private func record(_ queue: OperationQueue, name queueName: String) {
         let index = state.addQueue(queue, name: queueName)
         let subscription = queue.addEventHandler { [state] event in
-            if case .enqueued = event.kind {
-                state.enqueued(event.operation, queue: index, queueName: queueName, time: event.time)
-            } else {
-                state.record(event)
-            }
+            state.record(event, queue: index, queueName: queueName)
         }
         state.keep(subscription)
-        // After subscribing: an operation added meanwhile is recorded once (by its event).
+        _afterSubscribing.withLock { $0 }?()
+        // After subscribing: an operation that has an event meanwhile is entered once, by
+        // whichever comes first (an event, or this look at the queue).
         let now = DispatchTime.now().uptimeNanoseconds
         for operation in queue.operations {
-            state.enqueued(operation, queue: index, queueName: queueName, time: now)
+            state.found(operation, queue: index, queueName: queueName, time: now)
         }
     }
 

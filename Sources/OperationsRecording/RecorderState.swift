@@ -45,35 +45,46 @@ final class RecorderState: Sendable {
 
     /// An operation was added: only its time and identity are taken here (the queue's
     /// thread waits for this handler); its name and dependencies are read at ``stop(title:grouping:)``.
-    /// An operation enters a queue once in its life: a second report (its event and the
-    /// snapshot of a queue recorded while it was added) is ignored.
-    func enqueued(_ operation: Operation, queue: Int, queueName: String, time eventTime: UInt64) {
-        let time = time(eventTime)
-        state.withLock { state in
-            guard !state.isStopped, state.index[ObjectIdentifier(operation)] == nil else { return }
-            let id = state.entries.count
-            let recorded = Recording.Operation(
-                id: id, name: "", queue: queueName, queueIndex: queue, group: "", enqueued: time, started: nil, finished: nil,
-                cancelled: nil, outcome: .unfinished, dependencies: [])
-            state.index[ObjectIdentifier(operation)] = id
-            state.entries.append(Entry(operation: operation, recorded: recorded))
-            state.end = max(state.end, time)
-        }
-    }
-
-    func record(_ event: OperationEvent) {
+    /// An event of a recorded queue. The first event that names an operation makes its
+    /// entry (normally `.enqueued`; for one already in the queue when recording started,
+    /// whichever comes first, its time standing for the enqueueing); later ones set times.
+    /// Only a time and an identity are taken here (the queue's thread waits for this
+    /// handler); names and dependencies are read at ``stop(title:grouping:)``.
+    func record(_ event: OperationEvent, queue: Int, queueName: String) {
         let time = time(event.time)
         state.withLock { state in
-            guard !state.isStopped, let id = state.index[ObjectIdentifier(event.operation)] else { return }
+            guard !state.isStopped else { return }
+            let id = Self.entry(for: event.operation, queue: queue, queueName: queueName, time: time, in: &state)
             state.end = max(state.end, time)
             switch event.kind {
             case .enqueued: break
             case .started: state.entries[id].recorded.started = time
             case .cancelled: state.entries[id].recorded.cancelled = time
-            case .finished:
-                state.entries[id].recorded.finished = time
+            case .finished: state.entries[id].recorded.finished = time
             }
         }
+    }
+
+    /// An operation found in a queue when its recording started: entered unless an event
+    /// entered it already.
+    func found(_ operation: Operation, queue: Int, queueName: String, time eventTime: UInt64) {
+        let time = time(eventTime)
+        state.withLock { state in
+            guard !state.isStopped else { return }
+            _ = Self.entry(for: operation, queue: queue, queueName: queueName, time: time, in: &state)
+        }
+    }
+
+    private static func entry(for operation: Operation, queue: Int, queueName: String, time: UInt64, in state: inout State) -> Int {
+        if let id = state.index[ObjectIdentifier(operation)] { return id }
+        let id = state.entries.count
+        let recorded = Recording.Operation(
+            id: id, name: "", queue: queueName, queueIndex: queue, group: "", enqueued: time, started: nil, finished: nil,
+            cancelled: nil, outcome: .unfinished, dependencies: [])
+        state.index[ObjectIdentifier(operation)] = id
+        state.entries.append(Entry(operation: operation, recorded: recorded))
+        state.end = max(state.end, time)
+        return id
     }
 
     static func outcome(of operation: Operation) -> Recording.Outcome? {

@@ -57,3 +57,37 @@ struct NestedQueueTests {
         #expect(attempts.map(\.outcome) == [.failed(error: "Flaky()"), .failed(error: "Flaky()"), .succeeded])
     }
 }
+
+@Suite("Recording a queue that already has operations")
+struct RecordingStartTests {
+    /// Review finding: an operation already in the queue that finished between the
+    /// recorder subscribing and its look at the queue lost its finish (the event named an
+    /// operation not yet entered) and was entered afterwards as never finished. Forced: the
+    /// recorder's seam between the two lets the operation finish there.
+    @Test("an operation that finishes while recording starts is recorded as finished")
+    func finishesWhileRecordingStarts() {
+        let release = DispatchSemaphore(value: 0)
+        let running = DispatchSemaphore(value: 0)
+        let operation = BlockOperation {
+            running.signal()
+            release.wait()
+        }
+        operation.name = "already there"
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        running.wait()
+        let recorder = OperationRecorder(title: "start")
+        recorder._afterSubscribing.withLock { hook in
+            hook = {
+                release.signal()
+                operation.waitUntilFinished()
+            }
+        }
+        recorder.record(queue)
+        queue.waitUntilAllOperationsAreFinished()
+        let recording = recorder.stop()
+        let recorded = recording.operations.first { $0.name == "already there" }
+        #expect(recorded?.finished != nil, "recorded as never finished")
+        #expect(recorded?.outcome == .succeeded)
+    }
+}

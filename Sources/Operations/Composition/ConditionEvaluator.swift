@@ -88,6 +88,7 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
         let (guarded, hasConditions, exclusivity) = state.withLock { ($0.guarded, !$0.conditions.isEmpty, $0.exclusivity) }
         guard !hasConditions else { return false }
         if let guarded { Self._acquire(exclusivity, for: guarded) }
+        _deliver(())
         return true
     }
 

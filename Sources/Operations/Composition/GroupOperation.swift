@@ -13,8 +13,8 @@
 /// - The group finishes after its children, always: after their completion blocks, and for a
 ///   nested group, after the nested group's children.
 /// - Cancelling the group cancels every unfinished child with the same reason (see
-///   ``Operation/cancel(with:)``), newest first, and children added afterwards are
-///   cancelled as they join.
+///   ``Operation/cancel(with:)``), dependents before what they wait for, and children
+///   added afterwards are cancelled as they join.
 ///   A cancelled group still finishes only after its children.
 /// - A child that fails (or is cancelled with a reason while the group is not) fails the
 ///   group: ``errors`` keeps every such error in the order they happened, and the first is
@@ -190,6 +190,9 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// so a cancellation racing the start cannot skip this): the group opens its queue so
     /// that its (cancelled) children pass through, and finishes after them.
     override func _startCancelled() {
+        // `cancel()` makes the group ready before it reaches the children: a start in
+        // between cancels them itself (once: see `_cancelChildren`) before they can start.
+        _cancelChildren(reason: _update { $0.extras?.cancellationReason })
         if _open(cancelledStart: true) { _finishGroup(cancelledStart: true) }
     }
 
@@ -233,11 +236,13 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             guard !state.cancelledChildren else { return [] }
             state.cancelledChildren = true
             state.cancellationReason = reason
-            // Newest first, as `cancelAllOperations()`: a later stage is cancelled before
-            // the one it waits for, whose cancelled finish could otherwise start it.
-            return state.everyChild.reversed().filter { state.unfinished[ObjectIdentifier($0)] != nil }
+            return Array(state.unfinished.values)
         }
-        for child in children {
+        // Dependents before what they wait for (the dependency graph's topological
+        // positions, highest first), whatever the order added: a cancelled stage's finish
+        // must never find the stage after it not yet cancelled, ready to run.
+        let ordered = children.map { ($0, $0._position.load(ordering: .relaxed)) }.sorted { $0.1 > $1.1 }.map(\.0)
+        for child in ordered {
             if let reason { child.cancel(with: reason) } else { child.cancel() }
         }
     }

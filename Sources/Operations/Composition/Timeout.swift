@@ -22,8 +22,8 @@ extension Operation {
     /// so a group's timeout bounds them all). Several timeouts may be given; the first to
     /// expire wins.
     /// - Note: "Started" is the base `start()` beginning the work (subclasses that override
-    ///   `start()` call `super.start()`, as ``TaskOperation`` and ``GroupOperation`` do); a
-    ///   classic asynchronous subclass that never calls `super.start()` never starts the timer.
+    ///   `start()` call `super.start()`, as ``TaskOperation`` does); a classic asynchronous
+    ///   subclass that never calls `super.start()` never starts the timer.
     public func timeout<C: Clock>(after duration: C.Duration, clock: C) {
         let timer = TimeoutTimer()
         let description = "\(duration)"

@@ -98,7 +98,8 @@ struct ExclusivityTests {
             let blocker = BlockOperation {}
             blocker.addCondition(BlockCondition { _ in
                 if busy.update({ $0 += 1; return $0 }) == 4 { lanesBusy.open() }
-                release.wait()
+                // Longer than the check below: the lanes stay busy for all of it.
+                _ = release.wait(timeout: 600)
                 return true
             })
             return blocker

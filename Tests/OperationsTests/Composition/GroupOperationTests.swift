@@ -309,4 +309,61 @@ struct GroupOperationTests {
         #expect(secondWasCancelled() == true, "the first child's cancellation was announced before the second child was cancelled")
         first.removeObserver(observer, forKeyPath: "isCancelled")
     }
+
+    /// Review finding: `cancel()` makes the group ready before it cancels the children;
+    /// a start in between opened the children's queue with the children not yet
+    /// cancelled, and they ran their work inside a group reported cancelled. Forced: the
+    /// group waits in a suspended queue; an observer of its `isCancelled` (after the
+    /// change, before `cancel()` reaches the children) resumes the queue and waits until
+    /// the child has finished.
+    @Test("children of a group started while it is being cancelled are cancelled, never run")
+    func startedDuringCancel() {
+        let ran = Shared(false)
+        let child = BlockOperation { ran.update { $0 = true } }
+        let group = GroupOperation(operations: [child])
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(group)
+        let armed = Shared(true)
+        let observer = CallbackObserver { _, change in
+            guard !change.isPrior, takeOnce(armed) else { return }
+            queue.isSuspended = false
+            _ = eventually { child.isFinished }
+        }
+        group.addObserver(observer, forKeyPath: "isCancelled", options: [], context: nil)
+        group.cancel()
+        group.waitUntilFinished()
+        #expect(!armed(), "the hook did not fire")
+        #expect(!ran(), "the child ran its work inside a cancelled group")
+        #expect(child.isCancelled)
+        group.removeObserver(observer, forKeyPath: "isCancelled")
+    }
+
+    /// Review finding: "newest first" went by the order children were added; a later
+    /// stage added before the stage it waits for was cancelled after it, and the earlier
+    /// stage's cancelled finish could start it. Now dependents first, whatever the order
+    /// added. Forced: a `.prior` observer of the later stage's `isCancelled` looks at the
+    /// earlier stage when the later one's cancellation is announced.
+    @Test("cancelling a group cancels dependents before what they wait for, whatever the order added")
+    func cancelsDependentsFirst() {
+        let gate = BlockOperation {}   // never runs: the first stage waits for it
+        let first = BlockOperation {}
+        first.addDependency(gate)
+        let second = BlockOperation {}
+        second.addDependency(first)
+        let group = GroupOperation(operations: [second, first])
+        let firstWasCancelled = Shared<Bool?>(nil)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, firstWasCancelled() == nil else { return }
+            firstWasCancelled.update { $0 = first.isCancelled }
+        }
+        second.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        OperationQueue().addOperation(group)
+        #expect(eventually { first.waitReasons.contains { if case .dependency = $0 { true } else { false } } })
+        group.cancel()
+        group.waitUntilFinished()
+        #expect(firstWasCancelled() == false, "the earlier stage was cancelled before the stage that waits for it")
+        #expect(second.isCancelled)
+        second.removeObserver(observer, forKeyPath: "isCancelled")
+    }
 }

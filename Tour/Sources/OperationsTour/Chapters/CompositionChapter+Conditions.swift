@@ -147,8 +147,8 @@ extension CompositionChapter {
         }
         // The first two readers go in alone and meet inside (they hold the category
         // together); the writers and the other readers follow once they have. An operation
-        // asks for its categories once it is ready (conditions are checked on the library's
-        // lanes first), so across queues the requests need not come in the order added.
+        // asks for its categories when its queue starts it, so across three queues the
+        // requests need not come in the order added.
         let first: [(Operation, OperationQueue)] = [(reader(0), queues[0]), (reader(1), queues[1])]
         var rest: [(Operation, OperationQueue)] = []
         for index in 0..<3 {

@@ -26,7 +26,10 @@ extension CompositionChapter {
         func show(_ row: Int) {
             if let existing = groups[row], existing.isFinished, !existing.isCancelled { return }
             let operation = queue.addOperation(forKey: row) {
-                ImageGroup(index: row, url: server.url(ofImage: row), folder: context.output, prefix: "10-row")
+                let group = ImageGroup(index: row, url: server.url(ofImage: row), folder: context.output, prefix: "10-row")
+                // Recorded before it joins the queue: its children's starts are all seen.
+                recorder.record(group)
+                return group
             }
             guard let group = operation as? ImageGroup else { return }
             if groups[row] === group {
@@ -34,7 +37,6 @@ extension CompositionChapter {
                 queue.setQueuePriority(.normal, forKey: row)
             } else {
                 groups[row] = group
-                recorder.record(group)
             }
         }
 
