@@ -58,7 +58,13 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
             }
             if idle { joining.append(operation) }
         }
-        queue.addOperations(joining + [self], waitUntilFinished: false)
+        // In a group, they join it as children: cancelled with it, finished before it.
+        if let group = (queue as? GroupChildQueue)?.group {
+            for operation in joining { group._addContributed(operation) }
+            queue.addOperations([self], waitUntilFinished: false)
+        } else {
+            queue.addOperations(joining + [self], waitUntilFinished: false)
+        }
     }
 
     /// Conditions are evaluated on lanes of their own, not on Swift's cooperative pool: a

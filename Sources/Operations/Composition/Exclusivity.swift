@@ -31,7 +31,7 @@ extension Operation {
     ///   queue; an operation with categories runs from a queue, not by hand.
     public func addExclusivity(_ category: String, mode: ExclusivityMode = .exclusive) {
         guard let evaluator = _conditionEvaluatorForAdding() else {
-            Misuse.fail("addExclusivity: \(_misuseName) is in a queue, executing or finished; add categories before adding it to a queue")
+            Misuse.fail("addExclusivity: \(_misuseName) is in a queue\(_groupClause), executing or finished; add categories before adding it to a queue (or to a group)")
         }
         evaluator._appendExclusivity(category, mode: mode)
     }

@@ -87,6 +87,17 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     ///   finished and which is finishing) is a programmer error, as is a child that is in a
     ///   queue already, executing or finished.
     open func addChild(_ operation: Operation, weight: Int64 = 1) {
+        _addChild(operation, weight: weight, announcesProduced: true)
+    }
+
+    /// An operation a child's condition contributes (a "sign in"): a child like the
+    /// others (cancelled with the group, finished before it), adding no unit of progress
+    /// and not announced as produced.
+    final func _addContributed(_ operation: Operation) {
+        _addChild(operation, weight: 0, announcesProduced: false)
+    }
+
+    private func _addChild(_ operation: Operation, weight: Int64, announcesProduced: Bool) {
         if weight < 0 {
             Misuse.fail("addChild: the weight of \(operation._misuseName) in \(_misuseName) is \(weight); it must be at least 0")
         }
@@ -111,7 +122,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
         childQueue.addOperation(operation)
-        if admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
+        if announcesProduced, admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
     }
 
     /// Adds several children (see ``addChild(_:weight:)``).
@@ -248,6 +259,9 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     }
 
     private func _childFinished(_ identity: ObjectIdentifier, outcome: Outcome, weight: Int64) {
+        // Counted before the child leaves the count below: whichever child finishes the
+        // group, every child's unit is in the progress by then.
+        _incrementProgressCompleted(by: weight)
         let (finishes, cancelledStart, failFastReason) = state.withLock { state -> (Bool, Bool, (any Error)?) in
             state.unfinished[identity] = nil
             state.pendingCount -= 1
@@ -268,7 +282,6 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             state.stage = .closed
             return (true, cancelledStart, failFast)
         }
-        _incrementProgressCompleted(by: weight)
         if let failFastReason { _cancelChildren(reason: failFastReason) }
         if finishes { _finishGroup(cancelledStart: cancelledStart) }
     }
@@ -296,6 +309,14 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         #else
         progress._incrementCompletedUnitCount(by: weight)
         #endif
+    }
+}
+
+extension Operation {
+    /// " (a child of group "name")" when the operation is in a group's queue, for messages.
+    var _groupClause: String {
+        guard let group = (_update { $0.queue } as? GroupChildQueue)?.group else { return "" }
+        return " (a child of \(group._misuseName))"
     }
 }
 

@@ -54,7 +54,7 @@ extension Operation {
     ///   conditions (they are evaluated on its queue).
     public func addCondition(_ condition: some OperationCondition) {
         guard let evaluator = _conditionEvaluatorForAdding() else {
-            Misuse.fail("addCondition: \(_misuseName) is in a queue, executing or finished; add conditions before adding it to a queue")
+            Misuse.fail("addCondition: \(_misuseName) is in a queue\(_groupClause), executing or finished; add conditions before adding it to a queue (or to a group)")
         }
         evaluator._append(condition, dependency: condition.dependency(for: self))
     }

@@ -17,6 +17,18 @@ extension Operation {
         /// It reported an error.
         case failed(any Error)
 
+        /// Whether the operation succeeded.
+        public var isSucceeded: Bool {
+            if case .succeeded = self { return true }
+            return false
+        }
+
+        /// Whether the operation failed (reported an error; not cancelled).
+        public var isFailed: Bool {
+            if case .failed = self { return true }
+            return false
+        }
+
         /// Whether the operation was cancelled.
         public var isCancelled: Bool {
             if case .cancelled = self { return true }

@@ -366,4 +366,87 @@ struct GroupOperationTests {
         #expect(second.isCancelled)
         second.removeObserver(observer, forKeyPath: "isCancelled")
     }
+
+    /// New-user finding: an operation a child's condition contributes (a "sign in") was
+    /// added to the group's queue but not made a child: the group's cancellation did not
+    /// reach it, and the group finished while it still ran. Now it joins as a child
+    /// (weight 0: it adds no unit to the group's progress). Deterministic: the contributed
+    /// operation is held on a gate while the group is cancelled and its guarded child
+    /// finishes.
+    @Test("an operation a child's condition contributes is a child: cancelled with the group, finished before it")
+    func contributedOperationsAreChildren() {
+        let started = Gate(), release = Gate()
+        let signIn = BlockOperation {
+            started.open()
+            release.wait()
+        }
+        signIn.name = "sign in"
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        let group = GroupOperation(operations: [guarded])
+        OperationQueue().addOperation(group)
+        #expect(started.wait())
+        group.cancel(with: TestError(code: 9))
+        #expect(eventually { guarded.isFinished })
+        #expect(signIn.isCancelled, "the group's cancellation did not reach the contributed operation")
+        #expect(!group.isFinished, "the group finished while the contributed operation still ran")
+        #expect(group.children.contains { $0 === signIn })
+        release.open()
+        group.waitUntilFinished()
+        #expect(signIn.isFinished)
+        #expect(group.progress.totalUnitCount == 1)
+    }
+
+    /// New-user finding: a group's progress could read 3 of 4 when the group finished (in
+    /// about 0.5% of runs): a child counted its unit after the decision that the last
+    /// child had finished. Forced: a `.prior` observer of the group's `completedUnitCount`
+    /// holds the first child's count back until the other child has finished (or the
+    /// group has, which must not happen first).
+    @Test("a group's progress is complete when it finishes")
+    func progressCompleteAtFinish() {
+        let releaseSecond = Gate()
+        let first = BlockOperation {}
+        let second = BlockOperation { releaseSecond.wait() }
+        let group = GroupOperation(operations: [first, second])
+        let atFinish = Shared<Int64?>(nil)
+        group.completionBlock = { atFinish.update { $0 = group.progress.completedUnitCount } }
+        let armed = Shared(true)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, takeOnce(armed) else { return }
+            releaseSecond.open()
+            // The group must not finish meanwhile; bounded, and only a weaker check if
+            // the machine is too slow to finish it within the bound.
+            _ = eventually(timeout: 2) { group.isFinished }
+        }
+        group.progress.addObserver(observer, forKeyPath: "completedUnitCount", options: [.prior], context: nil)
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(eventually { atFinish() != nil })
+        #expect(atFinish() == 2, "the group finished with \(atFinish().map(String.init) ?? "?") of 2 units counted")
+        group.progress.removeObserver(observer, forKeyPath: "completedUnitCount")
+    }
+
+    @Test("a condition added to a child after it joined its group stops with a message naming the group")
+    func conditionAfterJoining() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let child = BlockOperation {}
+            child.name = "late child"
+            let group = GroupOperation(operations: [child])
+            group.name = "the group"
+            child.addCondition(.noFailedDependencies)
+        }.map { $0.standardErrorContent.containsText("\"late child\"", "\"the group\"", "addCondition") }.check()
+    }
+
+    @Test("Outcome says succeeded, failed or cancelled")
+    func outcomeKinds() {
+        let succeeded = BlockOperation {}
+        let failed = ValueBlockOperation<Int> { throw TestError(code: 1) }
+        let cancelled = BlockOperation {}
+        cancelled.cancel()
+        let queue = OperationQueue()
+        queue.addOperations([succeeded, failed, cancelled], waitUntilFinished: true)
+        #expect(succeeded.outcome?.isSucceeded == true && succeeded.outcome?.isFailed == false)
+        #expect(failed.outcome?.isFailed == true && failed.outcome?.isSucceeded == false)
+        #expect(cancelled.outcome?.isCancelled == true && cancelled.outcome?.isSucceeded == false && cancelled.outcome?.isFailed == false)
+    }
 }
