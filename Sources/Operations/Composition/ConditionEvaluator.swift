@@ -42,6 +42,20 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
         }
     }
 
+    /// The contributed operations that are in no queue yet.
+    func _idleContributed() -> [Operation] {
+        let contributed = state.withLock { $0.contributed }
+        var idle: [Operation] = []
+        for operation in contributed where !idle.contains(where: { $0 === operation }) {
+            let isIdle = operation._update { state in
+                if case .idle = state.phase, state.queue == nil { return true }
+                return false
+            }
+            if isIdle { idle.append(operation) }
+        }
+        return idle
+    }
+
     /// Joins `queue` with the contributed operations that are in no queue yet; once.
     func _schedule(on queue: OperationQueue) {
         let contributed = state.withLock { state -> [Operation]? in
@@ -49,18 +63,13 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
             state.isScheduled = true
             return state.contributed
         }
-        guard let contributed else { return }
-        var joining: [Operation] = []
-        for operation in contributed where !joining.contains(where: { $0 === operation }) {
-            let idle = operation._update { state in
-                if case .idle = state.phase, state.queue == nil { return true }
-                return false
-            }
-            if idle { joining.append(operation) }
-        }
-        // In a group, they join it as children: cancelled with it, finished before it.
+        guard contributed != nil else { return }
+        let joining = _idleContributed()
+        // In a group, they joined it as children before the guarded child did (see
+        // `GroupOperation.addChild`); one still idle joins now, unless the group has
+        // finished its children, the guarded one among them: then nobody needs them.
         if let group = (queue as? GroupChildQueue)?.group {
-            for operation in joining { group._addContributed(operation) }
+            for operation in joining where !group._addContributed(operation) { return }
             queue.addOperations([self], waitUntilFinished: false)
         } else {
             queue.addOperations(joining + [self], waitUntilFinished: false)

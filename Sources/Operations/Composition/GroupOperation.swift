@@ -91,13 +91,16 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     }
 
     /// An operation a child's condition contributes (a "sign in"): a child like the
-    /// others (cancelled with the group, finished before it), adding no unit of progress
-    /// and not announced as produced.
-    final func _addContributed(_ operation: Operation) {
-        _addChild(operation, weight: 0, announcesProduced: false)
+    /// others (cancelled with the group, finished before it), adding no unit of progress,
+    /// not announced as produced, and whose failure is its condition's to judge, not the
+    /// group's. False when the group has finished its children (nobody in it needs it).
+    @discardableResult
+    final func _addContributed(_ operation: Operation) -> Bool {
+        _addChild(operation, weight: 0, announcesProduced: false, contributed: true)
     }
 
-    private func _addChild(_ operation: Operation, weight: Int64, announcesProduced: Bool) {
+    @discardableResult
+    private func _addChild(_ operation: Operation, weight: Int64, announcesProduced: Bool, contributed: Bool = false) -> Bool {
         if weight < 0 {
             Misuse.fail("addChild: the weight of \(operation._misuseName) in \(_misuseName) is \(weight); it must be at least 0")
         }
@@ -112,17 +115,24 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             return (true, state.cancelledChildren ? .some(state.cancellationReason) : nil, running)
         }
         guard admission.admitted else {
+            if contributed { return false }
             Misuse.fail("addChild: \(_misuseName) has finished its children (it is finishing or finished); \(operation._misuseName) cannot join it")
         }
         _incrementProgressTotal(by: weight)
         operation._onFinish { [weak self] outcome in
-            self?._childFinished(identity, outcome: outcome, weight: weight)
+            self?._childFinished(identity, outcome: contributed ? .succeeded : outcome, weight: weight)
         }
         if let cancel = admission.cancelWith {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
+        // The operations its conditions contribute join first: the group counts them
+        // before this child can run (and finish) in its queue.
+        if let evaluator = operation._conditionEvaluator {
+            for prerequisite in evaluator._idleContributed() { _addContributed(prerequisite) }
+        }
         childQueue.addOperation(operation)
         if announcesProduced, admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
+        return true
     }
 
     /// Adds several children (see ``addChild(_:weight:)``).
@@ -203,7 +213,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     override func _startCancelled() {
         // `cancel()` makes the group ready before it reaches the children: a start in
         // between cancels them itself (once: see `_cancelChildren`) before they can start.
-        _cancelChildren(reason: _update { $0.extras?.cancellationReason })
+        _cancelChildren(reason: _update { $0.extras?.cancellationReason }, again: true)
         if _open(cancelledStart: true) { _finishGroup(cancelledStart: true) }
     }
 
@@ -242,12 +252,18 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         _cancelChildren(reason: reason)
     }
 
-    private func _cancelChildren(reason: (any Error)?) {
-        let children = state.withLock { state -> [Operation] in
-            guard !state.cancelledChildren else { return [] }
+    /// Cancels the unfinished children, once; `again` cancels them all even when a
+    /// cancellation is already under way on another thread (cancelling twice is harmless):
+    /// a cancelled start must not open the queue before every child is cancelled.
+    private func _cancelChildren(reason: (any Error)?, again: Bool = false) {
+        let (children, reason) = state.withLock { state -> ([Operation], (any Error)?) in
+            if state.cancelledChildren {
+                guard again else { return ([], nil) }
+                return (Array(state.unfinished.values), state.cancellationReason)
+            }
             state.cancelledChildren = true
             state.cancellationReason = reason
-            return Array(state.unfinished.values)
+            return (Array(state.unfinished.values), reason)
         }
         // Dependents before what they wait for (the dependency graph's topological
         // positions, highest first), whatever the order added: a cancelled stage's finish

@@ -91,8 +91,26 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
     /// How many attempts were made so far.
     public var attemptCount: Int { attempts.withLock { $0.count } }
 
-    /// Runs attempts until one decides; see the type's description.
+    /// Runs attempts until one decides; see the type's description. Finishes only once
+    /// everything in its attempts' queue has (an attempt's condition may have contributed
+    /// an operation there): nothing it started outlives it.
     open override func run() async throws -> Success {
+        do {
+            let value = try await _runAttempts()
+            await _attemptQueueFinished()
+            return value
+        } catch {
+            await _attemptQueueFinished()
+            throw error
+        }
+    }
+
+    /// Waits, whatever the task's cancellation, until the attempts' queue is empty.
+    private func _attemptQueueFinished() async {
+        for operation in attemptQueue.operations { _ = await operation._finishedOutcome() }
+    }
+
+    private func _runAttempts() async throws -> Success {
         if !attemptQueue._isQualityOfServiceSet {
             attemptQueue.qualityOfService = _update { $0.threadQuality } ?? .default
         }
@@ -140,9 +158,11 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
         super.cancel()
         guard isCancelled else { return }
         let reason = _update { $0.extras?.cancellationReason }
+        // The running attempt, and anything its conditions contributed to the queue.
         let current = attempts.withLock { $0.current }
-        guard let current else { return }
-        if let reason { current.cancel(with: reason) } else { current.cancel() }
+        for operation in ([current].compactMap { $0 } + attemptQueue.operations) {
+            if let reason { operation.cancel(with: reason) } else { operation.cancel() }
+        }
     }
 }
 

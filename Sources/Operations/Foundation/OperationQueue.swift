@@ -155,7 +155,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             }
             let refusal: String? = core.withLock { state in
                 if state.isMain { return "the main queue's underlyingQueue cannot be changed" }
-                if state.members.count > 0 { return "it has \(state.members.count) operations; set it only while the queue is empty" }
+                if state.members.visibleCount > 0 { return "it has \(state.members.visibleCount) operations; set it only while the queue is empty" }
                 state.underlyingQueue = newValue
                 return nil
             }
@@ -204,7 +204,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         }
         guard let semaphore else { return }
         var report = StallReport(call: .waitUntilAllOperationsAreFinished(self))
-        report.wait(on: semaphore) { operations }
+        // Every member, the hidden evaluators too: a wait held up by one names it.
+        report.wait(on: semaphore) { self.core.withLock { $0.members.all } }
     }
 
     /// Changes the state under the lock, announcing `key` around it, and starts workers

@@ -1,0 +1,138 @@
+import Operations
+import Testing
+
+/// A child whose first `cancel()` stops inside, after the base cancel, until released.
+private final class SlowCancel: BlockOperation, @unchecked Sendable {
+    // `@unchecked Sendable`: the gates and the flag are Sendable; nothing else is stored.
+    let inCancel = Gate(), proceed = Gate()
+    let first = Shared(true)
+    override func cancel() {
+        super.cancel()
+        if takeOnce(first) {
+            inCancel.open()
+            _ = proceed.wait()
+        }
+    }
+}
+
+/// Findings of the second review of the composition fixes, each forced.
+@Suite("Composition: second review", .timeLimit(.minutes(1)))
+struct CompositionReviewTests {
+    /// F1: `cancel()` takes the children under the group's lock and cancels them after
+    /// it; a start in between found "already being cancelled", cancelled nobody and opened
+    /// the queue, so a child not reached yet ran. Forced: the first child cancelled (the
+    /// newest) stops inside its `cancel()` while the suspended queue is resumed.
+    @Test("a group started while another thread is still cancelling its children runs none of them")
+    func startDuringChildCancellation() {
+        let ran = Shared(false)
+        let victim = BlockOperation { ran.update { $0 = true } }
+        let slow = SlowCancel()
+        let group = GroupOperation(operations: [victim, slow])
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(group)
+        let cancelled = Gate()
+        Thread.detachNewThread {
+            group.cancel()
+            cancelled.open()
+        }
+        #expect(slow.inCancel.wait())
+        queue.isSuspended = false
+        #expect(eventually { victim.isFinished })
+        slow.proceed.open()
+        #expect(cancelled.wait())
+        group.waitUntilFinished()
+        #expect(!ran(), "a child ran inside a cancelled group")
+        #expect(victim.isCancelled)
+    }
+
+    /// F2: the operations a child's conditions contribute joined the group after the child
+    /// was in the group's queue; a cancelled child could finish (and close the group)
+    /// first, and the late join trapped. Now they join before the child enters the queue.
+    /// Forced: an observer of the group queue's `operationCount` looks when the child
+    /// enters.
+    @Test("the operations a child's conditions contribute join the group before the child enters its queue")
+    func contributedJoinFirst() {
+        let signIn = BlockOperation {}
+        let child = BlockOperation {}
+        child.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        let group = GroupOperation()
+        let seen = Shared<Bool?>(nil)
+        let observer = CallbackObserver { _, change in
+            guard !change.isPrior, seen() == nil, group.childQueue.operations.contains(where: { $0 === child }) else { return }
+            seen.update { $0 = group.children.contains { $0 === signIn } }
+        }
+        group.childQueue.addObserver(observer, forKeyPath: "operationCount", options: [], context: nil)
+        group.addChild(child)
+        group.childQueue.removeObserver(observer, forKeyPath: "operationCount")
+        #expect(seen() == true, "the child was in the queue before its contributed operation joined the group")
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(signIn.isFinished && child.isFinished)
+    }
+
+    /// F5: a contributed operation that fails is its condition's business (a condition
+    /// may accept stale data); it no longer fails the group.
+    @Test("a contributed operation's failure does not fail the group; the condition decides")
+    func contributedFailureIsTheConditions() {
+        let refresh = ValueBlockOperation<Int> { throw TestError(code: 7) }
+        let child = BlockOperation {}
+        child.addCondition(BlockCondition(dependency: { _ in refresh }) { _ in true })
+        let group = GroupOperation(operations: [child])
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(refresh.outcome?.isFailed == true)
+        #expect(child.outcome?.isSucceeded == true)
+        #expect(group.outcome?.isSucceeded == true, "\(String(describing: group.outcome))")
+    }
+
+    /// F3: a retry finished when its attempt did, while an operation the attempt's
+    /// condition contributed still ran (holding a category scoped to the retry). Now the
+    /// retry cancels and waits for everything in its attempts' queue. Deterministic: the
+    /// contributed operation is held on a gate.
+    @Test("a retry finishes after what its attempts' conditions contributed, and cancels it with itself")
+    func retryWaitsForContributed() async {
+        let started = AsyncGate(), release = Gate()
+        let prerequisite = BlockOperation {
+            started.open()
+            _ = release.wait()
+        }
+        let retry = RetryOperation<Int>(maximumAttempts: 1) { _ in
+            let attempt = ValueBlockOperation<Int> { 1 }
+            attempt.addCondition(BlockCondition(dependency: { _ in prerequisite }) { _ in true })
+            return attempt
+        }
+        OperationQueue().addOperation(retry)
+        await started.wait()
+        retry.cancel()
+        #expect(prerequisite.isCancelled)
+        let finishedEarly = await eventuallyAsync(timeout: 1) { retry.isFinished }
+        #expect(!finishedEarly, "the retry finished while the contributed operation ran")
+        release.open()
+        await retry.waitUntilFinished()
+        #expect(prerequisite.isFinished)
+    }
+
+    /// F6: with only a hidden evaluator left (a cancelled operation whose condition is
+    /// still being evaluated), the queue lists and counts nothing, and its
+    /// `underlyingQueue` may be set as for an empty queue.
+    @Test("a queue whose only members are hidden evaluators counts as empty for underlyingQueue")
+    func underlyingQueueWithHiddenMembers() async {
+        let evaluating = AsyncGate(), release = AsyncGate()
+        let operation = BlockOperation {}
+        operation.addCondition(BlockCondition { _ in
+            evaluating.open()
+            await release.wait()
+            return true
+        })
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        await evaluating.wait()
+        operation.cancel()
+        await operation.waitUntilFinished()
+        #expect(queue.operationCount == 0)
+        queue.underlyingQueue = DispatchQueue(label: "later")
+        release.open()
+        await queue.waitUntilAllOperationsAreFinished()
+    }
+}
