@@ -134,7 +134,19 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
             needs.append(("\(category)\u{1F}\(UInt(bitPattern: ObjectIdentifier(owner).hashValue))", mode))
         }
         needs.sort { $0.category < $1.category }
-        ExclusivityManager.acquire(needs, named: exclusivity.keys.sorted(), for: guarded)
+        ExclusivityManager.acquire(
+            needs, named: exclusivity.keys.sorted(), insideHolder: _isInsideHolder(guarded), for: guarded)
+    }
+
+    /// Whether an owner of the queues above `operation` holds categories: then requests
+    /// waiting in line may be waiting for that owner, which waits for `operation`.
+    private static func _isInsideHolder(_ operation: Operation) -> Bool {
+        var queue = operation._update { $0.queue }
+        while let owned = queue as? OwnedOperationQueue, let owner = owned.owner {
+            if let held = owner._conditionEvaluator?._exclusivity, !held.isEmpty { return true }
+            queue = owner._update { $0.queue }
+        }
+        return false
     }
 
     /// The nearest owner of the queues above `operation` (its group, the group's group…)

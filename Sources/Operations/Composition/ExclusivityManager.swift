@@ -13,6 +13,10 @@ struct ExclusivityState {
         /// Sorted by category name, one entry per category (exclusive wins over shared).
         var needs: [(category: String, mode: ExclusivityMode)]
         var ticket: Operation
+        /// Made from inside a group (or retry) that holds categories: granted as soon as
+        /// its categories are free, not behind the line, whose earlier requests may be
+        /// waiting for that very group (which waits for this one).
+        var insideHolder = false
     }
 
     var nextID: UInt64 = 0
@@ -29,13 +33,19 @@ struct ExclusivityState {
     /// How many waiting requests name each category: a grant pass stops once every such
     /// category is blocked, so a long line costs little per release.
     var waitingPerCategory: [String: Int] = [:]
+    /// How many waiting requests are `insideHolder`: while any is, a grant pass reads the
+    /// whole line.
+    var waitingInsideHolders = 0
 
     /// A request arrives; returns its id and the tickets granted now (its own, if it is).
-    mutating func request(_ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation) -> (UInt64, [Operation]) {
+    mutating func request(
+        _ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation, insideHolder: Bool = false
+    ) -> (UInt64, [Operation]) {
         nextID += 1
-        waiting[nextID] = Request(id: nextID, needs: needs, ticket: ticket)
+        waiting[nextID] = Request(id: nextID, needs: needs, ticket: ticket, insideHolder: insideHolder)
         line.append(nextID)
         for need in needs { waitingPerCategory[need.category, default: 0] += 1 }
+        if insideHolder { waitingInsideHolders += 1 }
         return (nextID, grant())
     }
 
@@ -62,13 +72,13 @@ struct ExclusivityState {
         var blocked: Set<String> = []
         var tickets: [Operation] = []
         var index = head
-        while index < line.count, blocked.count < waitingPerCategory.count {
+        while index < line.count, blocked.count < waitingPerCategory.count || waitingInsideHolders > 0 {
             guard let request = waiting[line[index]] else {
                 index += 1
                 continue
             }
             let grantable = request.needs.allSatisfy { need in
-                guard !blocked.contains(need.category) else { return false }
+                guard request.insideHolder || !blocked.contains(need.category) else { return false }
                 guard let holding = holdings[need.category] else { return true }
                 return need.mode == .shared && !holding.exclusive
             }
@@ -97,6 +107,7 @@ struct ExclusivityState {
     }
 
     private mutating func leaveLine(_ request: Request) {
+        if request.insideHolder { waitingInsideHolders -= 1 }
         for need in request.needs {
             let left = waitingPerCategory[need.category, default: 1] - 1
             waitingPerCategory[need.category] = left > 0 ? left : nil
@@ -112,10 +123,12 @@ enum ExclusivityManager {
     /// in `needs`; released when it finishes.
     /// `needs` are keyed by scope (a category inside a group is a key of its own) and
     /// sorted; `names` are the categories as the operation named them, for wait reasons.
-    static func acquire(_ needs: [(category: String, mode: ExclusivityMode)], named names: [String], for operation: Operation) {
+    static func acquire(
+        _ needs: [(category: String, mode: ExclusivityMode)], named names: [String], insideHolder: Bool, for operation: Operation
+    ) {
         let ticket = ExclusivityTicket(categories: names, for: operation)
         operation._addEdge(from: ticket, visible: false)
-        let (id, granted) = state.withLock { $0.request(needs, ticket: ticket) }
+        let (id, granted) = state.withLock { $0.request(needs, ticket: ticket, insideHolder: insideHolder) }
         // Released once the operation has finished (also when it was cancelled while waiting).
         operation._onFinish { _ in
             let next = state.withLock { $0.release(id) }

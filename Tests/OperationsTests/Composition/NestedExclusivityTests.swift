@@ -121,4 +121,35 @@ struct NestedExclusivityTests {
         OperationQueue().addOperation(retry)
         #expect(try await retry.value == 1)
     }
+
+    /// Second review, F4: a group held "a"; an outsider waited for "a" and "b"; the group's
+    /// child asked for "b" and queued behind the outsider (first come, first served), which
+    /// waited for the group: a deadlock. A request from inside an owner that holds
+    /// categories now looks only at who holds what, not at the line. Forced: the child
+    /// asks only once the outsider waits (it depends on a sibling held on a gate until then).
+    @Test("a child asking for another category is not queued behind an outsider waiting for its group")
+    func childNotBehindOutsider() {
+        let a = unique("a"), b = unique("b")
+        let outsider = BlockOperation {}
+        outsider.addExclusivity(a)
+        outsider.addExclusivity(b)
+        let outsiderWaits = Gate()
+        let opener = BlockOperation { _ = outsiderWaits.wait() }
+        let child = BlockOperation {}
+        child.addExclusivity(b)
+        child.addDependency(opener)
+        let group = GroupOperation(operations: [opener, child])
+        group.addExclusivity(a)
+        let queue = OperationQueue()
+        queue.addOperation(group)
+        #expect(eventually { opener.isExecuting })
+        queue.addOperation(outsider)
+        #expect(eventually { outsider.waitReasons == [.exclusivity([a, b].sorted())] }, "\(outsider.waitReasons)")
+        outsiderWaits.open()
+        let childRan = eventually { child.isFinished }
+        #expect(childRan, "the child waits behind the outsider: \(child.waitDescription)")
+        if !childRan { outsider.cancel() }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(outsider.isFinished && group.isFinished)
+    }
 }
