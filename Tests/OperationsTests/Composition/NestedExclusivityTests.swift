@@ -30,14 +30,14 @@ struct NestedExclusivityTests {
         let category = unique("database")
         let inside = Shared(0), most = Shared(0)
         let firstIn = Gate(), release = Gate()
-        let children = (0..<4).map { index in
+        // Whichever child enters first holds the others back until released; each one
+        // then waits for the release in turn.
+        let children = (0..<4).map { _ in
             let child = BlockOperation {
                 let now = inside.update { $0 += 1; return $0 }
                 most.update { $0 = max($0, now) }
-                if index == 0 {
-                    firstIn.open()
-                    release.wait()
-                }
+                firstIn.open()
+                _ = release.wait()
                 inside.update { $0 -= 1 }
             }
             child.addExclusivity(category)
@@ -52,8 +52,8 @@ struct NestedExclusivityTests {
         #expect(firstIn.wait())
         queue.addOperation(outsider)
         #expect(eventually { outsider.waitReasons == [.exclusivity([category])] })
-        #expect(eventually { children[1...].allSatisfy { $0.waitReasons == [.exclusivity([category])] } }, "\(children.map(\.waitReasons))")
-        release.open()
+        #expect(eventually { children.filter { !$0.isExecuting }.allSatisfy { $0.waitReasons == [.exclusivity([category])] } }, "\(children.map(\.waitReasons))")
+        release.open(4)
         outsider.waitUntilFinished()
         #expect(group.isFinished, "the outsider ran while the group held the category")
         #expect(most() == 1)
