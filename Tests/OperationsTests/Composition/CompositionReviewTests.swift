@@ -10,7 +10,7 @@ private final class SlowCancel: BlockOperation, @unchecked Sendable {
         super.cancel()
         if takeOnce(first) {
             inCancel.open()
-            _ = proceed.wait()
+            _ = proceed.wait(timeout: 600)
         }
     }
 }
@@ -86,6 +86,9 @@ struct CompositionReviewTests {
         #expect(group.outcome?.isSucceeded == true, "\(String(describing: group.outcome))")
     }
 
+    /// (The holds below outlast any starvation of the test: with the 20 s default, a
+    /// starved test under Thread Sanitizer saw the hold expire and the retry finish.)
+    ///
     /// F3: a retry finished when its attempt did, while an operation the attempt's
     /// condition contributed still ran (holding a category scoped to the retry). Now the
     /// retry cancels and waits for everything in its attempts' queue. Deterministic: the
@@ -95,7 +98,7 @@ struct CompositionReviewTests {
         let started = AsyncGate(), release = Gate()
         let prerequisite = BlockOperation {
             started.open()
-            _ = release.wait()
+            _ = release.wait(timeout: 600)
         }
         let retry = RetryOperation<Int>(maximumAttempts: 1) { _ in
             let attempt = ValueBlockOperation<Int> { 1 }

@@ -290,7 +290,7 @@ struct GroupOperationTests {
         let started = Gate(), release = Gate()
         let first = BlockOperation {
             started.open()
-            release.wait()
+            _ = release.wait(timeout: 600)
         }
         let second = BlockOperation {}
         second.addDependency(first)
@@ -378,7 +378,7 @@ struct GroupOperationTests {
         let started = Gate(), release = Gate()
         let signIn = BlockOperation {
             started.open()
-            release.wait()
+            _ = release.wait(timeout: 600)
         }
         signIn.name = "sign in"
         let guarded = BlockOperation {}
@@ -406,7 +406,7 @@ struct GroupOperationTests {
     func progressCompleteAtFinish() {
         let releaseSecond = Gate()
         let first = BlockOperation {}
-        let second = BlockOperation { releaseSecond.wait() }
+        let second = BlockOperation { _ = releaseSecond.wait(timeout: 600) }
         let group = GroupOperation(operations: [first, second])
         let atFinish = Shared<Int64?>(nil)
         group.completionBlock = { atFinish.update { $0 = group.progress.completedUnitCount } }

@@ -37,7 +37,7 @@ struct NestedExclusivityTests {
                 let now = inside.update { $0 += 1; return $0 }
                 most.update { $0 = max($0, now) }
                 firstIn.open()
-                _ = release.wait()
+                _ = release.wait(timeout: 600)
                 inside.update { $0 -= 1 }
             }
             child.addExclusivity(category)
@@ -134,7 +134,7 @@ struct NestedExclusivityTests {
         outsider.addExclusivity(a)
         outsider.addExclusivity(b)
         let outsiderWaits = Gate()
-        let opener = BlockOperation { _ = outsiderWaits.wait() }
+        let opener = BlockOperation { _ = outsiderWaits.wait(timeout: 600) }
         let child = BlockOperation {}
         child.addExclusivity(b)
         child.addDependency(opener)
