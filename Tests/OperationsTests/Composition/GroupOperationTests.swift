@@ -359,7 +359,9 @@ struct GroupOperationTests {
         }
         second.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
         OperationQueue().addOperation(group)
-        #expect(eventually { first.waitReasons.contains { if case .dependency = $0 { true } else { false } } })
+        // Running: its cancellation is the only pass over the children (a cancelled start would
+        // make a second one, concurrently).
+        #expect(eventually { group.isExecuting })
         group.cancel()
         group.waitUntilFinished()
         #expect(firstWasCancelled() == false, "the earlier stage was cancelled before the stage that waits for it")
