@@ -121,9 +121,10 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
     /// never be granted: the operation is cancelled with an ``ExclusivityError``.
     private static func _acquire(_ exclusivity: [String: ExclusivityMode], for guarded: Operation) {
         guard !exclusivity.isEmpty, !guarded.isCancelled else { return }
+        let holders = _holdingOwners(above: guarded)
         var needs: [(category: String, mode: ExclusivityMode)] = []
         for (category, mode) in exclusivity {
-            guard let (owner, held) = _owner(holding: category, above: guarded) else {
+            guard let (owner, held) = holders.lazy.compactMap({ owner, categories in categories[category].map { (owner, $0) } }).first else {
                 needs.append((category, mode))
                 continue
             }
@@ -134,30 +135,21 @@ final class ConditionEvaluator: TaskOperation<Void>, @unchecked Sendable {
             needs.append(("\(category)\u{1F}\(UInt(bitPattern: ObjectIdentifier(owner).hashValue))", mode))
         }
         needs.sort { $0.category < $1.category }
-        ExclusivityManager.acquire(
-            needs, named: exclusivity.keys.sorted(), insideHolder: _isInsideHolder(guarded), for: guarded)
+        // Inside an owner that holds categories, requests waiting in line may be waiting
+        // for that owner, which waits for this operation: it does not queue behind them.
+        ExclusivityManager.acquire(needs, named: exclusivity.keys.sorted(), insideHolder: !holders.isEmpty, for: guarded)
     }
 
-    /// Whether an owner of the queues above `operation` holds categories: then requests
-    /// waiting in line may be waiting for that owner, which waits for `operation`.
-    private static func _isInsideHolder(_ operation: Operation) -> Bool {
+    /// The owners of the queues above `operation` (its group, the group's group…, or a
+    /// retry) that hold categories, nearest first, with their categories.
+    private static func _holdingOwners(above operation: Operation) -> [(Operation, [String: ExclusivityMode])] {
+        var holders: [(Operation, [String: ExclusivityMode])] = []
         var queue = operation._update { $0.queue }
         while let owned = queue as? OwnedOperationQueue, let owner = owned.owner {
-            if let held = owner._conditionEvaluator?._exclusivity, !held.isEmpty { return true }
+            if let held = owner._conditionEvaluator?._exclusivity, !held.isEmpty { holders.append((owner, held)) }
             queue = owner._update { $0.queue }
         }
-        return false
-    }
-
-    /// The nearest owner of the queues above `operation` (its group, the group's group…)
-    /// that holds `category`, and how.
-    private static func _owner(holding category: String, above operation: Operation) -> (Operation, ExclusivityMode)? {
-        var queue = operation._update { $0.queue }
-        while let owned = queue as? OwnedOperationQueue, let owner = owned.owner {
-            if let held = owner._conditionEvaluator?._exclusivity[category] { return (owner, held) }
-            queue = owner._update { $0.queue }
-        }
-        return nil
+        return holders
     }
 
     /// An evaluator that is cancelled (a queue's `cancelAllOperations()`) never lets its

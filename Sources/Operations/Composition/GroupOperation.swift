@@ -65,6 +65,10 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     public let failurePolicy: FailurePolicy
     /// Counts finished children by weight (``addChild(_:weight:)``); observable.
     public let progress: Progress
+    #if canImport(ObjectiveC)
+    /// Serialises changes to Foundation's `progress` (see `_addToProgress`).
+    private let progressLock = Locked(())
+    #endif
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Operation] = [], failurePolicy: FailurePolicy = .finishAll) {
@@ -118,7 +122,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             if contributed { return false }
             Misuse.fail("addChild: \(_misuseName) has finished its children (it is finishing or finished); \(operation._misuseName) cannot join it")
         }
-        _incrementProgressTotal(by: weight)
+        _addToProgress(total: true, weight)
         operation._onFinish { [weak self] outcome in
             self?._childFinished(identity, outcome: contributed ? .succeeded : outcome, weight: weight)
         }
@@ -277,7 +281,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     private func _childFinished(_ identity: ObjectIdentifier, outcome: Outcome, weight: Int64) {
         // Counted before the child leaves the count below: whichever child finishes the
         // group, every child's unit is in the progress by then.
-        _incrementProgressCompleted(by: weight)
+        _addToProgress(total: false, weight)
         let (finishes, cancelledStart, failFastReason) = state.withLock { state -> (Bool, Bool, (any Error)?) in
             state.unfinished[identity] = nil
             state.pendingCount -= 1
@@ -309,21 +313,18 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
 
     // MARK: Progress
 
-    private func _incrementProgressTotal(by weight: Int64) {
+    /// Adds `weight` units to the progress's total or completed count.
+    private func _addToProgress(total: Bool, _ weight: Int64) {
         guard weight > 0 else { return }
         #if canImport(ObjectiveC)
-        state.withLock { _ in progress.totalUnitCount += weight }
+        // Foundation's `+=` is not atomic. A lock of its own, as the queue's: the observers
+        // it notifies never run under the group's state lock.
+        progressLock.withLock { _ in
+            if total { progress.totalUnitCount += weight } else { progress.completedUnitCount += weight }
+        }
         #else
-        progress._incrementTotalUnitCount(by: weight)
-        #endif
-    }
-
-    private func _incrementProgressCompleted(by weight: Int64) {
-        guard weight > 0 else { return }
-        #if canImport(ObjectiveC)
-        state.withLock { _ in progress.completedUnitCount += weight }
-        #else
-        progress._incrementCompletedUnitCount(by: weight)
+        // Our Progress adds under its own lock and notifies observers after it.
+        if total { progress._incrementTotalUnitCount(by: weight) } else { progress._incrementCompletedUnitCount(by: weight) }
         #endif
     }
 }
