@@ -402,8 +402,7 @@ struct GroupOperationTests {
     /// New-user finding: a group's progress could read 3 of 4 when the group finished (in
     /// about 0.5% of runs): a child counted its unit after the decision that the last
     /// child had finished. Forced: a `.prior` observer of the group's `completedUnitCount`
-    /// holds the first child's count back until the other child has finished (or the
-    /// group has, which must not happen first).
+    /// holds the first child's count back until the other child has finished.
     @Test("a group's progress is complete when it finishes")
     func progressCompleteAtFinish() {
         let releaseSecond = Gate()
@@ -416,9 +415,10 @@ struct GroupOperationTests {
         let observer = CallbackObserver { _, change in
             guard change.isPrior, takeOnce(armed) else { return }
             releaseSecond.open()
-            // The group must not finish meanwhile; bounded, and only a weaker check if
-            // the machine is too slow to finish it within the bound.
-            _ = eventually(timeout: 2) { group.isFinished }
+            // Returns once the second child's finish hooks have run (the group's hook was
+            // registered first, so it runs before this waiter is woken): had the second
+            // finish closed the group, the completion block has read the count by now.
+            second.waitUntilFinished()
         }
         group.progress.addObserver(observer, forKeyPath: "completedUnitCount", options: [.prior], context: nil)
         OperationQueue().addOperation(group)
