@@ -13,27 +13,31 @@ struct TransitionTableTests {
     /// except to carry them along).
     static let samples: [Phase] = [
         .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing(byQueue: true),
-        .finishing(byQueue: true, .succeeded), .finished(.succeeded),
+        .awaitingFinish(byQueue: true), .finishing(byQueue: true, .succeeded), .finished(.succeeded),
     ]
 
     /// The legal moves; every pair not listed must be refused.
     static let legal: [Kind: [Event: Kind]] = [
-        .idle: [.enqueue: .waiting, .start: .executing, .finish: .finishing],
-        .waiting: [.withdraw: .idle, .beginCheck: .checking, .start: .executing, .finish: .finishing],
+        .idle: [.enqueue: .waiting, .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing],
+        .waiting: [
+            .withdraw: .idle, .beginCheck: .checking, .start: .executing, .baseFinish: .awaitingFinish,
+            .finish: .finishing,
+        ],
         .checking: [
             .withdraw: .idle, .confirmReady: .ready, .denyReady: .parked, .loseReadiness: .waiting,
-            .start: .executing, .finish: .finishing,
+            .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing,
         ],
         .parked: [
             .withdraw: .idle, .beginCheck: .checking, .loseReadiness: .waiting, .start: .executing,
-            .finish: .finishing,
+            .baseFinish: .awaitingFinish, .finish: .finishing,
         ],
         .ready: [
             .withdraw: .idle, .loseReadiness: .waiting, .claim: .dispatched, .start: .executing,
-            .finish: .finishing,
+            .baseFinish: .awaitingFinish, .finish: .finishing,
         ],
-        .dispatched: [.unclaim: .parked, .start: .executing, .finish: .finishing],
-        .executing: [.finish: .finishing],
+        .dispatched: [.unclaim: .parked, .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing],
+        .executing: [.baseFinish: .awaitingFinish, .finish: .finishing],
+        .awaitingFinish: [.finish: .finishing],
         .finishing: [.complete: .finished],
         .finished: [:],
     ]
@@ -62,6 +66,10 @@ struct TransitionTableTests {
             Issue.record(); return
         }
         #expect(finishedByQueue)
+        guard case .awaitingFinish(let awaitedByQueue)? = Phase.executing(byQueue: true).after(.baseFinish),
+            case .finishing(let finishedAfterAwaiting, _)? = Phase.awaitingFinish(byQueue: awaitedByQueue).after(.finish)
+        else { Issue.record(); return }
+        #expect(finishedAfterAwaiting)
         guard case .finished(let outcome)? = Phase.finishing(byQueue: false, .cancelled).after(.complete)
         else { Issue.record(); return }
         #expect(outcome.isCancelled)

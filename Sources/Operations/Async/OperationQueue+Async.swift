@@ -29,13 +29,14 @@ extension OperationQueue {
     /// operation, whose ``ValueOperation/value`` can be awaited.
     ///
     /// Like ``addOperation(_:)-(()->Void)``, the operation takes the queue's quality of
-    /// service when one was set.
+    /// service when one was set, and goes through ``addOperation(_:)-(Operation)`` (a
+    /// subclass's override sees it).
     @discardableResult
     public func addOperation<Success: Sendable>(
         _ body: @escaping @Sendable @isolated(any) () async throws -> Success
     ) -> AsyncBlockOperation<Success> {
         let operation = AsyncBlockOperation(body)
-        _addFresh(operation)
+        _addMade(operation)
         return operation
     }
 

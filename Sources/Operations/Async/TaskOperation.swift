@@ -34,6 +34,8 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// Always true: the operation finishes when ``run()`` returns, after `start()` did.
     public final override var isAsynchronous: Bool { true }
 
+    override var _finishesWhenMainReturns: Bool { false }
+
     /// Synchronous work is not how a `TaskOperation` works: it overrides ``run()``.
     public final override func execute() throws -> Success {
         Misuse.fail("execute() called on \(_misuseName); a TaskOperation does its work in run()")

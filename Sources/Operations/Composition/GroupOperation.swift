@@ -211,6 +211,8 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Always true: the group finishes when its last child has.
     open override var isAsynchronous: Bool { true }
 
+    override var _finishesWhenMainReturns: Bool { false }
+
     /// A start that finds the group cancelled (the decision `start()` makes under its lock,
     /// so a cancellation racing the start cannot skip this): the group opens its queue so
     /// that its (cancelled) children pass through, and finishes after them.

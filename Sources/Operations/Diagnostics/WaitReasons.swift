@@ -57,7 +57,8 @@ extension Operation {
         }
         switch snapshot.phase {
         case .finishing, .finished: return [.finished]
-        case .executing: return [.executing]
+        // Its own `isFinished` has not said finished yet: its work goes on.
+        case .executing, .awaitingFinish: return [.executing]
         // Claimed by a worker: about to start, or an asynchronous subclass running.
         case .dispatched: return isExecuting || snapshot.queue == nil ? [.executing] : [.waitingForWorker(snapshot.queue!)]
         case .idle, .waiting, .checking, .parked, .ready: break

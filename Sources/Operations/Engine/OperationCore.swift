@@ -145,6 +145,10 @@ struct OperationCore {
         /// Composition attachments are set: `start()` and queues look there (start hooks,
         /// conditions, observers).
         static let attachments: UInt8 = 32
+        /// Not reported by a getter: the engine processes or has processed the finish
+        /// (`finished` also covers a base state that says finished while a subclass's
+        /// `isFinished` does not yet).
+        static let done: UInt8 = 64
     }
 
     /// Inlined: computed at every change of the state, under the lock.
@@ -157,7 +161,8 @@ struct OperationCore {
         if extras?.attachments != nil { flags |= VisibleFlags.attachments }
         switch phase {
         case .executing: flags |= VisibleFlags.executing
-        case .finishing, .finished: flags |= VisibleFlags.finished
+        case .awaitingFinish: flags |= VisibleFlags.finished
+        case .finishing, .finished: flags |= VisibleFlags.finished | VisibleFlags.done
         default: break
         }
         return flags
@@ -190,8 +195,14 @@ extension OperationCore {
         /// Claimed by a queue worker, which calls `start()`; holds a slot of the queue.
         /// An asynchronous subclass that overrides `start()` stays here until it finishes.
         case dispatched
-        /// The base `start()` runs `main()` (or waits for an asynchronous `main()`).
+        /// The base `start()` runs `main()` (or, for the library's own asynchronous
+        /// operations, waits for the work `main()` started).
         case executing(byQueue: Bool)
+        /// The base `start()` returned and the base state says finished, but the subclass
+        /// overrides `isFinished` and its getter did not read true yet: the operation keeps
+        /// its queue, its slot and its dependents until it announces `isFinished` reading
+        /// true (the frameworks' pattern: `super.start()`, asynchronous work begun in `main()`).
+        case awaitingFinish(byQueue: Bool)
         /// Finished (the getters say so); the finish is being processed: dependents
         /// released, slot freed, completion block run. Happens exactly once.
         case finishing(byQueue: Bool, OutcomeKind)
@@ -218,6 +229,10 @@ extension OperationCore {
             case unclaim
             /// The base `start()` begins running `main()`.
             case start
+            /// The base `start()` is done with the operation (`main()` returned, or it was
+            /// cancelled): the base state says finished. Whether the operation is finished is
+            /// for its `isFinished` getter to say (`finish`).
+            case baseFinish
             /// It finished: the base `start()` returned, a cancelled start, or `isFinished`
             /// announced by a subclass.
             case finish
@@ -227,7 +242,7 @@ extension OperationCore {
 
         /// The phase without payloads, for tables and messages.
         enum Kind: CaseIterable {
-            case idle, waiting, checking, parked, ready, dispatched, executing, finishing, finished
+            case idle, waiting, checking, parked, ready, dispatched, executing, awaitingFinish, finishing, finished
         }
 
         var kind: Kind {
@@ -239,6 +254,7 @@ extension OperationCore {
             case .ready: .ready
             case .dispatched: .dispatched
             case .executing: .executing
+            case .awaitingFinish: .awaitingFinish
             case .finishing: .finishing
             case .finished: .finished
             }
@@ -259,6 +275,7 @@ extension OperationCore {
         /// | ready                                  | claim          | dispatched  |
         /// | dispatched                             | unclaim        | parked      |
         /// | idle … ready (by hand), dispatched     | start          | executing   |
+        /// | idle … executing                       | baseFinish     | awaitingFinish |
         /// | anything before finishing              | finish         | finishing   |
         /// | finishing                              | complete       | finished    |
         func after(_ event: Event) -> Phase? {
@@ -274,8 +291,14 @@ extension OperationCore {
             case (.dispatched, .start): .executing(byQueue: true)
             case (.idle, .start), (.waiting, .start), (.checking, .start), (.parked, .start), (.ready, .start):
                 .executing(byQueue: false)
+            case (.dispatched, .baseFinish): .awaitingFinish(byQueue: true)
+            case (.executing(let byQueue), .baseFinish): .awaitingFinish(byQueue: byQueue)
+            case (.idle, .baseFinish), (.waiting, .baseFinish), (.checking, .baseFinish), (.parked, .baseFinish),
+                (.ready, .baseFinish):
+                .awaitingFinish(byQueue: false)
             case (.dispatched, .finish): .finishing(byQueue: true, .succeeded)
-            case (.executing(let byQueue), .finish): .finishing(byQueue: byQueue, .succeeded)
+            case (.executing(let byQueue), .finish), (.awaitingFinish(let byQueue), .finish):
+                .finishing(byQueue: byQueue, .succeeded)
             case (.idle, .finish), (.waiting, .finish), (.checking, .finish), (.parked, .finish), (.ready, .finish):
                 .finishing(byQueue: false, .succeeded)
             case (.finishing(_, let outcome), .complete): .finished(outcome)
@@ -391,7 +414,7 @@ extension OperationCore {
             if reportedExecuting { return .executing }
             return nil
         case .waiting, .checking, .parked, .ready, .dispatched: return .inAnotherQueue(nil)
-        case .executing: return .executing
+        case .executing, .awaitingFinish: return .executing
         case .finishing, .finished: return .finished
         }
     }
@@ -477,7 +500,8 @@ extension OperationCore {
     /// before the lock for a start by hand; nil for a start by a queue worker.
     mutating func start(reportedReady: Bool?) -> StartAction {
         switch phase {
-        case .finishing, .finished:
+        case .awaitingFinish, .finishing, .finished:
+            // The base state says finished: as on Darwin, starting again does nothing.
             return .ignore
         case .executing:
             return .misuseExecuting
@@ -489,6 +513,13 @@ extension OperationCore {
             if !(reportedReady ?? isInternallyReady) { return .misuseNotReady }
             return apply(.start) ? .run : .ignore
         }
+    }
+
+    /// The base `start()` is done with the operation: the base state says finished. False
+    /// when the operation finished already (a subclass announced `isFinished` from inside
+    /// `main()`, or before a cancelled start).
+    mutating func baseFinish() -> Bool {
+        apply(.baseFinish)
     }
 
     /// What finishing hands over to be done once the lock is released.

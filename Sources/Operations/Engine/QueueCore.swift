@@ -29,6 +29,9 @@ struct QueueCore {
     var workerProbes: [WorkerThreadProbe?] = []
     /// Waiting for the queue to become empty (`waitUntilAllOperationsAreFinished`).
     var waiters: [QueueWaiter] = []
+    /// Waiting for all but `remaining` members to leave (a wait from completion blocks of
+    /// members, which leave only when their blocks return).
+    var waitersForAllBut: [(remaining: Int, waiter: QueueWaiter)] = []
     /// The bound on unfinished operations that `enqueue` respects (back-pressure); nil for
     /// none.
     var capacity: Int?
@@ -305,6 +308,11 @@ struct QueueCore {
             if members.count == 0 {
                 waitersToWake = waiters
                 waiters = []
+            }
+            if !waitersForAllBut.isEmpty {
+                let count = members.count
+                waitersToWake += waitersForAllBut.lazy.filter { count <= $0.remaining }.map(\.waiter)
+                waitersForAllBut.removeAll { count <= $0.remaining }
             }
             if !capacityWaiters.isEmpty { waitersToWake += producersToAdmit() }
         }

@@ -6,13 +6,23 @@
 // operation is *finished* for good (`complete`): waiters wake.
 
 extension Operation {
-    /// Sets the base state to finished, announcing it, and processes the finish.
+    /// The base class is done with the operation (`main()` returned, or it was cancelled):
+    /// sets the base state to finished, announcing it. The operation is finished when its
+    /// `isFinished` getter reads true: at once unless a subclass overrides it, and then when
+    /// the subclass announces it (`_stateAnnounced`).
     final func _finish(wasExecuting: Bool) {
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
-        var finish = _update { $0.finish().map { finish in self._recordFinish(finish) } }
+        let changed = _update { $0.baseFinish() }
         if wasExecuting { _announceDidChange("isExecuting") }
         _announceDidChange("isFinished")
+        if changed { _finishIfReportedFinished() }
+    }
+
+    /// Finishes the operation when its (possibly overridden) `isFinished` reads true, once.
+    private func _finishIfReportedFinished() {
+        guard isFinished else { return }
+        var finish = _update { $0.finish().map { self._recordFinish($0) } }
         if finish != nil { _processFinish(&finish!) }
     }
 
@@ -22,9 +32,7 @@ extension Operation {
         case "isFinished", "finished":
             // As on Darwin, the getter decides: a subclass that overrides `isFinished`
             // is finished when it says so.
-            guard isFinished else { return }
-            var finish = _update { $0.finish().map { self._recordFinish($0) } }
-            if finish != nil { _processFinish(&finish!) }
+            _finishIfReportedFinished()
         case "isReady", "ready":
             _readinessChanged()
         default:
@@ -83,7 +91,7 @@ extension Operation {
         _releaseWork()
         if let completionBlock = finish.completionBlock.take() {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false)
-            completionBlock()
+            CompletionBlockScope.run(completionBlock, of: self, in: queue)
             // Released before anyone waiting is woken.
             _ = consume completionBlock
             queue?._operationFinished(self, releasesSlot: false, leaves: true)

@@ -65,9 +65,10 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Deprecated alias of ``isAsynchronous``; subclasses may override either.
     open var isConcurrent: Bool { false }
 
-    /// Whether the operation finishes after ``start()`` returns. Queues ignore it (they
-    /// always call ``start()``); the base ``start()`` does not finish an asynchronous
-    /// operation when ``main()`` returns, but waits for `isFinished` to be announced.
+    /// Whether the operation finishes after ``start()`` returns. Advice only, as in
+    /// Foundation: queues always call ``start()``, and the base ``start()`` is done with the
+    /// operation when ``main()`` returns, whatever this says. A subclass that finishes later
+    /// overrides ``isFinished`` (and ``isExecuting``) and announces it.
     open var isAsynchronous: Bool { isConcurrent }
 
     /// True when every dependency has finished, or the operation was cancelled.
@@ -132,8 +133,10 @@ open class Operation: NSObject, @unchecked Sendable {
 
     // MARK: Running
 
-    /// Runs the operation on the calling thread: calls ``main()`` unless cancelled, and
-    /// finishes it when ``main()`` returns (unless ``isAsynchronous``).
+    /// Runs the operation on the calling thread: calls ``main()`` unless cancelled, then sets
+    /// the base state to finished. The operation is finished when ``isFinished`` reads
+    /// true: at once, unless a subclass overrides ``isFinished`` — then when it announces
+    /// that its own state is finished (see "Migrating from Foundation").
     /// - Important: Calling it on an executing operation, or by hand on one that is not
     ///   ready, is a programmer error.
     open func start() {
@@ -177,7 +180,7 @@ open class Operation: NSObject, @unchecked Sendable {
         case .run:
             if _hasExtras { _runStartHooks() }
             main()
-            if !isAsynchronous {
+            if _finishesWhenMainReturns {
                 _finish(wasExecuting: true)
             }
         }
@@ -191,6 +194,11 @@ open class Operation: NSObject, @unchecked Sendable {
     /// `operations`, count it, or count it against its capacity or progress. Constant for
     /// an operation's life (the member count relies on it).
     var _isHiddenMember: Bool { false }
+
+    /// Whether the base `start()` is done with the operation when `main()` returns: false
+    /// for the library's own operations whose `main()` starts work that finishes them later
+    /// (an async body's task, a group's children).
+    var _finishesWhenMainReturns: Bool { true }
 
     /// What `start()` does when it finds the operation cancelled (decided under the same
     /// lock as a start that runs): finish without running. A group first lets its
@@ -257,7 +265,8 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
-    /// block has run.
+    /// block has run. Called from inside that completion block, it returns at once (the
+    /// operation has finished; the block cannot wait for itself).
     ///
     /// When the operation cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
     /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
@@ -268,6 +277,7 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// Blocks until finished, reporting a stall once through `report`.
     final func _waitUntilFinished(report: inout StallReport, targets: () -> [Operation]) {
+        if CompletionBlockScope.isRunning(for: self) { return }
         let semaphore: DispatchSemaphore? = _update { state in
             if case .finished = state.phase { return nil }
             let semaphore = DispatchSemaphore(value: 0)
@@ -342,8 +352,8 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Whether the composition layer attached anything (no lock).
     final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.attachments) }
 
-    /// Whether the base state says finished (no lock, no user code).
-    final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.finished) }
+    /// Whether the operation finished, as the engine knows it (no lock, no user code).
+    final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.done) }
 
     @inline(__always)
     private func _visible(_ flag: UInt8) -> Bool {

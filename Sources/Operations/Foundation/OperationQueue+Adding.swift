@@ -66,11 +66,27 @@ extension OperationQueue {
         }
     }
 
+    /// Adds an operation the queue made from a block or an async body, with the queue's
+    /// quality of service, through `addOperation(_:)`, so that a subclass's override sees it
+    /// (as Foundation does for blocks). A queue of this class itself, which overrides
+    /// nothing, takes the shorter path to the same result.
+    final func _addMade(_ operation: Operation) {
+        guard type(of: self) == OperationQueue.self else {
+            if let quality = core.withLock({ $0.isQualityOfServiceSet ? $0.qualityOfService : nil }) {
+                operation.qualityOfService = quality
+            }
+            addOperation(operation)
+            return
+        }
+        _addFresh(operation)
+    }
+
     /// Adds one operation the queue just made itself (from a block), with the queue's
     /// quality of service: `_add` for the most common call, without the batch's
     /// bookkeeping (nobody else has seen the operation, so it cannot be refused, and it is
     /// ready). `usingReservedPlace` as in `_add`.
     final func _addFresh(_ operation: Operation, usingReservedPlace: Bool = false) {
+        _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         let (barrier, delivered, wakeup) = core.withLock { state -> (Operation?, Bool, QueueCore.Wakeup) in

@@ -71,9 +71,11 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         }
     }
 
-    /// Wraps `block` in a ``BlockOperation`` with the queue's quality of service and adds it.
+    /// Wraps `block` in a ``BlockOperation`` with the queue's quality of service and adds it
+    /// through ``addOperation(_:)-(Operation)``, as Foundation does: a subclass that overrides
+    /// that method sees it.
     open func addOperation(_ block: @escaping @Sendable () -> Void) {
-        _addFresh(BlockOperation(block: block))
+        _addMade(BlockOperation(block: block))
     }
 
     // MARK: Barriers
@@ -196,10 +198,17 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// When the operations cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
     /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilAllOperationsAreFinished() {
+        // Called from completion blocks of this queue's operations: those operations leave
+        // the queue only when their blocks return, so the wait is for all the others.
+        let ownCompletionBlocks = CompletionBlockScope.count(in: self)
         let semaphore: DispatchSemaphore? = core.withLock { state in
-            guard state.members.count > 0 else { return nil }
+            guard state.members.count > ownCompletionBlocks else { return nil }
             let semaphore = DispatchSemaphore(value: 0)
-            state.waiters.append(.thread(semaphore))
+            if ownCompletionBlocks == 0 {
+                state.waiters.append(.thread(semaphore))
+            } else {
+                state.waitersForAllBut.append((ownCompletionBlocks, .thread(semaphore)))
+            }
             return semaphore
         }
         guard let semaphore else { return }

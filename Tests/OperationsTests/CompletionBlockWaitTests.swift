@@ -1,0 +1,85 @@
+import Operations
+import Testing
+
+@Suite("Waits made from inside a completion block")
+struct CompletionBlockWaitTests {
+    @Test("waitUntilFinished() of its own operation, from its completion block, returns")
+    func waitForItselfFromItsCompletionBlock() {
+        let queue = OperationQueue()
+        let returned = Gate()
+        let operation = BlockOperation {}
+        operation.completionBlock = { [unowned operation] in
+            operation.waitUntilFinished()
+            returned.open()
+        }
+        queue.addOperation(operation)
+        #expect(returned.wait())
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("waitUntilFinished() from the completion block of an operation started by hand returns")
+    func waitForItselfStartedByHand() {
+        let returned = Shared(false)
+        let operation = BlockOperation {}
+        operation.completionBlock = { [unowned operation] in
+            operation.waitUntilFinished()
+            returned.update { $0 = true }
+        }
+        operation.start()
+        #expect(returned())
+    }
+
+    @Test("waitUntilAllOperationsAreFinished() of its queue, from a completion block, waits for the others only")
+    func waitForTheQueueFromACompletionBlock() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let returned = Gate()
+        let otherFinished = Shared(false)
+        let release = Gate()
+        let other = BlockOperation {
+            release.wait()
+            otherFinished.update { $0 = true }
+        }
+        let seenOtherFinished = Shared<Bool?>(nil)
+        let operation = BlockOperation {}
+        operation.completionBlock = {
+            // The other operation is still held: the wait must not return before it ends.
+            release.open()
+            queue.waitUntilAllOperationsAreFinished()
+            seenOtherFinished.update { $0 = otherFinished() }
+            returned.open()
+        }
+        queue.addOperations([other, operation], waitUntilFinished: false)
+        queue.isSuspended = false
+        #expect(returned.wait())
+        #expect(seenOtherFinished() == true)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test("Waits from other threads still return only after the completion block has run")
+    func otherWaitersWaitForTheCompletionBlock() {
+        let queue = OperationQueue()
+        let inCompletion = Gate()
+        let release = Gate()
+        let completionDone = Shared(false)
+        let operation = BlockOperation {}
+        operation.completionBlock = {
+            inCompletion.open()
+            release.wait()
+            completionDone.update { $0 = true }
+        }
+        queue.addOperation(operation)
+        #expect(inCompletion.wait())
+        let waited = Gate()
+        let sawDone = Shared<Bool?>(nil)
+        Thread.detachNewThread {
+            operation.waitUntilFinished()
+            sawDone.update { $0 = completionDone() }
+            waited.open()
+        }
+        release.open()
+        #expect(waited.wait())
+        #expect(sawDone() == true)
+    }
+}

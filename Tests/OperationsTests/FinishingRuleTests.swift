@@ -1,0 +1,224 @@
+import Operations
+import Testing
+
+/// An operation shaped as the frameworks built on Operation shape theirs (the "Advanced
+/// NSOperations" sample and PSOperations): its own `state`, announced only through the
+/// `"state"` key on which `isExecuting`/`isFinished` depend; `start()` calls `super.start()`,
+/// and `main()` hands the work to `execute`, which may start something asynchronous and
+/// return. The operation is finished when its own state says so.
+final class SuperStartingOperation: Operation, @unchecked Sendable {
+    enum State: Int { case initialized, executing, finished }
+
+    private let lock = NSLock()
+    private var _state = State.initialized
+    private let execute: @Sendable (SuperStartingOperation) -> Void
+    /// Called inside `start()` after `super.start()` returned, before a cancelled
+    /// operation finishes itself.
+    var afterSuperStart: (@Sendable (SuperStartingOperation) -> Void)?
+
+    init(execute: @escaping @Sendable (SuperStartingOperation) -> Void) {
+        self.execute = execute
+    }
+
+    var state: State {
+        get { lock.withLock { _state } }
+        set {
+            willChangeValue(forKey: "state")
+            lock.withLock { _state = newValue }
+            didChangeValue(forKey: "state")
+        }
+    }
+
+    override class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> {
+        if ["isExecuting", "isFinished"].contains(key) { return ["state"] }
+        return super.keyPathsForValuesAffectingValue(forKey: key)
+    }
+
+    override var isExecuting: Bool { state == .executing }
+    override var isFinished: Bool { state == .finished }
+
+    override func start() {
+        super.start()
+        afterSuperStart?(self)
+        if isCancelled { finishOwnState() }
+    }
+
+    override func main() {
+        state = .executing
+        execute(self)
+    }
+
+    func finishOwnState() {
+        guard state != .finished else { return }
+        state = .finished
+    }
+}
+
+@Suite("Finishing: whoever overrides isFinished decides")
+struct FinishingRuleTests {
+    @Test("super.start() with asynchronous work in main(): the queue keeps the operation until its own isFinished reads true")
+    func superStartWithAsynchronousWorkIsKeptUntilItFinishes() {
+        let queue = OperationQueue()
+        let startReturned = Gate()
+        let release = Gate()
+        let operation = SuperStartingOperation { operation in
+            // Asynchronous work, finished later on another thread.
+            Thread.detachNewThread {
+                release.wait()
+                operation.finishOwnState()
+            }
+        }
+        operation.afterSuperStart = { _ in startReturned.open() }
+        let dependentRan = Shared(false)
+        let dependent = BlockOperation { dependentRan.update { $0 = true } }
+        dependent.addDependency(operation)
+        let completionRan = Shared(false)
+        operation.completionBlock = { completionRan.update { $0 = true } }
+        queue.addOperations([operation, dependent], waitUntilFinished: false)
+        #expect(startReturned.wait())
+
+        #expect(!operation.isFinished)
+        #expect(operation.isExecuting)
+        #expect(queue.operationCount == 2)
+        #expect(!dependentRan())
+        #expect(!completionRan())
+
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished)
+        #expect(dependentRan())
+        #expect(completionRan())
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test("An operation whose only strong reference is its queue stays alive until its own isFinished reads true")
+    func queueKeepsAnOperationThatFinishesLater() {
+        let queue = OperationQueue()
+        let startReturned = Gate()
+        let release = Gate()
+        let finishedByWork = Shared(false)
+        weak var weakOperation: SuperStartingOperation?
+        do {
+            let operation = SuperStartingOperation { operation in
+                // As a timer that holds its operation weakly.
+                Thread.detachNewThread { [weak operation] in
+                    release.wait()
+                    guard let operation else { return }
+                    finishedByWork.update { $0 = true }
+                    operation.finishOwnState()
+                }
+            }
+            operation.afterSuperStart = { _ in startReturned.open() }
+            weakOperation = operation
+            queue.addOperation(operation)
+        }
+        #expect(startReturned.wait())
+        #expect(weakOperation != nil)
+        #expect(queue.operationCount == 1)
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(finishedByWork())
+    }
+
+    @Test("Finishing inside main(), before start() returns, finishes the operation once")
+    func finishingInsideMainFinishesOnce() {
+        let queue = OperationQueue()
+        let operation = SuperStartingOperation { $0.finishOwnState() }
+        let completions = Shared(0)
+        operation.completionBlock = { completions.increment() }
+        let dependentRuns = Shared(0)
+        let dependent = BlockOperation { dependentRuns.increment() }
+        dependent.addDependency(operation)
+        queue.addOperations([operation, dependent], waitUntilFinished: true)
+        #expect(operation.isFinished)
+        #expect(completions() == 1)
+        #expect(dependentRuns() == 1)
+        #expect(queue.operationCount == 0)
+    }
+
+    @Test("Started by hand: super.start() returns with the operation still unfinished, and waits end when it finishes")
+    func startedByHandFinishesWhenItSays() {
+        let release = Gate()
+        let operation = SuperStartingOperation { operation in
+            Thread.detachNewThread {
+                release.wait()
+                operation.finishOwnState()
+            }
+        }
+        operation.start()
+        #expect(!operation.isFinished)
+        #expect(operation.isExecuting)
+        release.open()
+        operation.waitUntilFinished()
+        #expect(operation.isFinished)
+    }
+
+    @Test("A cancelled operation that finishes itself after super.start() is finished then, not by super.start()")
+    func cancelledOperationFinishesItselfAfterSuperStart() {
+        let queue = OperationQueue()
+        let completionRan = Shared(false)
+        let dependentRan = Shared(false)
+        let seenAfterSuperStart = Shared<(count: Int, completion: Bool, dependent: Bool)?>(nil)
+        let operation = SuperStartingOperation { _ in Issue.record("main() ran for a cancelled operation") }
+        operation.completionBlock = { completionRan.update { $0 = true } }
+        let dependent = BlockOperation { dependentRan.update { $0 = true } }
+        dependent.addDependency(operation)
+        operation.afterSuperStart = { _ in
+            seenAfterSuperStart.update { $0 = (queue.operationCount, completionRan(), dependentRan()) }
+        }
+        operation.cancel()
+        queue.addOperations([operation, dependent], waitUntilFinished: true)
+        let seen = seenAfterSuperStart()
+        #expect(seen?.count == 2)
+        #expect(seen?.completion == false)
+        #expect(seen?.dependent == false)
+        #expect(operation.isFinished)
+        #expect(completionRan())
+        #expect(dependentRan())
+    }
+
+    @Test("Finishing from a key-value observer of its own isReady")
+    func finishingFromAnObserverOfItsOwnIsReady() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let operation = SuperStartingOperation { _ in Issue.record("main() ran for an operation that finished before it started") }
+        let dependency = BlockOperation {}
+        operation.addDependency(dependency)
+        let completions = Shared(0)
+        operation.completionBlock = { completions.increment() }
+        // When its dependency is done, it decides it has nothing to do and finishes itself.
+        let observation = operation.observe(\.isReady, options: [.new]) { operation, change in
+            if change.newValue == true { operation.finishOwnState() }
+        }
+        queue.addOperations([dependency, operation], waitUntilFinished: false)
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(operation.isFinished)
+        #expect(completions() == 1)
+        observation.invalidate()
+    }
+
+    @Test("isAsynchronous is advice: a subclass that returns true but overrides neither start() nor isFinished finishes when main() returns", arguments: [true, false])
+    func asynchronousAdviceFinishesWhenMainReturns(byQueue: Bool) {
+        final class Advised: Operation, @unchecked Sendable {
+            let ran = Shared(false)
+            override var isAsynchronous: Bool { true }
+            override func main() { ran.update { $0 = true } }
+        }
+        let operation = Advised()
+        if byQueue {
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            let done = Gate()
+            let follower = BlockOperation { done.open() }
+            follower.addDependency(operation)
+            queue.addOperation(follower)
+            #expect(done.wait())
+        } else {
+            operation.start()
+        }
+        #expect(operation.ran())
+        #expect(operation.isFinished)
+        #expect(!operation.isExecuting)
+    }
+}
