@@ -60,3 +60,25 @@ struct QueueSubclassTests {
         subscription.cancel()
     }
 }
+
+/// A framework's queue class that has a main queue of its own, as ProcedureKit's does.
+final class FrameworkMainQueue: OperationQueue, @unchecked Sendable {
+    static let frameworkMain = FrameworkMainQueue()
+    override class var main: FrameworkMainQueue { frameworkMain }
+    override class var current: OperationQueue? { super.current }
+}
+
+@Suite("OperationQueue's class properties")
+struct QueueClassPropertyTests {
+    @Test("main and current are class properties a subclass may override; OperationQueue.main stays the main queue")
+    func mainAndCurrentAreOverridable() {
+        #expect(FrameworkMainQueue.main === FrameworkMainQueue.frameworkMain)
+        #expect(OperationQueue.main !== FrameworkMainQueue.frameworkMain)
+        #expect(OperationQueue.main.maxConcurrentOperationCount == 1)
+        let queue = OperationQueue()
+        let seen = Shared<OperationQueue?>(nil)
+        queue.addOperation { seen.update { $0 = FrameworkMainQueue.current } }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(seen() === queue)
+    }
+}

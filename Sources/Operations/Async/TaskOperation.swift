@@ -63,7 +63,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             return
         }
         let queue = _update { $0.queue }
-        let onMain = queue === OperationQueue.main
+        let onMain = queue === OperationQueue._main
         let priority = TaskPriority(_startQuality(queue: queue))
         let scopes = queue?._currentTaskScopes ?? []
         let body: @Sendable () async -> Void = { [self] in
