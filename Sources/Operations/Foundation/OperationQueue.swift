@@ -239,7 +239,13 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// The serial queue that runs operations on the main thread (`DispatchQueue.main`),
     /// with quality of service `.userInteractive`. ``cancelAllOperations()`` and the other
     /// rules work on it as on any queue.
-    public static let main = OperationQueue(mainQueue: ())
+    ///
+    /// A class property, as in Foundation, so that a subclass may override it (with its
+    /// own main queue); `OperationQueue.main` stays this one.
+    open class var main: OperationQueue { _main }
+
+    /// The main queue itself, whatever a subclass's ``main`` returns.
+    static let _main = OperationQueue(mainQueue: ())
 
     /// The queue running the current operation; ``main`` on the main thread; nil elsewhere.
     open class var current: OperationQueue? {
@@ -247,7 +253,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         // Inside the body of an asynchronous operation (`TaskOperation`), also after a
         // suspension point.
         if let queue = OperationQueue._taskQueue { return queue }
-        return Thread.isMainThread ? main : nil
+        return Thread.isMainThread ? _main : nil
     }
 
     /// The `WorkerContext` of the worker running on this thread (unretained; the worker
