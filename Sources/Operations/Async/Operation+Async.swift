@@ -1,10 +1,10 @@
 // Awaiting operations without blocking a thread.
 
-extension Operation {
+extension OperationExtensions where Self: Operation {
     /// Suspends until the operation has finished and its completion block has run.
     ///
-    /// The `async` form of ``waitUntilFinished()``: in an `async` context the compiler picks
-    /// this one, so code moved into async functions stops blocking its thread.
+    /// The `async` form of ``Operation/waitUntilFinished()``: in an `async` context the
+    /// compiler picks this one, so code moved into async functions stops blocking its thread.
     ///
     /// Returns early if the waiting task is cancelled; the operation itself is **not**
     /// cancelled (others may be waiting for it). Awaiting from a task of higher priority
@@ -12,7 +12,9 @@ extension Operation {
     public func waitUntilFinished() async {
         _ = await _outcome()
     }
+}
 
+extension Operation {
     /// Waits for the outcome; nil when the waiting task was cancelled first. The finish
     /// hook is removed when the wait ends early, so nothing is left behind.
     final func _outcome() async -> Outcome? {

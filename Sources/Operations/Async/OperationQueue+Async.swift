@@ -1,11 +1,12 @@
 // Queues from async code: waiting without blocking, adding async work, awaiting a result.
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Suspends until the queue has no operations (including ones added while waiting, and
     /// asynchronous ones) and their completion blocks have run.
     ///
-    /// The `async` form of ``waitUntilAllOperationsAreFinished()``; an `async` context picks
-    /// it. Returns early if the waiting task is cancelled (the operations are not cancelled).
+    /// The `async` form of ``OperationQueue/waitUntilAllOperationsAreFinished()``; an `async`
+    /// context picks it. Returns early if the waiting task is cancelled (the operations are
+    /// not cancelled).
     public func waitUntilAllOperationsAreFinished() async {
         let signal = AsyncSignal<Bool>()
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
@@ -28,9 +29,9 @@ extension OperationQueue {
     /// Wraps an `async` closure in an ``AsyncBlockOperation`` and adds it; returns the
     /// operation, whose ``ValueOperation/value`` can be awaited.
     ///
-    /// Like ``addOperation(_:)-(()->Void)``, the operation takes the queue's quality of
-    /// service when one was set, and goes through ``addOperation(_:)-(Operation)`` (a
-    /// subclass's override sees it).
+    /// Like ``OperationQueue/addOperation(_:)-(()->Void)``, the operation takes the queue's
+    /// quality of service when one was set, and goes through
+    /// ``OperationQueue/addOperation(_:)-(Operation)`` (a subclass's override sees it).
     @discardableResult
     public func addOperation<Success: Sendable>(
         _ body: @escaping @Sendable @isolated(any) () async throws -> Success

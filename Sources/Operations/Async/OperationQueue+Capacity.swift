@@ -1,13 +1,14 @@
 // Back-pressure: a bound on a queue's unfinished operations that producers can wait on.
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// The most unfinished operations (waiting or running) that ``enqueue(_:)->Added`` lets the
     /// queue hold; nil (the default) for no bound.
     ///
     /// A producer that adds with ``enqueue(_:)->Added`` suspends while the queue is full, so a
     /// producer of a million items holds only `capacity` operations in memory. The
-    /// Foundation methods (``addOperation(_:)-(Operation)``, ``addOperations(_:waitUntilFinished:)``)
-    /// never wait and ignore it, but what they add counts.
+    /// Foundation methods (``OperationQueue/addOperation(_:)-(Operation)``,
+    /// ``OperationQueue/addOperations(_:waitUntilFinished:)``) never wait and ignore it, but
+    /// what they add counts.
     /// - Important: A capacity below 1 is a programmer error.
     public var capacity: Int? {
         get { core.withLock { $0.capacity } }
@@ -48,9 +49,11 @@ extension OperationQueue {
         _addFresh(operation, usingReservedPlace: true)
         return operation
     }
+}
 
+extension OperationQueue {
     /// Returns with a place reserved for the caller, or throws when cancelled first.
-    private func _waitForPlace() async throws {
+    fileprivate func _waitForPlace() async throws {
         let signal = AsyncSignal<Bool>()
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let placed = core.withLock { state -> Bool in

@@ -104,7 +104,7 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
     }
 }
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Adds the operations and returns their values in the order they finish.
     ///
     /// The sequence owns the batch: leaving the loop early (a `break`, a thrown error) or

@@ -5,7 +5,7 @@ typealias TaskScopes = HookList<TaskScope>
 /// A scope of ``OperationQueue/addTaskScope(_:)``.
 typealias TaskScope = @Sendable (Operation, () async -> Void) async -> Void
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Runs the `async` body of every ``TaskOperation`` this queue starts from now on inside
     /// `scope`: the scope receives the operation and the body, and must call the body once.
     ///
@@ -23,7 +23,9 @@ extension OperationQueue {
         }
         return OperationEventSubscription(queue: self, id: id, kind: .taskScope)
     }
+}
 
+extension OperationQueue {
     final func _removeTaskScope(_ id: UInt64) {
         var removed = taskScopes.withLock { scopes in
             defer { if scopes.isEmpty { hasTaskScopes.store(false, ordering: .releasing) } }

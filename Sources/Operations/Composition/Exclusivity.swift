@@ -8,7 +8,7 @@ public enum ExclusivityMode: Sendable {
     case shared
 }
 
-extension Operation {
+extension OperationExtensions where Self: Operation {
     /// Makes the operation hold `category` while it runs: at most one operation per
     /// category in `.exclusive` mode runs at a time, process-wide and across queues;
     /// `.shared` holders run together but never with an exclusive one.

@@ -41,10 +41,10 @@ public struct ConditionFailedError: Error, CustomStringConvertible {
     public var description: String { "condition \(condition) of \(operation) failed: \(reason)" }
 }
 
-extension Operation {
+extension OperationExtensions where Self: Operation {
     /// Adds a condition the operation must meet to run: it is evaluated after the
     /// operation's dependencies have finished and before it starts. If it fails, the
-    /// operation is cancelled with the condition's error and ``main()`` never runs.
+    /// operation is cancelled with the condition's error and ``Operation/main()`` never runs.
     ///
     /// Conditions are evaluated one after another in the order added; the first failure
     /// decides. The evaluation is a hidden dependency of the operation (run on the
@@ -58,7 +58,9 @@ extension Operation {
         }
         evaluator._append(condition, dependency: condition.dependency(for: self))
     }
+}
 
+extension Operation {
     /// The evaluator to add a condition or a category to (made on first use); nil when
     /// the operation is in a queue or has started.
     final func _conditionEvaluatorForAdding() -> ConditionEvaluator? {

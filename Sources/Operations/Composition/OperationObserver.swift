@@ -60,7 +60,7 @@ public struct BlockObserver: OperationObserver {
     public func operation(_ operation: Operation, didFinishWith outcome: Operation.Outcome) { didFinish?(operation, outcome) }
 }
 
-extension Operation {
+extension OperationExtensions where Self: Operation {
     /// Attaches a lifecycle observer (see ``OperationObserver``). An observer added after
     /// an event has happened is not told about it; one added to a finished operation is
     /// told nothing. Observers are released once the operation has finished.
@@ -96,7 +96,9 @@ extension Operation {
         }
         _postObserverEvent(.produced(operation))
     }
+}
 
+extension Operation {
     final func _postObserverEvent(_ event: ObserverEvent) {
         _update { $0.attachments?.post(event) }
         _deliverObserverEvents()

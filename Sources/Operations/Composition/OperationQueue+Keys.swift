@@ -15,7 +15,7 @@ struct KeyedEntry {
     var interest: Int
 }
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Adds the operation `make` returns under `key`, unless an operation under the same
     /// key is still pending or running in this queue: then `make` is not called and that
     /// operation is returned (await its ``ValueOperation/value``: every caller gets the same
@@ -102,8 +102,10 @@ extension OperationQueue {
             dependency.queuePriority = priority
         }
     }
+}
 
-    private func _addOperation(forKey key: OperationKey, _ make: () -> Operation) -> Operation {
+extension OperationQueue {
+    fileprivate func _addOperation(forKey key: OperationKey, _ make: () -> Operation) -> Operation {
         if let joined = _join(key) { return joined }
         // Made outside the lock (user code); another caller may have won meanwhile.
         let made = make()

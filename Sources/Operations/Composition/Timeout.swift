@@ -11,7 +11,7 @@ public struct TimeoutError: Error, CustomStringConvertible {
     public var description: String { "\(operation) timed out after \(timeout)" }
 }
 
-extension Operation {
+extension OperationExtensions where Self: Operation {
     /// Gives the operation a timeout: if it has not finished `duration` after it **started**
     /// (measured on `clock`), it is cancelled with a ``TimeoutError`` as the reason.
     ///

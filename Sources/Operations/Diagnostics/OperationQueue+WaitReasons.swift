@@ -7,12 +7,14 @@ extension OperationQueue {
         /// that runs).
         public let reasons: [Operation.WaitReason]
     }
+}
 
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Every operation of the queue that has not finished, in the order added, with its
     /// wait reasons: the answer to "why is nothing happening?".
     /// - Note: A snapshot: by the time it is read, things may have moved on.
-    public var pendingOperations: [PendingOperation] {
-        operations.map { PendingOperation(operation: $0, reasons: $0.waitReasons) }
+    public var pendingOperations: [OperationQueue.PendingOperation] {
+        operations.map { OperationQueue.PendingOperation(operation: $0, reasons: $0.waitReasons) }
     }
 
     /// ``pendingOperations`` for a person: a line about the queue, then one per operation,

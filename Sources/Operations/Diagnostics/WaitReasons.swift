@@ -46,11 +46,13 @@ extension Operation {
             }
         }
     }
+}
 
+extension OperationExtensions where Self: Operation {
     /// Why this operation is not running now: what it waits for, in the order it would
     /// matter. Empty only for an operation that could start by hand right now.
     /// - Note: A snapshot: by the time it is read, things may have moved on.
-    public var waitReasons: [WaitReason] {
+    public var waitReasons: [Operation.WaitReason] {
         let snapshot = _update { state in
             (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
              dependencies: state.dependencies, hidden: state.hiddenDependencies)
@@ -63,7 +65,7 @@ extension Operation {
         case .dispatched: return isExecuting || snapshot.queue == nil ? [.executing] : [.waitingForWorker(snapshot.queue!)]
         case .idle, .waiting, .checking, .parked, .ready: break
         }
-        var reasons: [WaitReason] = []
+        var reasons: [Operation.WaitReason] = []
         if !snapshot.cancelled {
             for dependency in snapshot.dependencies {
                 let (done, queued) = dependency._update { ($0.phase.isFinishingOrFinished, $0.queue != nil) }

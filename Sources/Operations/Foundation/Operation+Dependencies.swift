@@ -168,7 +168,7 @@ extension Operation {
     final var _isFinishing: Bool { _update { $0.phase.isFinishingOrFinished } }
 }
 
-extension Operation {
+extension OperationExtensions where Self: Operation {
     /// Whether closing a dependency cycle stops the process (with a message listing the
     /// operations in the cycle) instead of printing that message as a warning.
     ///

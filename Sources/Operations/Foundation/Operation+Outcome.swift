@@ -44,25 +44,32 @@ extension Operation {
             }
         }
     }
+}
 
+extension OperationExtensions where Self: Operation {
     /// How the operation ended; nil until it has finished.
     ///
     /// A cancellation that happened before the finish wins over a reported failure.
-    public var outcome: Outcome? { _update { $0.outcome } }
+    public var outcome: Operation.Outcome? { _update { $0.outcome } }
 
-    /// Cancels the operation, recording `reason` as the cause (see ``Outcome``).
+    /// Cancels the operation, recording `reason` as the cause (see ``Operation/Outcome``);
+    /// with `nil`, a plain ``Operation/cancel()``.
     ///
-    /// Calls ``cancel()``, so a subclass's override runs as for a plain cancel. The first
-    /// cancellation wins: a later call, or one after the finish, changes nothing.
-    public func cancel(with reason: any Error) {
-        _update { state in
-            if state.cancellation == .none, state.offeredCancellationReason == nil {
-                state.offeredCancellationReason = reason
+    /// Calls ``Operation/cancel()``, so a subclass's override runs as for a plain cancel.
+    /// The first cancellation wins: a later call, or one after the finish, changes nothing.
+    public func cancel(with reason: (any Error)?) {
+        if let reason {
+            _update { state in
+                if state.cancellation == .none, state.offeredCancellationReason == nil {
+                    state.offeredCancellationReason = reason
+                }
             }
         }
         cancel()
     }
+}
 
+extension Operation {
     /// Records the error the operation ends with; its outcome is ``Outcome/failed(_:)``
     /// unless it was cancelled. For layers above (an async body that threw).
     final func _recordFailure(_ error: any Error) {

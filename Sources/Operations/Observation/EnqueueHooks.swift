@@ -1,7 +1,7 @@
 /// The hooks of ``OperationQueue/addEnqueueHook(_:)`` of one queue.
 typealias EnqueueHooks = HookList<@Sendable (Operation) -> Void>
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Calls `hook` with each operation added to this queue, on the thread that adds it,
     /// before it joins the queue (and before its enqueued event), with no lock held.
     ///
@@ -16,7 +16,9 @@ extension OperationQueue {
         }
         return OperationEventSubscription(queue: self, id: id, kind: .enqueueHook)
     }
+}
 
+extension OperationQueue {
     final func _removeEnqueueHook(_ id: UInt64) {
         var removed = enqueueHooks.withLock { hooks in
             defer { if hooks.isEmpty { hasEnqueueHooks.store(false, ordering: .releasing) } }

@@ -110,7 +110,7 @@ struct EventLog {
     }
 }
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// Calls `handler` for every event of this queue's operations (enqueued, started,
     /// cancelled, finished), in the order they happened (``OperationEvent/sequence``), one
     /// at a time, with no lock of the library held. Keep the returned subscription; the
@@ -135,7 +135,9 @@ extension OperationQueue {
         }
         return OperationEventSubscription(queue: self, id: id)
     }
+}
 
+extension OperationQueue {
     final func _removeEventHandler(_ id: UInt64) {
         var removed = eventHandlers.withLock { state in
             let removed = state.handlers.filter { $0.id == id }

@@ -57,7 +57,7 @@ public struct OperationEventStream: AsyncSequence, Sendable {
     }
 }
 
-extension OperationQueue {
+extension OperationQueueExtensions where Self: OperationQueue {
     /// This queue's events from now on, as an `AsyncSequence`, in the order they happened.
     ///
     /// The queue never waits for the consumer: when more than `bufferingNewest` events are
