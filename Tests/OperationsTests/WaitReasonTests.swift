@@ -74,4 +74,19 @@ struct WaitReasonTests {
         release.open()
         queue.waitUntilAllOperationsAreFinished()
     }
+
+    @Test("a cancelled operation added after a pending barrier still waits for it")
+    func cancelledBehindBarrier() {
+        let queue = OperationQueue()
+        let release = Gate()
+        queue.addOperation { release.wait() }
+        queue.addBarrierBlock {}
+        let later = ClosureOperation(name: "later")
+        queue.addOperation(later)
+        later.cancel()
+        #expect(later.waitReasons.count == 1)
+        if case .barrier = later.waitReasons.first {} else { Issue.record("expected a barrier reason, got \(later.waitReasons)") }
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+    }
 }

@@ -71,15 +71,18 @@ extension OperationExtensions where Self: Operation {
                 let (done, queued) = dependency._update { ($0.phase.isFinishingOrFinished, $0.queue != nil) }
                 if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
             }
-            for barrier in snapshot.hidden where !barrier._isFinishing {
-                if let ticket = barrier as? ExclusivityTicket {
-                    reasons.append(.exclusivity(ticket.categories))
-                } else {
-                    reasons.append(barrier is ConditionEvaluator ? .conditions : .barrier(barrier))
-                }
-            }
-            if reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
         }
+        for barrier in snapshot.hidden where !barrier._isFinishing {
+            if let ticket = barrier as? ExclusivityTicket {
+                if !snapshot.cancelled { reasons.append(.exclusivity(ticket.categories)) }
+            } else if barrier is ConditionEvaluator {
+                if !snapshot.cancelled { reasons.append(.conditions) }
+            } else {
+                // A cancelled operation still waits for a barrier added before it.
+                reasons.append(.barrier(barrier))
+            }
+        }
+        if !snapshot.cancelled, reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
         guard let queue = snapshot.queue else {
             reasons.append(.notInQueue)
             return reasons

@@ -24,8 +24,10 @@ struct OperationCore {
     var pendingDependencyCount: Int32 = 0
     var phase: Phase = .idle
     var cancellation: Cancellation = .none
-    /// Nil until set: then the queue takes the band from the quality of service.
+    /// Nil until set: then the queue files the operation under `bandWhenAdded`.
     var queuePriority: Operation.QueuePriority?
+    /// The band its queue chose when the operation was added (see `QueueCore.admit`).
+    var bandWhenAdded: Operation.QueuePriority = .normal
     /// Nil until set (the getter reports `.default`).
     var qualityOfService: QualityOfService?
     /// Raised by priority escalation (an awaiting task or a dependent of higher quality of
@@ -108,17 +110,10 @@ struct OperationCore {
     /// Ready as far as dependencies go: a cancelled operation ignores them.
     var isInternallyReady: Bool { cancellation.isCancelled || pendingDependencyCount == 0 }
 
-    /// The priority the ready list files the operation under. An operation whose priority
-    /// was never set takes its band from its quality of service, except on a serial queue.
-    func effectivePriority(serialQueue: Bool) -> Operation.QueuePriority {
-        let base: Operation.QueuePriority
-        if let queuePriority {
-            base = queuePriority
-        } else if !serialQueue, let qualityOfService {
-            base = Operation.QueuePriority(band: qualityOfService)
-        } else {
-            base = .normal
-        }
+    /// The priority the ready list files the operation under: `queuePriority` when set,
+    /// else the band chosen when it was added.
+    var effectivePriority: Operation.QueuePriority {
+        let base = queuePriority ?? bandWhenAdded
         // An escalation raises the band, on serial queues too: someone waits for it.
         guard let escalatedQuality else { return base }
         let raised = Operation.QueuePriority(band: escalatedQuality)
@@ -454,7 +449,7 @@ extension OperationCore {
             return .done
         }
         _ = apply(.confirmReady)
-        return .deliver(queue, effectivePriority(serialQueue: queue._isSerial.load(ordering: .relaxed)))
+        return .deliver(queue, effectivePriority)
     }
 
     /// A queue worker popped the operation from the ready list. False when it must be

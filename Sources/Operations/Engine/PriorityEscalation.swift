@@ -23,8 +23,7 @@ extension Operation {
             }
             guard let step else { continue }
             if let queue = step.refile {
-                let serial = queue._isSerial.load(ordering: .relaxed)
-                queue.core.withLock { $0.refile(operation, serialQueue: serial) }
+                queue.core.withLock { $0.refile(operation) }
             }
             operation._escalateWork(to: quality)
             for dependency in step.waitsFor where !dependency._isFinishingFlag {
@@ -35,14 +34,19 @@ extension Operation {
 }
 
 extension QueueCore {
-    /// Moves an escalated operation to the band its new priority chooses, if it is still
-    /// in the ready list.
-    mutating func refile(_ operation: Operation, serialQueue: Bool) {
+    /// Moves an escalated operation (or one whose `queuePriority` was set) to the band its
+    /// new priority chooses, if it is still in the ready list. It keeps its place in the
+    /// order added.
+    mutating func refile(_ operation: Operation) {
         let priority: Operation.QueuePriority? = operation._update { state in
-            state.phase.kind == .ready ? state.effectivePriority(serialQueue: serialQueue) : nil
+            state.phase.kind == .ready ? state.effectivePriority : nil
         }
-        guard let priority, ready.remove(operation) else { return }
-        ready.push(operation, priority: priority)
+        guard let priority else { return }
+        if ready.remove(operation) {
+            ready.push(operation, priority: priority)
+        } else if let index = heldBehindBarrier.firstIndex(where: { $0.operation === operation }) {
+            heldBehindBarrier[index].priority = priority
+        }
     }
 }
 

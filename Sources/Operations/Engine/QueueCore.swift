@@ -41,6 +41,13 @@ struct QueueCore {
     var capacityWaiters: [QueueWaiter] = []
     /// The newest barrier not yet finished: operations added after it wait for it.
     var pendingBarrier: Operation?
+    /// The number the next operation added gets (``Operation/_addSequence``).
+    var nextSequence: UInt64 = 0
+    /// The barriers not yet finished, oldest first (see `BarrierGate`).
+    var barrierGates: [BarrierGate] = []
+    /// Operations that became ready (cancelled ones) while a barrier added before them had
+    /// not run, with their band: they go to the ready list once it has.
+    var heldBehindBarrier: [(operation: Operation, priority: Operation.QueuePriority)] = []
     var name: String?
     var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
@@ -104,6 +111,11 @@ struct QueueCore {
     /// QoS when asked, records the enqueued event, and puts it in the ready list at once
     /// when it is ready and nothing changed since `reading` was taken. Refuses it,
     /// changing nothing, when it cannot be added.
+    ///
+    /// The band of an operation whose `queuePriority` is not set is fixed here, as on
+    /// Linux's Foundation: from its quality of service now, `.normal` if the queue is
+    /// serial now; neither a later change of the queue's limit nor of the operation's
+    /// quality of service moves it (setting `queuePriority` does).
     mutating func admit(
         _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool, reading: Reading
     ) -> Admission {
@@ -119,17 +131,20 @@ struct QueueCore {
             state.queue = queue
             if barrier != nil { state.gainDependency() }
             if let quality { state.qualityOfService = quality }
+            state.bandWhenAdded = serial ? .normal : Operation.QueuePriority(band: state.qualityOfService ?? .default)
             // Recorded before anyone can start it: the first event of the operation.
             queue._record(.enqueued, operation)
             guard reading.isReady, reading.generation == state.readinessGeneration, state.isInternallyReady,
                 state.apply(.beginCheck), state.apply(.confirmReady)
             else { return (nil, nil) }
-            return (nil, state.effectivePriority(serialQueue: serial))
+            return (nil, state.effectivePriority)
         }
         if let refusal = outcome.0 { return .refused(refusal) }
+        operation._addSequence = nextSequence
+        nextSequence += 1
         members.append(operation)
         if let priority = outcome.1 {
-            ready.push(operation, priority: priority)
+            deliver(operation, priority: priority)
             return .admitted(delivered: true)
         }
         return .admitted(delivered: false)
@@ -138,7 +153,9 @@ struct QueueCore {
     /// Undoes `admit` for an operation of a batch that is being refused.
     mutating func unadmit(_ operation: Operation, hadBarrier: Bool, wasDelivered: Bool) {
         members.remove(operation)
-        if wasDelivered { ready.remove(operation) }
+        if wasDelivered, !ready.remove(operation) {
+            heldBehindBarrier.removeAll { $0.operation === operation }
+        }
         operation._update { state in
             _ = state.apply(.withdraw)
             state.queue = nil
@@ -148,6 +165,56 @@ struct QueueCore {
 
     /// A serial queue: priorities do not come from quality of service there.
     var isSerial: Bool { isMain || maxConcurrent == 1 }
+
+    // MARK: Ready operations and barriers
+
+    /// A barrier that has not finished, and where it stands in the order added: every
+    /// operation numbered from `firstSequenceAfter` on, but the barrier, was added after it.
+    /// (Numbered when the barrier was announced, before it was added: an operation added
+    /// by another thread in between waits for the barrier too.)
+    struct BarrierGate {
+        var barrier: ObjectIdentifier
+        var firstSequenceAfter: UInt64
+    }
+
+    /// `addBarrierBlock` announces `barrier`, before adding it: operations added from now
+    /// on wait for it. Returns the operations it waits for, the queue's members now.
+    mutating func announceBarrier(_ barrier: Operation) -> [Operation] {
+        pendingBarrier = barrier
+        barrierGates.append(BarrierGate(barrier: ObjectIdentifier(barrier), firstSequenceAfter: nextSequence))
+        return members.all
+    }
+
+    /// Whether `operation` was added after a barrier that has not finished.
+    ///
+    /// Only a cancelled operation can be ready then (the others wait for the barrier as a
+    /// dependency, which a cancelled one ignores): it does not start, not even for its
+    /// cancelled pass through `start()`, until the barrier has run.
+    private func isBehindBarrier(_ operation: Operation) -> Bool {
+        guard let gate = barrierGates.first else { return false }
+        return operation._addSequence >= gate.firstSequenceAfter && ObjectIdentifier(operation) != gate.barrier
+    }
+
+    /// Puts an operation that became ready into the ready list, or holds it while a barrier
+    /// added before it has not run.
+    mutating func deliver(_ operation: Operation, priority: Operation.QueuePriority) {
+        if !barrierGates.isEmpty, isBehindBarrier(operation) {
+            heldBehindBarrier.append((operation, priority))
+        } else {
+            ready.push(operation, priority: priority)
+        }
+    }
+
+    /// `operation` finished: if it is a barrier, the operations it held back that no other
+    /// barrier holds go to the ready list.
+    private mutating func barrierMayHaveFinished(_ operation: Operation) {
+        guard let index = barrierGates.firstIndex(where: { $0.barrier == ObjectIdentifier(operation) }) else { return }
+        barrierGates.remove(at: index)
+        guard !heldBehindBarrier.isEmpty else { return }
+        let held = heldBehindBarrier
+        heldBehindBarrier = []
+        for (operation, priority) in held { deliver(operation, priority: priority) }
+    }
 
     // MARK: Workers
 
@@ -302,6 +369,7 @@ struct QueueCore {
             executing -= 1
             progressStamp &+= 1
         }
+        if !barrierGates.isEmpty { barrierMayHaveFinished(operation) }
         if leaves {
             members.remove(operation)
             if operation === pendingBarrier { pendingBarrier = nil }

@@ -19,6 +19,10 @@ open class Operation: NSObject, @unchecked Sendable {
     private let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
 
     // Queue links, guarded by the owning queue's lock.
+    /// The order in which the queue added it (`_addSequence`, in `ReadyList.swift`):
+    /// declared here, after `visible`, so that they fill its padding.
+    final var _addSequenceHigh: UInt16 = 0
+    final var _addSequenceLow: UInt32 = 0
     /// Next in the queue's ready list of the same priority.
     final var _nextReady: Operation?
     /// Next in the queue's list of members (the order in which they were added).
@@ -86,9 +90,9 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// The relative order among ready operations of one queue. Never overrides dependencies.
     ///
-    /// Until it is set, an operation on a queue that is not serial takes its band from its
-    /// ``qualityOfService`` (as on Linux's Foundation): `.userInteractive` → `.veryHigh`,
-    /// `.userInitiated` → `.high`, `.default` → `.normal`, `.utility` → `.low`,
+    /// Until it is set, an operation added to a queue that is not serial takes its band from
+    /// its ``qualityOfService`` when added (as on Linux's Foundation): `.userInteractive` →
+    /// `.veryHigh`, `.userInitiated` → `.high`, `.default` → `.normal`, `.utility` → `.low`,
     /// `.background` → `.veryLow`. Reads `.normal` until set.
     open var queuePriority: QueuePriority {
         get { _update { $0.queuePriority } ?? .normal }
@@ -99,8 +103,7 @@ open class Operation: NSObject, @unchecked Sendable {
                 return state.phase.kind == .ready ? state.queue : nil
             }
             guard let queue else { return }
-            let serial = queue._isSerial.load(ordering: .relaxed)
-            queue.core.withLock { $0.refile(self, serialQueue: serial) }
+            queue.core.withLock { $0.refile(self) }
         }
     }
 

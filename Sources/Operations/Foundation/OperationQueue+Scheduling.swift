@@ -5,7 +5,7 @@ extension OperationQueue {
     /// Called (no lock held) when one of this queue's operations becomes ready.
     final func _operationBecameReady(_ operation: Operation, priority: Operation.QueuePriority) {
         let wakeup = core.withLock { state in
-            state.ready.push(operation, priority: priority)
+            state.deliver(operation, priority: priority)
             return state.wakeup()
         }
         _perform(wakeup)

@@ -28,9 +28,6 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Scopes of ``addTaskScope(_:)``; `hasTaskScopes` is the cheap check.
     let taskScopes = Locked(TaskScopes())
     let hasTaskScopes = Atomic<Bool>(false)
-    /// Whether the queue is serial (limit 1, or the main queue): read without the queue's
-    /// lock where an operation's priority is decided under the operation's.
-    let _isSerial = Atomic<Bool>(false)
     /// `qualityOfService`'s raw value, for workers to read without the lock.
     let _threadQualityRawValue = Atomic<Int>(QualityOfService.background.rawValue)
     /// The operations in flight under a key (`addOperation(forKey:_:)`).
@@ -46,7 +43,6 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         state.name = "NSOperationQueue Main Queue"
         core = Locked(state)
         super.init()
-        _isSerial.store(true, ordering: .relaxed)
         _threadQualityRawValue.store(QualityOfService.userInteractive.rawValue, ordering: .relaxed)
     }
 
@@ -81,16 +77,14 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     // MARK: Barriers
 
     /// Runs `barrier` after every operation added before it has finished; no operation
-    /// added after it starts until it has run (like a Dispatch barrier).
+    /// added after it starts until it has run (like a Dispatch barrier) — not even a
+    /// cancelled one, for its pass through `start()`.
     ///
     /// The barrier is a ``BlockOperation`` with hidden dependencies: on the operations in
     /// the queue now, and, from every operation added after it, on the barrier.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let operation = BlockOperation(block: barrier)
-        let earlier = core.withLock { state in
-            state.pendingBarrier = operation
-            return state.members.all
-        }
+        let earlier = core.withLock { $0.announceBarrier(operation) }
         for member in earlier {
             operation._addEdge(from: member, visible: false)
         }
@@ -109,10 +103,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             if newValue < -1 {
                 Misuse.fail("maxConcurrentOperationCount of \(_misuseName) set to \(newValue); it must be at least 0, or -1 (defaultMaxConcurrentOperationCount)")
             }
-            _change("maxConcurrentOperationCount") { state in
-                state.maxConcurrent = newValue
-                self._isSerial.store(state.isSerial, ordering: .relaxed)
-            }
+            _change("maxConcurrentOperationCount") { $0.maxConcurrent = newValue }
         }
     }
 
