@@ -217,4 +217,49 @@ struct StallReportTests {
             operation.addDependency(operation)
         }.map { $0.standardErrorContent.containsText("HANDLER misuse:", "\"self-dependent\"") }.check()
     }
+
+    @Test("an overridden isFinished that reads true but was never announced is named in waitDescription and in the stall report")
+    func finishedWithoutAnnouncement() {
+        /// Darwin's asynchronous operation with `@objc dynamic var state` ported to Linux,
+        /// where nothing announces `"state"` for it.
+        final class Unannounced: Operation, @unchecked Sendable {
+            enum State { case ready, executing, finished }
+            private let lock = NSLock()
+            private var _state = State.ready
+            let finished = Gate()
+            var state: State {
+                get { lock.withLock { _state } }
+                set { lock.withLock { _state = newValue } }
+            }
+            override class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> {
+                ["isReady", "isExecuting", "isFinished"].contains(key) ? ["state"] : super.keyPathsForValuesAffectingValue(forKey: key)
+            }
+            override var isExecuting: Bool { state == .executing }
+            override var isFinished: Bool { state == .finished }
+            override var isAsynchronous: Bool { true }
+            override func start() {
+                state = .executing
+                Thread.detachNewThread { [self] in
+                    state = .finished
+                    finished.open()
+                }
+            }
+        }
+        let capture = Capture(marker: "unannounced")
+        capture.during {
+            let queue = OperationQueue()
+            let operation = Unannounced()
+            operation.name = "unannounced"
+            queue.addOperation(operation)
+            #expect(operation.finished.wait())
+            #expect(operation.waitDescription.contains("isFinished reads true but was never announced"))
+            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
+            #expect(capture.reported.wait())
+            #expect(capture.stalls.first?.contains("isFinished reads true but was never announced") == true)
+            // Announced at last: the queue lets it go.
+            operation.willChangeValue(forKey: "state")
+            operation.didChangeValue(forKey: "state")
+            #expect(returned.wait())
+        }
+    }
 }

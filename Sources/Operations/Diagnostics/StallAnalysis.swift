@@ -86,7 +86,7 @@ struct StallAnalysis {
             case .concurrencyLimit(let queue, let limit):
                 if limit == 0 { return record(operation, .stuck("\(operation._stallName): \(Operation.WaitReason.concurrencyLimit(queue, limit: 0))")) }
                 return record(operation, .progresses)
-            case .queueSuspended, .notInQueue:
+            case .queueSuspended, .notInQueue, .finishedWithoutAnnouncement:
                 return record(operation, .stuck("\(operation._stallName): \(reason)"))
             case .dependency(let dependency, _), .barrier(let dependency):
                 waitsFor.append(dependency)

@@ -25,6 +25,9 @@ extension Operation {
         case concurrencyLimit(OperationQueue, limit: Int)
         /// It is ready and about to be started by its queue.
         case waitingForWorker(OperationQueue)
+        /// Its overridden `isFinished` reads true, but no change of it was announced, so
+        /// its queue and its dependents still wait for it.
+        case finishedWithoutAnnouncement
 
         public var description: String {
             switch self {
@@ -43,6 +46,8 @@ extension Operation {
             case .concurrencyLimit(let queue, let limit):
                 "its queue \"\(queue.name ?? "?")\" already runs \(limit) operation\(limit == 1 ? "" : "s") (maxConcurrentOperationCount)"
             case .waitingForWorker(let queue): "it is ready; its queue \"\(queue.name ?? "?")\" is about to start it"
+            case .finishedWithoutAnnouncement:
+                "isFinished reads true but was never announced: call willChangeValue(forKey:) and didChangeValue(forKey:) with \"isFinished\" (or a key it depends on, such as \"state\") around the change; Linux has no automatic key-value notifications for dynamic properties"
             }
         }
     }
@@ -56,6 +61,12 @@ extension OperationExtensions where Self: Operation {
         let snapshot = _update { state in
             (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
              dependencies: state.dependencies, hidden: state.hiddenDependencies)
+        }
+        switch snapshot.phase {
+        case .dispatched, .executing, .awaitingFinish:
+            // An overridden getter that says finished while the engine never heard of it.
+            if isFinished, !(_update { $0.phase.isFinishingOrFinished }) { return [.finishedWithoutAnnouncement] }
+        default: break
         }
         switch snapshot.phase {
         case .finishing, .finished: return [.finished]
