@@ -47,7 +47,7 @@ struct QueueSubclassTests {
         #expect(queue.seen().first === operation)
     }
 
-    @Test("Enqueue hooks see operations the queue makes from blocks and async bodies")
+    @Test("Enqueue hooks see every operation once, however it was added: blocks, async bodies, enqueue, batches, barriers")
     func enqueueHooksSeeMadeOperations() async throws {
         let queue = OperationQueue()
         let hooked = Shared(0)
@@ -55,8 +55,13 @@ struct QueueSubclassTests {
         queue.addOperation {}
         let operation = queue.addOperation { () async -> Int in 1 }
         _ = try await operation.value
+        let enqueued = try await queue.enqueue { () async -> Int in 2 }
+        _ = try await enqueued.value
+        queue.addOperations([BlockOperation {}, BlockOperation {}], waitUntilFinished: false)
+        queue.addOperation(BlockOperation {})
+        queue.addBarrierBlock {}
         await queue.waitUntilAllOperationsAreFinished()
-        #expect(hooked() == 2)
+        #expect(hooked() == 7)
         subscription.cancel()
     }
 }

@@ -117,7 +117,8 @@ struct QueueCore {
     /// serial now; neither a later change of the queue's limit nor of the operation's
     /// quality of service moves it (setting `queuePriority` does).
     mutating func admit(
-        _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool, reading: Reading
+        _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool, reading: Reading,
+        held: Bool = false
     ) -> Admission {
         let quality = inheritQoS && isQualityOfServiceSet ? qualityOfService : nil
         let serial = isSerial
@@ -129,7 +130,10 @@ struct QueueCore {
             }
             _ = state.apply(.enqueue)
             state.queue = queue
+            // The edge from the barrier is registered after the lock; `held`, a dependency
+            // the caller releases itself.
             if barrier != nil { state.gainDependency() }
+            if held { state.gainDependency() }
             if let quality { state.qualityOfService = quality }
             state.bandWhenAdded = serial ? .normal : Operation.QueuePriority(band: state.qualityOfService ?? .default)
             // Recorded before anyone can start it: the first event of the operation.
@@ -177,12 +181,20 @@ struct QueueCore {
         var firstSequenceAfter: UInt64
     }
 
-    /// `addBarrierBlock` announces `barrier`, before adding it: operations added from now
-    /// on wait for it. Returns the operations it waits for, the queue's members now.
-    mutating func announceBarrier(_ barrier: Operation) -> [Operation] {
+    /// `addBarrierBlock`: the barrier joins the queue and becomes the one that operations
+    /// added from now on wait for, in one step, so that nothing added by another thread
+    /// can come between (an operation or a barrier added in between would order the two
+    /// barriers both ways: a cycle). Returns the operations it waits for, the members
+    /// before it; it is held (one dependency more) until the caller has made it wait for
+    /// them, after the lock.
+    mutating func admitBarrier(_ barrier: Operation, queue: OperationQueue) -> [Operation] {
+        let earlier = members.all
+        guard case .admitted = admit(barrier, queue: queue, barrier: nil, inheritQoS: true, reading: .fresh, held: true) else {
+            preconditionFailure("Operations: a barrier the queue just made was refused")
+        }
         pendingBarrier = barrier
         barrierGates.append(BarrierGate(barrier: ObjectIdentifier(barrier), firstSequenceAfter: nextSequence))
-        return members.all
+        return earlier
     }
 
     /// Whether `operation` was added after a barrier that has not finished.

@@ -84,11 +84,17 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// the queue now, and, from every operation added after it, on the barrier.
     open func addBarrierBlock(_ barrier: @escaping @Sendable () -> Void) {
         let operation = BlockOperation(block: barrier)
-        let earlier = core.withLock { $0.announceBarrier(operation) }
+        _runEnqueueHooks(CollectionOfOne(operation))
+        let observed = _hasObservers
+        if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        let earlier = core.withLock { $0.admitBarrier(operation, queue: self) }
+        if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+        _deliverEvents()
         for member in earlier {
             operation._addEdge(from: member, visible: false)
         }
-        _add(CollectionOfOne(operation), inheritQoS: true)
+        // Waits for every earlier member now: the hold `admitBarrier` took goes.
+        operation._dependencyFinished()
     }
 
     // MARK: State
