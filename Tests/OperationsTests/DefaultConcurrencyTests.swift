@@ -1,4 +1,5 @@
 import Operations
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -35,6 +36,33 @@ struct DefaultConcurrencyTests {
         queue.waitUntilAllOperationsAreFinished()
         let processors = ProcessInfo.processInfo.activeProcessorCount
         #expect(meter.most <= 2 * processors, "ran \(meter.most) at once on \(processors) processors")
+    }
+
+    @Test("A second ready operation gets a free processor while a computing one runs", .enabled(if: ProcessInfo.processInfo.activeProcessorCount >= 2))
+    func computingOperationDoesNotStarveTheNext() {
+        final class Flag: Sendable {
+            let value = Atomic(false)
+        }
+        let queue = OperationQueue()
+        let secondStarted = Flag()
+        let sawSecond = Shared(false)
+        let firstRunning = Gate()
+        queue.addOperation {
+            firstRunning.open()
+            // Computes (never blocks, never calls the kernel) until the second one has
+            // started, or gives up after a generous CPU-time budget.
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(eventTimeout * 1e9)
+            while DispatchTime.now().uptimeNanoseconds < deadline {
+                if secondStarted.value.load(ordering: .acquiring) {
+                    sawSecond.update { $0 = true }
+                    return
+                }
+            }
+        }
+        #expect(firstRunning.wait())
+        queue.addOperation { secondStarted.value.store(true, ordering: .releasing) }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(sawSecond())
     }
 
     @Test("operations that block overlap well beyond the processor count")

@@ -241,13 +241,16 @@ struct QueueCore {
     /// for a worker that the limit does not allow yet.
     ///
     /// With an explicit limit, workers start eagerly up to it (the limit is exact). With
-    /// the default limit, a worker starts only for ready operations beyond one per running
-    /// worker: small operations are drained by few workers that do not contend for the
-    /// lock, and the watchdog adds workers when the running ones are blocked.
+    /// the default limit, a worker starts only for ready operations beyond one per worker
+    /// that is free to take one (not running an operation): small operations are drained
+    /// by few workers that do not contend for the lock, a worker busy with a long
+    /// operation does not keep the next one from a free processor, and the watchdog adds
+    /// workers beyond the processors when the running ones are blocked.
     mutating func wakeup(force: Bool = false) -> Wakeup {
         var wakeup = Wakeup()
         guard !isSuspended, ready.count > 0 else { return wakeup }
-        let backlog = maxConcurrent < 0 && !force ? ready.count - workers : ready.count
+        let freeWorkers = max(workers - executing, 0)
+        let backlog = maxConcurrent < 0 && !force ? ready.count - freeWorkers : ready.count
         let wanted = min(workerLimit - workers, backlog, executionLimit - executing)
         for _ in 0..<max(wanted, 0) {
             let slot = (~busySlots).trailingZeroBitCount
