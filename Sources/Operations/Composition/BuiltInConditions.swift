@@ -3,11 +3,17 @@
 /// Fails when one of the operation's dependencies failed (``Operation/Outcome/failed(_:)``).
 ///
 /// Foundation runs dependents after a failed dependency; this condition opts out.
-public struct NoFailedDependenciesCondition: OperationCondition {
+public struct NoFailedDependenciesCondition: OperationCondition, ImmediateCondition {
     /// Creates the condition.
     public init() {}
 
-    public func evaluate(for operation: Operation) async throws {
+    public func evaluate(for operation: Operation) async throws { try check(operation) }
+
+    func decideWithoutSuspending(for operation: Operation) -> Result<Void, any Error>? {
+        Result { try check(operation) }
+    }
+
+    private func check(_ operation: Operation) throws {
         for dependency in operation.dependencies {
             if case .failed(let error)? = dependency.outcome {
                 throw ConditionFailedError(
@@ -19,11 +25,17 @@ public struct NoFailedDependenciesCondition: OperationCondition {
 }
 
 /// Fails when one of the operation's dependencies was cancelled.
-public struct NoCancelledDependenciesCondition: OperationCondition {
+public struct NoCancelledDependenciesCondition: OperationCondition, ImmediateCondition {
     /// Creates the condition.
     public init() {}
 
-    public func evaluate(for operation: Operation) async throws {
+    public func evaluate(for operation: Operation) async throws { try check(operation) }
+
+    func decideWithoutSuspending(for operation: Operation) -> Result<Void, any Error>? {
+        Result { try check(operation) }
+    }
+
+    private func check(_ operation: Operation) throws {
         for dependency in operation.dependencies where dependency.outcome?.isCancelled == true {
             throw ConditionFailedError(
                 condition: name, operation: operation._misuseName,
@@ -33,9 +45,18 @@ public struct NoCancelledDependenciesCondition: OperationCondition {
 }
 
 /// A condition given by a predicate, which may suspend: false (or a thrown error) fails.
-public struct BlockCondition: OperationCondition {
+///
+/// A predicate that does not suspend (a closure without `await`) is asked on the thread
+/// where the operation's dependencies finished, with no task: such a condition costs about
+/// as much as the operation itself.
+public struct BlockCondition: OperationCondition, ImmediateCondition {
+    private enum Predicate {
+        case immediate(@Sendable (Operation) throws -> Bool)
+        case suspending(@Sendable (Operation) async throws -> Bool)
+    }
+
     public let name: String
-    private let predicate: @Sendable (Operation) async throws -> Bool
+    private let predicate: Predicate
     private let contributed: (@Sendable (Operation) -> Operation?)?
 
     /// Creates a condition that holds when `predicate` returns true. `dependency`, if
@@ -46,16 +67,41 @@ public struct BlockCondition: OperationCondition {
         _ predicate: @escaping @Sendable (Operation) async throws -> Bool
     ) {
         self.name = name
-        self.predicate = predicate
+        self.predicate = .suspending(predicate)
+        contributed = dependency
+    }
+
+    /// Creates a condition that holds when `predicate`, which does not suspend, returns true.
+    public init(
+        name: String = "BlockCondition",
+        dependency: (@Sendable (Operation) -> Operation?)? = nil,
+        _ predicate: @escaping @Sendable (Operation) throws -> Bool
+    ) {
+        self.name = name
+        self.predicate = .immediate(predicate)
         contributed = dependency
     }
 
     public func dependency(for operation: Operation) -> Operation? { contributed?(operation) }
 
     public func evaluate(for operation: Operation) async throws {
-        guard try await predicate(operation) else {
-            throw ConditionFailedError(condition: name, operation: operation._misuseName, reason: "the predicate returned false")
+        let holds: Bool
+        switch predicate {
+        case .immediate(let predicate): holds = try predicate(operation)
+        case .suspending(let predicate): holds = try await predicate(operation)
         }
+        guard holds else { throw failure(operation) }
+    }
+
+    func decideWithoutSuspending(for operation: Operation) -> Result<Void, any Error>? {
+        guard case .immediate(let predicate) = predicate else { return nil }
+        return Result {
+            guard try predicate(operation) else { throw failure(operation) }
+        }
+    }
+
+    private func failure(_ operation: Operation) -> ConditionFailedError {
+        ConditionFailedError(condition: name, operation: operation._misuseName, reason: "the predicate returned false")
     }
 }
 

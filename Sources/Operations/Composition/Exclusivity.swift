@@ -23,17 +23,18 @@ extension OperationExtensions where Self: Operation {
     /// conditions hold, and gets all of them at once (or waits for all): two operations
     /// with overlapping categories can never deadlock. Requests are granted first come,
     /// first served per category (a waiting exclusive request is not overtaken by later
-    /// shared ones). An operation asks when its queue starts it (its hidden evaluator):
-    /// without conditions, at once on that thread, so a serial queue's operations ask in
-    /// the order added; with conditions, when the last one holds. Waiting blocks no thread and holds no queue slot: the grant is a
-    /// hidden dependency of the operation. It gives its categories back when it finishes.
+    /// shared ones). An operation asks once its dependencies have finished, its conditions
+    /// hold and its queue is not suspended, on the thread where that happened. Waiting
+    /// blocks no thread and holds no queue slot: the categories are a gate of the
+    /// operation, not an operation. It gives them back when it finishes (or when it is
+    /// cancelled, or gains a dependency, before it started).
     /// - Important: Like ``addCondition(_:)``, only before the operation is added to a
     ///   queue; an operation with categories runs from a queue, not by hand.
     public func addExclusivity(_ category: String, mode: ExclusivityMode = .exclusive) {
-        guard let evaluator = _conditionEvaluatorForAdding() else {
+        guard let gate = _gate(ExclusivityGate.self, orAdd: { ExclusivityGate() }) else {
             Misuse.fail("addExclusivity: \(_misuseName) is in a queue\(_groupClause), executing or finished; add categories before adding it to a queue (or to a group)")
         }
-        evaluator._appendExclusivity(category, mode: mode)
+        gate.append(category, mode: mode)
     }
 }
 

@@ -1,7 +1,7 @@
 // Process-wide mutual exclusion by category: the pure state and the storage holding it.
 
 /// The holders and waiters of every category, process-wide. A pure state machine: its
-/// events return the tickets to start, which the caller starts after the lock.
+/// events return the passes to admit, which the caller admits after the lock.
 struct ExclusivityState {
     struct Holding {
         var exclusive = false
@@ -12,7 +12,7 @@ struct ExclusivityState {
         var id: UInt64
         /// Sorted by category name, one entry per category (exclusive wins over shared).
         var needs: [(category: String, mode: ExclusivityMode)]
-        var ticket: Operation
+        var grant: GatePass
         /// Made from inside a group (or retry) that holds categories: granted as soon as
         /// its categories are free, not behind the line, whose earlier requests may be
         /// waiting for that very group (which waits for this one).
@@ -37,12 +37,12 @@ struct ExclusivityState {
     /// whole line.
     var waitingInsideHolders = 0
 
-    /// A request arrives; returns its id and the tickets granted now (its own, if it is).
+    /// A request arrives; returns its id and the passes granted now (its own, if it is).
     mutating func request(
-        _ needs: [(category: String, mode: ExclusivityMode)], ticket: Operation, insideHolder: Bool = false
-    ) -> (UInt64, [Operation]) {
+        _ needs: [(category: String, mode: ExclusivityMode)], pass: GatePass, insideHolder: Bool = false
+    ) -> (UInt64, [GatePass]) {
         nextID += 1
-        waiting[nextID] = Request(id: nextID, needs: needs, ticket: ticket, insideHolder: insideHolder)
+        waiting[nextID] = Request(id: nextID, needs: needs, grant: pass, insideHolder: insideHolder)
         line.append(nextID)
         for need in needs { waitingPerCategory[need.category, default: 0] += 1 }
         if insideHolder { waitingInsideHolders += 1 }
@@ -50,8 +50,8 @@ struct ExclusivityState {
     }
 
     /// A request leaves: granted ones give their categories back, waiting ones leave the
-    /// line. Returns the tickets granted as a result.
-    mutating func release(_ id: UInt64) -> [Operation] {
+    /// line. Returns the passes granted as a result.
+    mutating func release(_ id: UInt64) -> [GatePass] {
         if let needs = granted.removeValue(forKey: id) {
             for (category, _) in needs {
                 holdings[category]!.count -= 1
@@ -68,9 +68,9 @@ struct ExclusivityState {
     /// Grants, in arrival order, every waiting request whose categories are all free for
     /// its mode, all at once. A request that must wait blocks every later one in its
     /// categories (FIFO per category: a waiting writer is not overtaken by later readers).
-    private mutating func grant() -> [Operation] {
+    private mutating func grant() -> [GatePass] {
         var blocked: Set<String> = []
-        var tickets: [Operation] = []
+        var tickets: [GatePass] = []
         var index = head
         while index < line.count, blocked.count < waitingPerCategory.count || waitingInsideHolders > 0 {
             guard let request = waiting[line[index]] else {
@@ -94,7 +94,7 @@ struct ExclusivityState {
                 holdings[need.category] = holding
             }
             granted[request.id] = request.needs
-            tickets.append(request.ticket)
+            tickets.append(request.grant)
             waiting[request.id] = nil
             leaveLine(request)
         }
@@ -119,34 +119,19 @@ struct ExclusivityState {
 enum ExclusivityManager {
     static let state = Locked(ExclusivityState())
 
-    /// Makes `operation` wait (a hidden dependency, no thread) until it holds every category
-    /// in `needs`; released when it finishes.
-    /// `needs` are keyed by scope (a category inside a group is a key of its own) and
-    /// sorted; `names` are the categories as the operation named them, for wait reasons.
-    static func acquire(
-        _ needs: [(category: String, mode: ExclusivityMode)], named names: [String], insideHolder: Bool, for operation: Operation
-    ) {
-        let ticket = ExclusivityTicket(categories: names, for: operation)
-        operation._addEdge(from: ticket, visible: false)
-        let (id, granted) = state.withLock { $0.request(needs, ticket: ticket, insideHolder: insideHolder) }
-        // Released once the operation has finished (also when it was cancelled while waiting).
-        operation._onFinish { _ in
-            let next = state.withLock { $0.release(id) }
-            for ticket in next { ticket.start() }
-        }
-        for ticket in granted { ticket.start() }
+    /// Asks for every category in `needs` (keyed by scope: a category inside a group is a
+    /// key of its own; sorted); returns the request's id and the passes granted now, to
+    /// admit after the lock (its own, if it is granted at once).
+    static func request(
+        _ needs: [(category: String, mode: ExclusivityMode)], insideHolder: Bool, grant: GatePass
+    ) -> (UInt64, [GatePass]) {
+        state.withLock { $0.request(needs, pass: grant, insideHolder: insideHolder) }
     }
-}
 
-/// The hidden dependency that stands for "the categories are granted": it is started (and
-/// finishes at once, on the granting thread) when they are.
-/// - Note: `@unchecked Sendable` (as its superclass): `categories` never changes after `init`.
-final class ExclusivityTicket: Operation, @unchecked Sendable {
-    let categories: [String]
-
-    init(categories: [String], for operation: Operation) {
-        self.categories = categories
-        super.init()
-        name = "exclusivity of \(operation._shortName)"
+    /// Gives a request's categories back (or takes it out of the line) and admits the
+    /// requests that are granted as a result.
+    static func release(_ id: UInt64) {
+        let granted = state.withLock { $0.release(id) }
+        for grant in granted { grant.admit() }
     }
 }

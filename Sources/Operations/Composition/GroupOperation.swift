@@ -129,11 +129,6 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         if let cancel = admission.cancelWith {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
-        // The operations its conditions contribute join first: the group counts them
-        // before this child can run (and finish) in its queue.
-        if let evaluator = operation._conditionEvaluator {
-            for prerequisite in evaluator._idleContributed() { _addContributed(prerequisite) }
-        }
         childQueue.addOperation(operation)
         if announcesProduced, admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
         return true

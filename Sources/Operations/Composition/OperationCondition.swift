@@ -11,8 +11,11 @@ public protocol OperationCondition: Sendable {
     var name: String { get }
 
     /// An operation that must run and finish before the condition is evaluated (say,
-    /// "sign in"), or nil. It is added to the guarded operation's queue with it, unless it
-    /// is in a queue already.
+    /// "sign in"), or nil. It joins the guarded operation's queue once the guarded
+    /// operation's dependencies have finished, unless it is in a queue already; when the
+    /// guarded operation is cancelled, finishes, or another condition fails, it is cancelled
+    /// if it joined that way and nothing else needs it (no other guarded operation, no
+    /// dependent).
     func dependency(for operation: Operation) -> Operation?
 
     /// Throws when `operation` must not run; the error becomes its cancellation reason.
@@ -46,53 +49,17 @@ extension OperationExtensions where Self: Operation {
     /// operation's dependencies have finished and before it starts. If it fails, the
     /// operation is cancelled with the condition's error and ``Operation/main()`` never runs.
     ///
-    /// Conditions are evaluated one after another in the order added; the first failure
-    /// decides. The evaluation is a hidden dependency of the operation (run on the
-    /// operation's queue, which it joins when the operation is added).
+    /// Each condition is evaluated as soon as the operation's dependencies have finished and
+    /// the operation it contributes (``OperationCondition/dependency(for:)``), if any, has
+    /// finished; the first to fail decides at once. Conditions are a gate of the operation,
+    /// not an operation: nothing is added to its queue for them but what they contribute.
     /// - Important: Adding a condition to an operation that is in a queue, executing or
     ///   finished is a programmer error; so is starting by hand an operation that has
     ///   conditions (they are evaluated on its queue).
     public func addCondition(_ condition: some OperationCondition) {
-        guard let evaluator = _conditionEvaluatorForAdding() else {
+        guard let gate = _gate(ConditionGate.self, orAdd: { ConditionGate() }) else {
             Misuse.fail("addCondition: \(_misuseName) is in a queue\(_groupClause), executing or finished; add conditions before adding it to a queue (or to a group)")
         }
-        evaluator._append(condition, dependency: condition.dependency(for: self))
-    }
-}
-
-extension Operation {
-    /// The evaluator to add a condition or a category to (made on first use); nil when
-    /// the operation is in a queue or has started.
-    final func _conditionEvaluatorForAdding() -> ConditionEvaluator? {
-        let created = ConditionEvaluator(guarding: self)
-        let decision = _update { state -> (evaluator: ConditionEvaluator, isNew: Bool)? in
-            guard case .idle = state.phase, state.queue == nil else { return nil }
-            let extras = state.attachments ?? CompositionAttachments()
-            state.attachments = extras
-            if let existing = extras.conditions { return (existing, false) }
-            extras.conditions = created
-            return (created, true)
-        }
-        guard let (evaluator, isNew) = decision else { return nil }
-        if isNew {
-            // Evaluated after the dependencies it has now (later ones are forwarded by
-            // `addDependency`), and before the operation starts.
-            for dependency in dependencies { evaluator.addDependency(dependency) }
-            _addEdge(from: evaluator, visible: false)
-        }
-        return evaluator
-    }
-
-    /// The evaluator of the operation's conditions, if it has any.
-    final var _conditionEvaluator: ConditionEvaluator? {
-        guard _hasExtras else { return nil }
-        return _update { $0.attachments?.conditions }
-    }
-
-    /// The operation joined `queue`: its conditions' evaluator (and the operations they
-    /// contribute) join it too.
-    final func _scheduleConditions(on queue: OperationQueue) {
-        guard let evaluator = _conditionEvaluator else { return }
-        evaluator._schedule(on: queue)
+        gate.append(condition, contributed: condition.dependency(for: self))
     }
 }

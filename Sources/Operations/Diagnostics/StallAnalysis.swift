@@ -80,7 +80,9 @@ struct StallAnalysis {
             switch reason {
             case .finished, .executing, .waitingForWorker, .isReadyReturnsFalse:
                 return record(operation, .progresses)
-            case .conditions, .exclusivity:
+            case .condition(_, let contributed?):
+                waitsFor.append(contributed)
+            case .condition(_, nil), .exclusivity:
                 // Evaluated, or handed over, by the composition layer as others finish.
                 return record(operation, .progresses)
             case .concurrencyLimit(let queue, let limit):

@@ -10,9 +10,9 @@ extension Operation {
         case dependency(Operation, isInQueue: Bool)
         /// A barrier added to its queue before it has not run yet.
         case barrier(Operation)
-        /// Its conditions (``Operation/addCondition(_:)``) are being evaluated, or wait for
-        /// the dependencies and the operations they need first.
-        case conditions
+        /// A condition (``Operation/addCondition(_:)``) is being evaluated, or waits for the
+        /// operation it contributed (`waitsFor`) to finish.
+        case condition(String, waitsFor: Operation?)
         /// It waits to hold its exclusivity categories (``Operation/addExclusivity(_:mode:)``).
         case exclusivity([String])
         /// Its dependencies are done, but its (overridden) `isReady` returns false.
@@ -36,7 +36,9 @@ extension Operation {
             case .dependency(let operation, let isInQueue):
                 "it waits for \(operation._misuseName)" + (isInQueue ? ", which is in a queue" : ", which is in no queue (nothing will start it)")
             case .barrier(let barrier): "it waits for a barrier of its queue (\(barrier._misuseName))"
-            case .conditions: "its conditions are not evaluated yet"
+            case .condition(let name, let contributed?):
+                "its condition \"\(name)\" waits for \(contributed._misuseName) to finish"
+            case .condition(let name, nil): "its condition \"\(name)\" is being evaluated"
             case .exclusivity(let categories): "it waits for exclusive access to \(categories.joined(separator: ", "))"
             case .isReadyReturnsFalse: "its dependencies are done but its overridden isReady returns false"
             case .notInQueue: "it is in no queue (add it to one, or call start())"
@@ -60,7 +62,7 @@ extension OperationExtensions where Self: Operation {
     public var waitReasons: [Operation.WaitReason] {
         let snapshot = _update { state in
             (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
-             dependencies: state.dependencies, hidden: state.hiddenDependencies)
+             dependencies: state.dependencies, hidden: state.hiddenDependencies, gate: state.gateWaiting())
         }
         switch snapshot.phase {
         case .dispatched, .executing, .awaitingFinish:
@@ -83,16 +85,9 @@ extension OperationExtensions where Self: Operation {
                 if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
             }
         }
-        for barrier in snapshot.hidden where !barrier._isFinishing {
-            if let ticket = barrier as? ExclusivityTicket {
-                if !snapshot.cancelled { reasons.append(.exclusivity(ticket.categories)) }
-            } else if barrier is ConditionEvaluator {
-                if !snapshot.cancelled { reasons.append(.conditions) }
-            } else {
-                // A cancelled operation still waits for a barrier added before it.
-                reasons.append(.barrier(barrier))
-            }
-        }
+        // A cancelled operation still waits for a barrier added before it.
+        for barrier in snapshot.hidden where !barrier._isFinishing { reasons.append(.barrier(barrier)) }
+        if reasons.isEmpty, let gate = snapshot.gate { reasons.append(gate.waitReason(for: self)) }
         if !snapshot.cancelled, reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
         guard let queue = snapshot.queue else {
             reasons.append(.notInQueue)

@@ -1,5 +1,5 @@
-// What the composition layer attaches to an operation: start hooks (timeouts, observers) and
-// its conditions. Boxed in `OperationCore.extras`, nil for the operations that have none.
+// What the composition layer attaches to an operation: start hooks (timeouts, observers),
+// observers, and what conditions know of the operations they contribute. Boxed in `OperationCore.extras`, nil for the operations that have none.
 
 /// Attachments of the composition layer to one operation.
 /// - Note: `@unchecked Sendable`: only reached through `OperationCore`, under the
@@ -9,8 +9,10 @@ final class CompositionAttachments: @unchecked Sendable {
     var startHooks: [@Sendable () -> Void] = []
     /// Set when the start hooks ran: a hook added later runs at once.
     var started = false
-    /// The hidden dependency that evaluates the operation's conditions.
-    var conditions: ConditionEvaluator?
+    /// How many guarded operations wait for this one, which their conditions contributed.
+    var conditionInterest = 0
+    /// It joined its queue because a condition contributed it (see `ConditionGate`).
+    var joinedForConditions = false
     /// Lifecycle observers, until the operation finished and they were told.
     var observers: [any OperationObserver] = []
     /// Events recorded (in the order they happened, under the lock) and not yet delivered.

@@ -47,7 +47,7 @@ struct OperationCore {
     /// the lock).
     var extras: OperationExtras?
 
-    private mutating func extras(orNew: Void) -> OperationExtras {
+    mutating func extras(orNew: Void) -> OperationExtras {
         if let extras { return extras }
         let fresh = OperationExtras()
         extras = fresh
@@ -144,6 +144,8 @@ struct OperationCore {
         /// (`finished` also covers a base state that says finished while a subclass's
         /// `isFinished` does not yet).
         static let done: UInt8 = 64
+        /// Not reported by a getter: the operation has gates (see `GateState`).
+        static let gated: UInt8 = 128
     }
 
     /// Inlined: computed at every change of the state, under the lock.
@@ -153,7 +155,10 @@ struct OperationCore {
         // Any side box counts (it may hold hidden dependencies): two compares, on every change.
         if !dependencies.isEmpty || extras != nil { flags |= VisibleFlags.holdsDependencies }
         if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
-        if extras?.attachments != nil { flags |= VisibleFlags.attachments }
+        if let extras {
+            if extras.attachments != nil { flags |= VisibleFlags.attachments }
+            if extras.gates != nil { flags |= VisibleFlags.gated }
+        }
         switch phase {
         case .executing: flags |= VisibleFlags.executing
         case .awaitingFinish: flags |= VisibleFlags.finished
@@ -642,6 +647,8 @@ final class OperationExtras: @unchecked Sendable {
     var dependencyIndex: Set<ObjectIdentifier>?
     /// What the composition layer attaches (see `CompositionAttachments`).
     var attachments: CompositionAttachments?
+    /// The operation's gates (see `GateState`).
+    var gates: GateState?
 }
 
 extension Array {

@@ -48,6 +48,9 @@ struct QueueCore {
     /// Operations that became ready (cancelled ones) while a barrier added before them had
     /// not run, with their band: they go to the ready list once it has.
     var heldBehindBarrier: [(operation: Operation, priority: Operation.QueuePriority)] = []
+    /// Operations whose gates were due while the queue was suspended: consulted when it
+    /// resumes (a category is not taken, nor a condition evaluated, for work that cannot start).
+    var gatedWhileSuspended: [Operation] = []
     var name: String?
     var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
@@ -411,7 +414,7 @@ extension QueueCore {
     /// it. Takes a place when it may.
     mutating func takePlace() -> Bool {
         if let capacity {
-            guard capacityWaiters.isEmpty, members.visibleCount + reservedPlaces < capacity else { return false }
+            guard capacityWaiters.isEmpty, members.count + reservedPlaces < capacity else { return false }
         }
         reservedPlaces += 1
         return true
@@ -433,7 +436,7 @@ extension QueueCore {
     mutating func producersToAdmit() -> [QueueWaiter] {
         var admitted: [QueueWaiter] = []
         let capacity = capacity ?? Int.max
-        while !capacityWaiters.isEmpty, members.visibleCount + reservedPlaces < capacity {
+        while !capacityWaiters.isEmpty, members.count + reservedPlaces < capacity {
             admitted.append(capacityWaiters.removeFirst())
             reservedPlaces += 1
         }

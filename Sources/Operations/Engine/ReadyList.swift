@@ -192,19 +192,12 @@ struct MemberList {
     /// is in the list (and the queue's lock is held).
     private var tail: Unmanaged<Operation>?
     private(set) var count = 0
-    /// Members that are the library's own (``Operation/_isHiddenMember``): the queue waits
-    /// for them, but does not list or count them.
-    private(set) var hiddenCount = 0
-
-    /// The members the queue lists and counts.
-    var visibleCount: Int { count - hiddenCount }
 
     mutating func append(_ operation: Operation) {
         operation._previousMember = tail
         if let tail { tail._withUnsafeGuaranteedRef { $0._nextMember = operation } } else { head = operation }
         tail = Unmanaged.passUnretained(operation)
         count += 1
-        if operation._isHiddenMember { hiddenCount += 1 }
     }
 
     mutating func remove(_ operation: Operation) {
@@ -214,13 +207,6 @@ struct MemberList {
         // Drops the list's reference to `operation` (the caller holds another).
         if let previous { previous._withUnsafeGuaranteedRef { $0._nextMember = next } } else { head = next }
         count -= 1
-        if operation._isHiddenMember { hiddenCount -= 1 }
-    }
-
-    /// The members the queue lists, in the order added.
-    var visible: [Operation] {
-        guard hiddenCount > 0 else { return all }
-        return all.filter { !$0._isHiddenMember }
     }
 
     var all: [Operation] {

@@ -17,12 +17,13 @@ extension Operation {
         // Set when this operation runs at a higher quality of service than the dependency:
         // the dependency (and what it waits for) is escalated after the locks.
         var escalation: QualityOfService?
+        let link: Link
         if operation._isFinishingFlag || _isFinishingFlag {
-            _ = _link(from: operation, visible: visible, escalation: &escalation)
+            link = _link(from: operation, visible: visible, escalation: &escalation)
         } else {
             // Unretained captures (the caller holds both; see `_withBothLocked`).
             let me = Unmanaged.passUnretained(self), dependency = Unmanaged.passUnretained(operation)
-            _ = _insertEdge(from: operation) {
+            link = _insertEdge(from: operation) {
                 me._withUnsafeGuaranteedRef { me in
                     dependency._withUnsafeGuaranteedRef { me._link(from: $0, visible: visible, escalation: &escalation) }
                 }
@@ -30,6 +31,8 @@ extension Operation {
         }
         if observed { _announceDidChange("isReady") }
         if let escalation { operation._escalate(to: escalation) }
+        // Gates are consulted after every dependency, also one added after they admitted.
+        if link == .counted, _visibleGated { _releaseGates(because: .dependencyAdded) }
     }
 
     enum Link: Equatable, Sendable {

@@ -53,6 +53,7 @@ extension Operation {
     /// held) and hand the operation to its queue when it reads true. A change announced
     /// while a check is under way makes that check run again, so none is lost.
     final func _readinessChanged() {
+        if _visibleGated { _consultGatesIfDue() }
         guard var generation = _update({ $0.readinessTrigger() }) else { return }
         while true {
             let ready = isReady
@@ -88,6 +89,7 @@ extension Operation {
         for dependent in finish.dependents {
             dependent.operation?._dependencyFinished()
         }
+        if _visibleGated { _releaseGates(because: .finished) }
         _releaseWork()
         if let completionBlock = finish.completionBlock.take() {
             queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false)

@@ -176,7 +176,7 @@ open class Operation: NSObject, @unchecked Sendable {
         case .misuseExecuting:
             Misuse.fail("start() called on \(_misuseName), which is already executing; an operation runs at most once")
         case .misuseNotReady:
-            let composed = _conditionEvaluator != nil ? "; it has conditions or exclusivity categories, which are evaluated on its queue: add it to a queue instead" : ""
+            let composed = _visibleGated ? "; it has conditions or exclusivity categories, which are evaluated on its queue: add it to a queue instead" : ""
             Misuse.fail("start() called on \(_misuseName), which is not ready (isReady is false: unfinished dependencies or an overridden isReady)\(composed)")
         case .finishCancelled:
             _startCancelled()
@@ -191,12 +191,6 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// The work. The base implementation does nothing.
     open func main() {}
-
-    /// Whether the operation is the library's own helper in a queue (a condition
-    /// evaluator): the queue runs it and waits for it, but does not list it in
-    /// `operations`, count it, or count it against its capacity or progress. Constant for
-    /// an operation's life (the member count relies on it).
-    var _isHiddenMember: Bool { false }
 
     /// Whether the base `start()` is done with the operation when `main()` returns: false
     /// for the library's own operations whose `main()` starts work that finishes them later
@@ -263,8 +257,8 @@ open class Operation: NSObject, @unchecked Sendable {
         queue?._deliverEvents()
         if waits { _readinessChanged() }
         if _hasExtras { _deliverObserverEvents() }
-        // Its conditions need no evaluation any more.
-        _conditionEvaluator?.cancel()
+        // What its gates took or are deciding is no longer needed.
+        if _visibleGated { _releaseGates(because: .cancelled) }
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
@@ -304,15 +298,12 @@ open class Operation: NSObject, @unchecked Sendable {
     ///   with ``trapsOnDependencyCycles``.
     open func addDependency(_ operation: Operation) {
         _addEdge(from: operation, visible: true)
-        // Conditions are evaluated after every dependency, also ones added later.
-        _conditionEvaluator?.addDependency(operation)
     }
 
     /// Removes a dependency. If it had not finished and nothing else holds this operation,
     /// the operation becomes ready at once.
     open func removeDependency(_ operation: Operation) {
         _removeEdge(from: operation)
-        _conditionEvaluator?.removeDependency(operation)
     }
 
     // MARK: Observation
@@ -354,6 +345,9 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// Whether the composition layer attached anything (no lock).
     final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.attachments) }
+
+    /// Whether the operation has gates (no lock).
+    final var _visibleGated: Bool { _visible(OperationCore.VisibleFlags.gated) }
 
     /// Whether the operation finished, as the engine knows it (no lock, no user code).
     final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.done) }

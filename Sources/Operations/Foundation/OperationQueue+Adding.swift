@@ -62,7 +62,6 @@ extension OperationQueue {
             }
             for operation in undelivered { operation._readinessChanged() }
             _perform(wakeup)
-            for operation in operations where operation._hasExtras { operation._scheduleConditions(on: self) }
         }
     }
 

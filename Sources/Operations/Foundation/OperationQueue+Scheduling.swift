@@ -11,10 +11,20 @@ extension OperationQueue {
         _perform(wakeup)
     }
 
+    /// Whether `operation`'s gates may be consulted now: not while the queue is suspended
+    /// (then it is consulted when the queue resumes).
+    final func _mayConsultGates(of operation: Operation) -> Bool {
+        core.withLock { state in
+            guard state.isSuspended else { return true }
+            state.gatedWhileSuspended.append(operation)
+            return false
+        }
+    }
+
     /// Called (no lock held) when one of this queue's operations finished.
     final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
-        if leaves, !operation._isHiddenMember { _countProgress() }
+        if leaves { _countProgress() }
         let observed = leaves && _hasObservers
         if releasesSlot && leaves && !observed, WorkerContext.finishedHere(operation, queue: self) {
             return

@@ -116,7 +116,15 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// While true, no operation starts; running ones continue.
     open var isSuspended: Bool {
         get { core.withLock { $0.isSuspended } }
-        set { _change("isSuspended") { $0.isSuspended = newValue } }
+        set {
+            var resumed: [Operation] = []
+            _change("isSuspended") { state in
+                state.isSuspended = newValue
+                if !newValue { swap(&resumed, &state.gatedWhileSuspended) }
+            }
+            // Their gates were left for the resumption.
+            for operation in resumed { operation._consultGatesIfDue() }
+        }
     }
 
     /// Defaults to `"NSOperationQueue 0x…"`.
@@ -154,7 +162,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             }
             let refusal: String? = core.withLock { state in
                 if state.isMain { return "the main queue's underlyingQueue cannot be changed" }
-                if state.members.visibleCount > 0 { return "it has \(state.members.visibleCount) operations; set it only while the queue is empty" }
+                if state.members.count > 0 { return "it has \(state.members.count) operations; set it only while the queue is empty" }
                 state.underlyingQueue = newValue
                 return nil
             }
@@ -164,10 +172,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// The operations that have not finished yet, in the order added.
     /// - Note: Racy by nature, as on Darwin, where it is deprecated.
-    open var operations: [Operation] { core.withLock { $0.members.visible } }
+    open var operations: [Operation] { core.withLock { $0.members.all } }
 
     /// The number of operations that have not finished yet.
-    open var operationCount: Int { core.withLock { $0.members.visibleCount } }
+    open var operationCount: Int { core.withLock { $0.members.count } }
 
     /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
     /// adds one completed unit.

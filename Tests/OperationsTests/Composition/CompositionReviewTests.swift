@@ -46,28 +46,21 @@ struct CompositionReviewTests {
         #expect(victim.isCancelled)
     }
 
-    /// F2: the operations a child's conditions contribute joined the group after the child
-    /// was in the group's queue; a cancelled child could finish (and close the group)
-    /// first, and the late join trapped. Now they join before the child enters the queue.
-    /// Forced: an observer of the group queue's `operationCount` looks when the child
-    /// enters.
-    @Test("the operations a child's conditions contribute join the group before the child enters its queue")
-    func contributedJoinFirst() {
+    /// The operations a child's conditions contribute join the group as children when the
+    /// child's conditions are consulted (the group running, the child's dependencies done):
+    /// the group counts them and finishes after them. A cancelled child consults nothing,
+    /// so nothing joins a group that may be closing.
+    @Test("the operations a child's conditions contribute join the group as children, and the group finishes after them")
+    func contributedJoinGroup() {
         let signIn = BlockOperation {}
         let child = BlockOperation {}
         child.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
         let group = GroupOperation()
-        let seen = Shared<Bool?>(nil)
-        let observer = CallbackObserver { _, change in
-            guard !change.isPrior, seen() == nil, group.childQueue.operations.contains(where: { $0 === child }) else { return }
-            seen.update { $0 = group.children.contains { $0 === signIn } }
-        }
-        group.childQueue.addObserver(observer, forKeyPath: "operationCount", options: [], context: nil)
         group.addChild(child)
-        group.childQueue.removeObserver(observer, forKeyPath: "operationCount")
-        #expect(seen() == true, "the child was in the queue before its contributed operation joined the group")
+        #expect(!group.children.contains { $0 === signIn }, "joined before the group ran")
         OperationQueue().addOperation(group)
         group.waitUntilFinished()
+        #expect(group.children.contains { $0 === signIn })
         #expect(signIn.isFinished && child.isFinished)
     }
 

@@ -5,20 +5,20 @@ import Testing
 /// categories at once, readers together, writers alone.
 @Suite("Exclusivity state machine")
 struct ExclusivityStateTests {
-    private func names(_ tickets: [Operation]) -> [String] { tickets.map { $0.name ?? "?" } }
+    private func names(_ passes: [GatePass]) -> [String] { passes.map { $0.operation.name ?? "?" } }
 
-    private func ticket(_ name: String) -> Operation {
+    private func ticket(_ name: String) -> GatePass {
         let operation = Operation()
         operation.name = name
-        return operation
+        return GatePass(operation: operation, round: 0, index: 0)
     }
 
     @Test("exclusive requests are granted one at a time, first come first served")
     func fifo() {
         var state = ExclusivityState()
-        let (a, grantedA) = state.request([("x", .exclusive)], ticket: ticket("a"))
-        let (b, grantedB) = state.request([("x", .exclusive)], ticket: ticket("b"))
-        let (_, grantedC) = state.request([("x", .exclusive)], ticket: ticket("c"))
+        let (a, grantedA) = state.request([("x", .exclusive)], pass: ticket("a"))
+        let (b, grantedB) = state.request([("x", .exclusive)], pass: ticket("b"))
+        let (_, grantedC) = state.request([("x", .exclusive)], pass: ticket("c"))
         #expect(names(grantedA) == ["a"])
         #expect(grantedB.isEmpty && grantedC.isEmpty)
         #expect(names(state.release(a)) == ["b"])
@@ -28,10 +28,10 @@ struct ExclusivityStateTests {
     @Test("readers share; a waiting writer is not overtaken by later readers")
     func readersWriters() {
         var state = ExclusivityState()
-        let (r1, g1) = state.request([("db", .shared)], ticket: ticket("r1"))
-        let (r2, g2) = state.request([("db", .shared)], ticket: ticket("r2"))
-        let (w, gw) = state.request([("db", .exclusive)], ticket: ticket("w"))
-        let (_, gr3) = state.request([("db", .shared)], ticket: ticket("r3"))
+        let (r1, g1) = state.request([("db", .shared)], pass: ticket("r1"))
+        let (r2, g2) = state.request([("db", .shared)], pass: ticket("r2"))
+        let (w, gw) = state.request([("db", .exclusive)], pass: ticket("w"))
+        let (_, gr3) = state.request([("db", .shared)], pass: ticket("r3"))
         #expect(names(g1 + g2) == ["r1", "r2"])
         #expect(gw.isEmpty && gr3.isEmpty)
         #expect(state.release(r1).isEmpty)
@@ -42,11 +42,11 @@ struct ExclusivityStateTests {
     @Test("several categories are taken all at once or not at all")
     func allAtOnce() {
         var state = ExclusivityState()
-        let (x, _) = state.request([("x", .exclusive)], ticket: ticket("holds x"))
-        let (_, both) = state.request([("x", .exclusive), ("y", .exclusive)], ticket: ticket("x and y"))
+        let (x, _) = state.request([("x", .exclusive)], pass: ticket("holds x"))
+        let (_, both) = state.request([("x", .exclusive), ("y", .exclusive)], pass: ticket("x and y"))
         #expect(both.isEmpty)
         // y alone is free, but the request behind "x and y" in y waits its turn (FIFO).
-        let (_, onlyY) = state.request([("y", .exclusive)], ticket: ticket("y"))
+        let (_, onlyY) = state.request([("y", .exclusive)], pass: ticket("y"))
         #expect(onlyY.isEmpty)
         #expect(state.holdings["y"] == nil)
         #expect(names(state.release(x)) == ["x and y"])
@@ -55,9 +55,9 @@ struct ExclusivityStateTests {
     @Test("a waiting request that leaves the line lets the next one through")
     func leaving() {
         var state = ExclusivityState()
-        let (held, _) = state.request([("x", .exclusive)], ticket: ticket("held"))
-        let (waiting, _) = state.request([("x", .exclusive)], ticket: ticket("waiting"))
-        _ = state.request([("x", .exclusive)], ticket: ticket("next"))
+        let (held, _) = state.request([("x", .exclusive)], pass: ticket("held"))
+        let (waiting, _) = state.request([("x", .exclusive)], pass: ticket("waiting"))
+        _ = state.request([("x", .exclusive)], pass: ticket("next"))
         #expect(state.release(waiting).isEmpty)
         #expect(names(state.release(held)) == ["next"])
         #expect(state.release(999).isEmpty)
@@ -69,7 +69,7 @@ struct ExclusivityStateTests {
         var ids: [UInt64] = []
         var order: [String] = []
         for index in 0..<500 {
-            let (id, granted) = state.request([("x", .exclusive)], ticket: ticket("\(index)"))
+            let (id, granted) = state.request([("x", .exclusive)], pass: ticket("\(index)"))
             ids.append(id)
             order += names(granted)
         }

@@ -96,7 +96,8 @@ struct ExclusivityTests {
         let busy = Shared(0)
         let blockers = (0..<4).map { _ in
             let blocker = BlockOperation {}
-            blocker.addCondition(BlockCondition { _ in
+            // `async`: evaluated on the lanes (a predicate without `await` runs inline).
+            blocker.addCondition(BlockCondition { _ async in
                 if busy.update({ $0 += 1; return $0 }) == 4 { lanesBusy.open() }
                 // Longer than the check below: the lanes stay busy for all of it.
                 _ = release.wait(timeout: 600)

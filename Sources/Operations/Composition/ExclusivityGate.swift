@@ -1,0 +1,106 @@
+// The gate that holds an operation's exclusivity categories.
+
+/// Asks for an operation's categories once its dependencies have finished and its
+/// conditions hold, and admits it when all are granted; gives them back when it finishes
+/// (or when it is cancelled, or gains a dependency, before it started).
+///
+/// - Note: `@unchecked Sendable`: its state is in a `Locked`.
+final class ExclusivityGate: OperationGate, @unchecked Sendable {
+    private struct State {
+        /// Exclusive wins over shared for the same category.
+        var categories: [String: ExclusivityMode] = [:]
+        /// The request of each round that asked and was not released yet.
+        var requests: [UInt32: UInt64] = [:]
+        /// Rounds released before their request was made.
+        var releasedEarly: Set<UInt32> = []
+    }
+
+    private let state = Locked(State())
+
+    /// After the conditions: a granted category is never held by an operation that still
+    /// waits for a condition.
+    var rank: Int { 1 }
+
+    func append(_ category: String, mode: ExclusivityMode) {
+        state.withLock { state in
+            if state.categories[category] != .exclusive { state.categories[category] = mode }
+        }
+    }
+
+    /// The categories the operation holds while it runs.
+    var categories: [String: ExclusivityMode] { state.withLock { $0.categories } }
+
+    func consult(_ pass: GatePass) {
+        let guarded = pass.operation
+        guard let (needs, insideHolder) = _needs(for: guarded) else { return }
+        let (id, granted) = ExclusivityManager.request(needs, insideHolder: insideHolder, grant: pass)
+        let releaseNow = state.withLock { state -> Bool in
+            if state.releasedEarly.remove(pass.round) != nil { return true }
+            state.requests[pass.round] = id
+            return false
+        }
+        if releaseNow {
+            ExclusivityManager.release(id)
+        } else {
+            for grant in granted { grant.admit() }
+        }
+    }
+
+    func release(_ pass: GatePass, because reason: GateRelease) {
+        let id = state.withLock { state -> UInt64? in
+            guard let id = state.requests.removeValue(forKey: pass.round) else {
+                state.releasedEarly.insert(pass.round)
+                return nil
+            }
+            return id
+        }
+        if let id { ExclusivityManager.release(id) }
+    }
+
+    func waitReason(for operation: Operation) -> Operation.WaitReason {
+        .exclusivity(state.withLock { $0.categories.keys.sorted() })
+    }
+
+    /// What to ask for: each category keyed by the owner holding it, if one does.
+    ///
+    /// A category that an owner of the operation's queue holds (its group, or its retry, at
+    /// any level up) is asked for inside that owner's scope: the owner's children contend
+    /// for it among themselves, not with the owner, which holds it until they have
+    /// finished. Exclusive access inside an owner that only shares the category could never
+    /// be granted: the operation is cancelled with an ``ExclusivityError`` (nil returned).
+    private func _needs(for guarded: Operation) -> ([(category: String, mode: ExclusivityMode)], Bool)? {
+        let exclusivity = categories
+        let holders = Self._holdingOwners(above: guarded)
+        var needs: [(category: String, mode: ExclusivityMode)] = []
+        for (category, mode) in exclusivity {
+            guard let (owner, held) = holders.lazy.compactMap({ owner, categories in categories[category].map { (owner, $0) } }).first else {
+                needs.append((category, mode))
+                continue
+            }
+            if held == .shared, mode == .exclusive {
+                guarded.cancel(with: ExclusivityError(category: category, operation: guarded._misuseName, owner: owner._misuseName))
+                return nil
+            }
+            needs.append(("\(category)\u{1F}\(UInt(bitPattern: ObjectIdentifier(owner).hashValue))", mode))
+        }
+        needs.sort { $0.category < $1.category }
+        // Inside an owner that holds categories, requests waiting in line may be waiting
+        // for that owner, which waits for this operation: it does not queue behind them.
+        return (needs, !holders.isEmpty)
+    }
+
+    /// The owners of the queues above `operation` (its group, the group's group…, or a
+    /// retry) that hold categories, nearest first, with their categories.
+    private static func _holdingOwners(above operation: Operation) -> [(Operation, [String: ExclusivityMode])] {
+        var holders: [(Operation, [String: ExclusivityMode])] = []
+        var queue = operation._update { $0.queue }
+        while let owned = queue as? OwnedOperationQueue, let owner = owned.owner {
+            if let gate = owner._gates.lazy.compactMap({ $0 as? ExclusivityGate }).first {
+                let held = gate.categories
+                if !held.isEmpty { holders.append((owner, held)) }
+            }
+            queue = owner._update { $0.queue }
+        }
+        return holders
+    }
+}
