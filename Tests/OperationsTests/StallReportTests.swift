@@ -262,4 +262,185 @@ struct StallReportTests {
             #expect(returned.wait())
         }
     }
+
+    /// Runs `wait` in a task; returns the task (to cancel) and a gate that opens when the
+    /// task's body has returned.
+    func awaitInBackground(_ wait: @escaping @Sendable () async -> Void) -> (Task<Void, Never>, Gate) {
+        let returned = Gate()
+        let task = Task.detached {
+            await wait()
+            returned.open()
+        }
+        return (task, returned)
+    }
+
+    @Test("await value of an operation whose upstream is in no queue: reported, naming the upstream")
+    func awaitValueReported() {
+        let capture = Capture(marker: "async-upstream")
+        capture.during {
+            let queue = OperationQueue()
+            let upstream = BlockOperation {}.named("async-upstream")
+            let downstream = ValueBlockOperation { 1 }.named("async-downstream")
+            downstream.addDependency(upstream)
+            queue.addOperation(downstream)
+            let (task, returned) = awaitInBackground { _ = try? await downstream.value }
+            #expect(capture.reported.wait())
+            #expect(capture.stalls.first?.contains("\"async-upstream\"") == true)
+            #expect(capture.stalls.first?.contains("in no queue") == true)
+            task.cancel()
+            #expect(returned.wait())
+            // Cancelling an operation in no queue does not finish it: nothing would start it.
+            upstream.start()
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
+
+    @Test("await waitUntilFinished() of an operation in no queue: reported")
+    func awaitWaitUntilFinishedReported() {
+        let capture = Capture(marker: "async-alone")
+        capture.during {
+            let operation = BlockOperation {}.named("async-alone")
+            let (task, returned) = awaitInBackground { await operation.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            #expect(capture.stalls.first?.contains("awaiting operation \"async-alone\"") == true)
+            task.cancel()
+            #expect(returned.wait())
+        }
+    }
+
+    @Test("await waitUntilAllOperationsAreFinished() on a suspended queue: reported")
+    func awaitQueueReported() {
+        let capture = Capture(marker: "async-suspended")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "async-suspended"
+            queue.isSuspended = true
+            queue.addOperation(BlockOperation {}.named("async-suspended work"))
+            let (task, returned) = awaitInBackground { await queue.waitUntilAllOperationsAreFinished() }
+            #expect(capture.reported.wait())
+            #expect(capture.stalls.first?.contains("is suspended") == true)
+            task.cancel()
+            #expect(returned.wait())
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
+
+    @Test("a loop over results(adding:) whose stages wait for an upstream in no queue: reported")
+    func resultsLoopReported() {
+        let capture = Capture(marker: "async-forgotten")
+        capture.during {
+            let queue = OperationQueue()
+            let forgotten = ValueBlockOperation { 2 }.named("async-forgotten")
+            let stage = forgotten.then { $0 * 2 }
+            let (task, returned) = awaitInBackground {
+                do {
+                    for try await _ in queue.results(adding: [stage]) {}
+                } catch {}
+            }
+            #expect(capture.reported.wait())
+            #expect(capture.stalls.first?.contains("a loop over results(adding:)") == true)
+            task.cancel()
+            #expect(returned.wait())
+            forgotten.start()
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
+
+    @Test("an async wait that cannot make progress is reported after the delay, by the watch's timer")
+    func awaitReportedAfterDelay() {
+        let capture = Capture(marker: "async-delayed")
+        capture.during(delay: .milliseconds(50)) {
+            let operation = BlockOperation {}.named("async-delayed")
+            let (task, returned) = awaitInBackground { await operation.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            #expect(capture.stalls.count == 1)
+            #expect(capture.stalls.first?.contains("has waited") == true)
+            task.cancel()
+            #expect(returned.wait())
+        }
+    }
+
+    @Test("await value of an operation that is itself in no queue: reported, saying so")
+    func awaitValueInNoQueueReported() {
+        let capture = Capture(marker: "async-unqueued")
+        capture.during {
+            let operation = ValueBlockOperation { 3 }.named("async-unqueued")
+            let (task, returned) = awaitInBackground { _ = try? await operation.value }
+            #expect(capture.reported.wait())
+            let message = capture.stalls.first ?? ""
+            #expect(message.contains("awaiting operation \"async-unqueued\""), "\(message)")
+            #expect(message.contains("\"async-unqueued\": it is in no queue"), "\(message)")
+            task.cancel()
+            #expect(returned.wait())
+        }
+    }
+
+    @Test("enqueue(_:) waiting for room in a full queue that is suspended: reported")
+    func enqueueReported() {
+        let capture = Capture(marker: "async-full")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "async-full"
+            queue.capacity = 1
+            queue.isSuspended = true
+            queue.addOperation(BlockOperation {}.named("async-full first"))
+            let (task, returned) = awaitInBackground {
+                _ = try? await queue.enqueue(BlockOperation {}.named("async-full second"))
+            }
+            #expect(capture.reported.wait())
+            let message = capture.stalls.first ?? ""
+            #expect(message.contains("enqueue(_:) on queue \"async-full\""), "\(message)")
+            #expect(message.contains("is suspended"), "\(message)")
+            task.cancel()
+            #expect(returned.wait())
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
+
+    @Test("no report for an async wait on an operation that is running")
+    func awaitNoFalseAlarm() {
+        let capture = Capture(marker: "async-busy")
+        capture.during {
+            let queue = OperationQueue()
+            let started = Gate(), release = Gate()
+            let operation = ValueBlockOperation { started.open(); release.wait(); return 1 }.named("async-busy")
+            queue.addOperation(operation)
+            #expect(started.wait())
+            let (_, returned) = awaitInBackground { _ = try? await operation.value }
+            release.open()
+            #expect(returned.wait())
+            #expect(capture.stalls.isEmpty)
+        }
+    }
+
+    @Test("several async waits at once, with a delay: one timer reports each of them once")
+    func severalAwaitsReportedOnce() {
+        let capture = Capture(marker: "async-several")
+        capture.during(delay: .milliseconds(20)) {
+            let queue = OperationQueue()
+            queue.name = "async-several queue"
+            queue.isSuspended = true
+            queue.addOperation(BlockOperation {}.named("async-several held"))
+            let alone = BlockOperation {}.named("async-several alone")
+            let waits = [
+                awaitInBackground { await queue.waitUntilAllOperationsAreFinished() },
+                awaitInBackground { await alone.waitUntilFinished() },
+                awaitInBackground { await alone.waitUntilFinished() },
+            ]
+            // The gate opens once per report.
+            for _ in waits { #expect(capture.reported.wait()) }
+            for (task, returned) in waits {
+                task.cancel()
+                #expect(returned.wait())
+            }
+            let stalls = capture.stalls
+            #expect(stalls.count == 3, "\(stalls)")
+            #expect(stalls.filter { $0.contains("waitUntilAllOperationsAreFinished()") }.count == 1, "\(stalls)")
+            #expect(stalls.filter { $0.contains("awaiting operation \"async-several alone\"") }.count == 2, "\(stalls)")
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
 }

@@ -9,6 +9,9 @@ extension OperationExtensions where Self: Operation {
     /// Returns early if the waiting task is cancelled; the operation itself is **not**
     /// cancelled (others may be waiting for it). Awaiting from a task of higher priority
     /// escalates the operation (and what it waits for).
+    ///
+    /// When the operation cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
+    /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     public func waitUntilFinished() async {
         _ = await _outcome()
     }
@@ -26,6 +29,9 @@ extension Operation {
         }
         let signal = AsyncSignal<Outcome?>()
         let hook = _onFinish { signal.resume(with: $0) }
+        // Watched only when it will suspend (no hook: it finished meanwhile).
+        let watched = hook.flatMap { _ in AsyncStallWatch.shared.begin(.awaitOperation(self)) }
+        defer { AsyncStallWatch.shared.end(watched) }
         let outcome: Outcome?
         if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
             // A waiter raised while it waits raises the operation too. Its priority is read

@@ -6,7 +6,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
     ///
     /// The `async` form of ``OperationQueue/waitUntilAllOperationsAreFinished()``; an `async`
     /// context picks it. Returns early if the waiting task is cancelled (the operations are
-    /// not cancelled).
+    /// not cancelled). Reports a stall once, as the blocking form does.
     public func waitUntilAllOperationsAreFinished() async {
         let signal = AsyncSignal<Bool>()
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
@@ -16,7 +16,10 @@ extension OperationQueueExtensions where Self: OperationQueue {
             return true
         }
         guard waiting else { return }
-        if await signal.value(orOnCancel: false) { return }
+        let watched = AsyncStallWatch.shared.begin(.awaitWaitUntilAllOperationsAreFinished(self))
+        let finished = await signal.value(orOnCancel: false)
+        AsyncStallWatch.shared.end(watched)
+        if finished { return }
         // Cancelled: take the hook out (dropped after the lock).
         let removed = core.withLock { state in
             let removed = state.waiters.filter { $0.hasID(id) }

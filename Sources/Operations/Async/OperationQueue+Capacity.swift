@@ -29,6 +29,9 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// for room add in the order they came.
     ///
     /// Returns the operation, for chaining (`try await queue.enqueue(op).value`).
+    /// When none of the queue's operations can make progress (so no room will come; see
+    /// ``OperationDiagnostic/stallReportDelay``), says so once, through
+    /// ``OperationDiagnostic/handler``, and goes on waiting.
     /// - Throws: `CancellationError` when the calling task is cancelled while it waits; the
     ///   operation was not added then.
     @discardableResult
@@ -62,7 +65,11 @@ extension OperationQueue {
             return false
         }
         if placed { return }
-        if await signal.value(orOnCancel: false) { return }
+        // Room comes only as the queue's operations finish.
+        let watched = AsyncStallWatch.shared.begin(.awaitEnqueue(self))
+        let roomCame = await signal.value(orOnCancel: false)
+        AsyncStallWatch.shared.end(watched)
+        if roomCame { return }
         // Cancelled: leave the line, or give back the place that came meanwhile.
         let (removed, admitted) = core.withLock { $0.producerLeft(id: id) }
         _ = removed

@@ -17,6 +17,9 @@
 /// operations that have not finished. Made by ``init(_:)`` over operations added elsewhere,
 /// it only watches them.
 ///
+/// A loop waiting for operations that cannot make progress says so once, through
+/// ``OperationDiagnostic/handler`` (see ``OperationDiagnostic/stallReportDelay``).
+///
 /// - Note: In top-level code (`main.swift`) a loop's iterator lives until the program ends,
 ///   so a `break` there does not count as leaving: cancel the operations yourself.
 public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
@@ -25,16 +28,19 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
 
     private let operations: [ValueOperation<Success>]
     private let cancelsOnExit: Bool
+    /// The queue `results(adding:)` added them to, for stall reports.
+    private let queue: OperationQueue?
 
     /// Watches `operations` (added to queues elsewhere) and yields their values as they
     /// finish. Leaving the loop early does not cancel them.
     public init(_ operations: [ValueOperation<Success>]) {
-        self.init(operations, cancelsOnExit: false)
+        self.init(operations, cancelsOnExit: false, queue: nil)
     }
 
-    init(_ operations: [ValueOperation<Success>], cancelsOnExit: Bool) {
+    init(_ operations: [ValueOperation<Success>], cancelsOnExit: Bool, queue: OperationQueue?) {
         self.operations = operations
         self.cancelsOnExit = cancelsOnExit
+        self.queue = queue
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
@@ -68,7 +74,9 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
                 for operation in operations where !operation.isFinished { operation.cancel() }
             }
         }
-        return AsyncIterator(base: stream.makeAsyncIterator(), batch: batch)
+        return AsyncIterator(
+            base: stream.makeAsyncIterator(), batch: batch, operations: operations,
+            call: .awaitResults(queue, count: operations.count))
     }
 
     /// How many operations of the batch have not delivered yet.
@@ -84,15 +92,36 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<Success, any Error>.AsyncIterator
         let batch: Batch
+        /// For stall reports: what the loop waits for, and how it is described.
+        let operations: [ValueOperation<Success>]
+        let call: StallReport.Call
+        /// How many operations' results the loop has taken.
+        var taken = 0
 
         public mutating func next() async throws -> Success? {
+            let watched = watchIfSuspending()
+            defer { AsyncStallWatch.shared.end(watched) }
             guard let value = try await base.next() else { return try end() }
+            taken += 1
             return value
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(any Error) -> Success? {
+            let watched = watchIfSuspending()
+            defer { AsyncStallWatch.shared.end(watched) }
             guard let value = try await base.next(isolation: actor) else { return try end() }
+            taken += 1
             return value
+        }
+
+        /// Registers the loop with the stall watch when no result is waiting for it (every
+        /// finish that was delivered was taken, and some are still to come): the common
+        /// case of a result already buffered registers nothing.
+        private func watchIfSuspending() -> UInt64? {
+            let remaining = batch.remaining.withLock { $0 }
+            guard remaining > 0, operations.count - remaining <= taken else { return nil }
+            let operations = operations
+            return AsyncStallWatch.shared.begin(call) { operations.filter { !$0._isFinishingFlag } }
         }
 
         /// The stream ended: complete, or cut short by the iterating task's cancellation,
@@ -111,6 +140,6 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// cancelling the iterating task cancels the operations that have not finished.
     public func results<Success: Sendable>(adding operations: [ValueOperation<Success>]) -> OperationResults<Success> {
         addOperations(operations, waitUntilFinished: false)
-        return OperationResults(operations, cancelsOnExit: true)
+        return OperationResults(operations, cancelsOnExit: true, queue: self)
     }
 }

@@ -139,6 +139,9 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     ///
     /// Cancelling the awaiting task throws `CancellationError` at once and does **not**
     /// cancel the operation (others may await it); ``OperationQueue/perform(_:)-(ValueOperation<Success>)`` does.
+    ///
+    /// When the operation cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
+    /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     public var value: Success {
         get async throws {
             guard let outcome = await _outcome() else { throw CancellationError() }

@@ -15,7 +15,8 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
 
         /// `addDependency` closed a dependency cycle (allowed, as on Darwin).
         public static let dependencyCycle = Kind(name: "dependency-cycle")
-        /// A `waitUntil…` call waits for operations that cannot make progress.
+        /// A wait, blocking (`waitUntil…`) or `async` (`value`, `waitUntilFinished()`, a loop
+        /// over `results(adding:)`, …), waits for operations that cannot make progress.
         public static let stall = Kind(name: "stall")
         /// A programmer error: the process stops right after the handler returns.
         public static let misuse = Kind(name: "misuse")
@@ -59,10 +60,10 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
         set { settings.withLock { $0.handler = newValue } }
     }
 
-    /// How long a `waitUntil…` call waits on operations that cannot make progress before
-    /// it reports a ``Kind/stall``: 2 seconds by default (others may still resume a
-    /// queue or start an operation); `.zero` reports at the moment the wait begins.
-    /// Process-wide.
+    /// How long a wait (a `waitUntil…` call, or an `async` wait that suspended) waits on
+    /// operations that cannot make progress before it reports a ``Kind/stall``: 2 seconds by
+    /// default (others may still resume a queue or start an operation); `.zero` reports at
+    /// the moment the wait begins. Process-wide; read when a wait begins.
     public static var stallReportDelay: Duration {
         get { .nanoseconds(stallReportNanoseconds.load(ordering: .relaxed)) }
         set { stallReportNanoseconds.store(Int64(StallReport.nanoseconds(max(newValue, .zero))), ordering: .relaxed) }

@@ -6,19 +6,60 @@ import Dispatch
 /// No timer and no thread of its own: the waiting thread waits with a timeout of
 /// ``OperationDiagnostic/stallReportDelay`` (doubling, up to a minute) and looks each time
 /// it expires, until it has reported once. With a delay of zero it looks once before it
-/// waits, at the moment the wait begins.
+/// waits, at the moment the wait begins. (`async` waits have no thread to look with:
+/// `AsyncStallWatch` looks for them.)
 struct StallReport {
     /// The waiting call; described only when a report is made (waits are frequent).
-    enum Call {
+    enum Call: Sendable {
         case waitUntilFinished(Operation)
         case waitUntilAllOperationsAreFinished(OperationQueue)
         case addOperations(OperationQueue)
+        /// A task awaiting an operation: `value`, `values`, `waitUntilFinished()`, `perform`.
+        case awaitOperation(Operation)
+        case awaitWaitUntilAllOperationsAreFinished(OperationQueue)
+        /// A task in `enqueue(_:)`, waiting for room.
+        case awaitEnqueue(OperationQueue)
+        /// A loop over `OperationResults`: made by `results(adding:)` on the queue, or over
+        /// operations added elsewhere (nil).
+        case awaitResults(OperationQueue?, count: Int)
+
+        /// Whether the wait ends only when every operation it waits for has finished (one
+        /// that cannot make progress stalls it), rather than when any has (room in a queue:
+        /// stalled only when none can make progress).
+        var waitsForEvery: Bool {
+            if case .awaitEnqueue = self { return false }
+            return true
+        }
+
+        /// What the call waits for, when the call alone says: its operation, or every
+        /// member of its queue (the hidden evaluators too: a wait held up by one names it).
+        /// Empty when the waiting code knows (the operations of a batch or a loop).
+        var targets: [Operation] {
+            switch self {
+            case .waitUntilFinished(let operation), .awaitOperation(let operation): [operation]
+            case .waitUntilAllOperationsAreFinished(let queue), .awaitWaitUntilAllOperationsAreFinished(let queue),
+                .awaitEnqueue(let queue):
+                queue.core.withLock { $0.members.all }
+            case .addOperations, .awaitResults: []
+            }
+        }
+
+        static func operations(_ count: Int) -> String {
+            count == 1 ? "1 operation" : "\(count) operations"
+        }
 
         var description: String {
             switch self {
             case .waitUntilFinished(let operation): "waitUntilFinished() on \(operation._misuseName)"
             case .waitUntilAllOperationsAreFinished(let queue): "waitUntilAllOperationsAreFinished() on \(queue._misuseName)"
             case .addOperations(let queue): "addOperations(_:waitUntilFinished: true) on \(queue._misuseName)"
+            case .awaitOperation(let operation): "a task awaiting \(operation._misuseName)"
+            case .awaitWaitUntilAllOperationsAreFinished(let queue):
+                "a task awaiting waitUntilAllOperationsAreFinished() on \(queue._misuseName)"
+            case .awaitEnqueue(let queue): "a task waiting for room in enqueue(_:) on \(queue._misuseName)"
+            case .awaitResults(let queue?, let count):
+                "a loop over results(adding:) of \(Self.operations(count)) on \(queue._misuseName)"
+            case .awaitResults(nil, let count): "a loop over OperationResults of \(Self.operations(count))"
             }
         }
     }
@@ -53,12 +94,18 @@ struct StallReport {
 
     private mutating func look(_ targets: [Operation], waited: Duration?) {
         guard !hasReported else { return }
-        let stuck = StallAnalysis.stuck(among: targets)
-        guard !stuck.isEmpty else { return }
-        hasReported = true
+        hasReported = Self.report(call, stuck: StallAnalysis.stuck(among: targets), waited: waited)
+    }
+
+    /// Reports that `call` waits for operations that cannot make progress (`stuck`, from
+    /// `StallAnalysis`), after `waited` (nil: at the moment it began); does nothing and
+    /// returns false when `stuck` is empty.
+    @discardableResult
+    static func report(_ call: Call, stuck: [(operation: Operation, cause: StallAnalysis.Cause)], waited: Duration?) -> Bool {
+        guard !stuck.isEmpty else { return false }
         let time = waited.map { " has waited \(Self.seconds($0)) s and" } ?? ""
-        let count = stuck.count == 1 ? "1 operation" : "\(stuck.count) operations"
-        OperationDiagnostic.emit(.stall, "\(call.description)\(time) waits for \(count) that cannot make progress: \(StallAnalysis.describe(stuck))")
+        OperationDiagnostic.emit(.stall, "\(call.description)\(time) waits for \(Call.operations(stuck.count)) that cannot make progress: \(StallAnalysis.describe(stuck))")
+        return true
     }
 
     static func nanoseconds(_ duration: Duration) -> Int {

@@ -206,7 +206,8 @@ extension OperationCore {
         /// Finished (the getters say so); the finish is being processed: dependents
         /// released, slot freed, completion block run. Happens exactly once.
         case finishing(byQueue: Bool, OutcomeKind)
-        /// Done, waiters woken.
+        /// Done: the finish was processed. The observers of `isFinished` are told next,
+        /// then the waiters woken.
         case finished(OutcomeKind)
 
         /// The events that move an operation.

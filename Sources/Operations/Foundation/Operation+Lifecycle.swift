@@ -3,41 +3,47 @@
 //
 // Vocabulary: an operation *finishes* once (the `finish` event: its getters say finished);
 // the engine then *processes* the finish (dependents, slot, completion block) and the
-// operation is *finished* for good (`complete`): waiters wake.
+// operation is *finished* for good (`complete`); then the observers of `isFinished` are
+// told, and then waiters wake.
 
 extension Operation {
     /// The base class is done with the operation (`main()` returned, or it was cancelled):
     /// sets the base state to finished, announcing it. The operation is finished when its
     /// `isFinished` getter reads true: at once unless a subclass overrides it, and then when
-    /// the subclass announces it (`_stateAnnounced`).
+    /// the subclass announces it (`didChangeValue(forKey:)`).
     final func _finish(wasExecuting: Bool) {
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
         let changed = _update { $0.baseFinish() }
         if wasExecuting { _announceDidChange("isExecuting") }
+        #if canImport(ObjectiveC)
+        // Goes through `didChangeValue(forKey:)`, which processes the finish before KVO
+        // tells the observers.
+        _ = changed
         _announceDidChange("isFinished")
-        if changed { _finishIfReportedFinished() }
-    }
-
-    /// Finishes the operation when its (possibly overridden) `isFinished` reads true, once.
-    private func _finishIfReportedFinished() {
-        guard isFinished else { return }
-        var finish = _update { $0.finish().map { self._recordFinish($0) } }
-        if finish != nil { _processFinish(&finish!) }
-    }
-
-    /// A change of `key` was announced, by the base class or by a subclass.
-    final func _stateAnnounced(_ key: String) {
-        switch key {
-        case "isFinished", "finished":
-            // As on Darwin, the getter decides: a subclass that overrides `isFinished`
-            // is finished when it says so.
-            _finishIfReportedFinished()
-        case "isReady", "ready":
-            _readinessChanged()
-        default:
-            break
+        #else
+        if changed {
+            _processFinishThenAnnounce { _announceDidChange("isFinished") }
+        } else {
+            _announceDidChange("isFinished")
         }
+        #endif
+    }
+
+    /// The one way a finish is announced, by the base class or by a subclass (directly or
+    /// through a key `isFinished` depends on): when the (possibly overridden) `isFinished`
+    /// reads true for the first time, the finish is processed — dependents released,
+    /// completion block run, the operation out of its queue — then `announce` tells the
+    /// observers, then waits return. So an observer of `isFinished` finds the queue done
+    /// with the operation, and a wait returns only after the observers were told.
+    final func _processFinishThenAnnounce(_ announce: () -> Void) {
+        guard isFinished, var finish = _update({ $0.finish().map { self._recordFinish($0) } }) else {
+            announce()
+            return
+        }
+        let wakeups = _processFinish(&finish)
+        announce()
+        wakeups.wake()
     }
 
     /// Records the events of a finish in the queue's order (called under the lock, so that
@@ -79,10 +85,10 @@ extension Operation {
     }
 
     /// The work done exactly once when the operation finishes: release dependents, free
-    /// the queue slot, release the work, run the completion block, leave the queue, wake
-    /// waiters.
+    /// the queue slot, release the work, run the completion block, leave the queue. Returns
+    /// the waits to end (after the observers of `isFinished` were told).
     /// (`inout`, so that the closures it holds are released here, not by the caller.)
-    private func _processFinish(_ finish: inout OperationCore.Finish) {
+    private func _processFinish(_ finish: inout OperationCore.Finish) -> FinishWakeups {
         let queue = finish.queue
         // The finished event goes out before any dependent can start.
         queue?._deliverEvents(waitingForDelivery: true)
@@ -91,20 +97,32 @@ extension Operation {
         }
         if _visibleGated { _releaseGates(because: .finished) }
         _releaseWork()
+        var queueWaiters: [QueueWaiter] = []
         if let completionBlock = finish.completionBlock.take() {
-            queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false)
+            queueWaiters = queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false) ?? []
             CompletionBlockScope.run(completionBlock, of: self, in: queue)
             // Released before anyone waiting is woken.
             _ = consume completionBlock
-            queue?._operationFinished(self, releasesSlot: false, leaves: true)
-        } else {
-            queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
+            queueWaiters += queue?._operationFinished(self, releasesSlot: false, leaves: true) ?? []
+        } else if let queue {
+            queueWaiters = queue._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
         }
         finish.unusedErrors = nil
         let completion = _update { $0.complete() }
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
-        for waiter in completion.waiters {
-            waiter.wake(completion.outcome)
-        }
+        return FinishWakeups(queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome)
+    }
+}
+
+/// The waits a processed finish ends: its queue's (the queue became empty, or has room for
+/// a producer) and the operation's own.
+struct FinishWakeups {
+    var queueWaiters: [QueueWaiter]
+    var waiters: [FinishWaiter]
+    var outcome: Operation.Outcome?
+
+    func wake() {
+        for waiter in queueWaiters { waiter.wake() }
+        for waiter in waiters { waiter.wake(outcome) }
     }
 }

@@ -310,11 +310,24 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// Subclasses announce their own state (the classic asynchronous operation); the engine
     /// listens here as well as delivering to observers.
+    ///
+    /// A change that reaches `isFinished` (also through a dependent key such as `"state"`)
+    /// is processed before the observers are told, so that they find the operation out of
+    /// its queue and its dependents ready; other keys are delivered first, then handled.
     open override func didChangeValue(forKey key: String) {
-        super.didChangeValue(forKey: key)
-        _stateAnnounced(key)
+        let canonical = ObservationKey.canonical(key)
         // Dependent keys: a framework announcing only "state" (observation branch).
-        for affected in _affectedStateKeys(announced: key) { _stateAnnounced(affected) }
+        let affected = _affectedStateKeys(announced: key)
+        if canonical == "isFinished" || affected.contains("isFinished") {
+            // As on Darwin, the getter decides: a subclass that overrides `isFinished` is
+            // finished when it says so.
+            _processFinishThenAnnounce { super.didChangeValue(forKey: key) }
+        } else {
+            super.didChangeValue(forKey: key)
+        }
+        if canonical == "isReady" || affected.contains("isReady") {
+            _readinessChanged()
+        }
     }
 
     #if !canImport(ObjectiveC)

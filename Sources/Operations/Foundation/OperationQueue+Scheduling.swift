@@ -21,13 +21,18 @@ extension OperationQueue {
         }
     }
 
-    /// Called (no lock held) when one of this queue's operations finished.
-    final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) {
+    /// Called (no lock held) when one of this queue's operations finished. Returns the
+    /// waits it ends, for the caller to wake once the operation's observers were told.
+    final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> [QueueWaiter] {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers
-        if releasesSlot && leaves && !observed, WorkerContext.finishedHere(operation, queue: self) {
-            return
+        // An observed operation leaves now: the observers of its `isFinished`, told before
+        // its worker's next lock, must find it gone.
+        if releasesSlot && leaves && !observed && !operation._hasObservers,
+            WorkerContext.finishedHere(operation, queue: self)
+        {
+            return []
         }
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
         // An operation whose start() never blocks (an async body's task) frees its slot on
@@ -43,8 +48,8 @@ extension OperationQueue {
         if !skipped.isEmpty { skipped.removeAll() }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
         _perform(wakeup)
-        for waiter in waiters { waiter.wake() }
         if let next { _startInline(next) }
+        return waiters
     }
 
     /// Starts, on this thread, an operation claimed for a slot by `_operationFinished`.

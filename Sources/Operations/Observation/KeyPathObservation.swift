@@ -31,6 +31,9 @@ extension KeyPathObservable where Self: Operation {
         let observation = _observe(keys: Operation._stateKeys, options: options.subtracting([.initial, .prior])) {
             object, _ in
             let object = object as! Self
+            // A finish is reported once processed (`_processFinishThenAnnounce`): a change
+            // seen when an earlier key is announced waits for the announcement of isFinished.
+            if object._awaitsFinishAnnouncement { return }
             let new = object[keyPath: keyPath]
             let newFlag = new as? Bool
             let old = last.withLock { last in
@@ -79,6 +82,15 @@ extension KeyPathObservable where Self: Operation {
 extension Operation {
     /// The keys announced for a key path that cannot be named.
     static let _stateKeys = ["isReady", "isExecuting", "isFinished", "isCancelled"]
+
+    /// Whether `isFinished` reads true but the engine has not yet processed the finish (its
+    /// announcement is still to come). Calls the getter: no lock held.
+    var _awaitsFinishAnnouncement: Bool {
+        guard isFinished else { return false }
+        return _update { state in
+            if case .finished = state.phase { false } else { true }
+        }
+    }
 }
 
 extension KeyPathObservable where Self: OperationQueue {

@@ -1,0 +1,160 @@
+import Operations
+import Testing
+
+/// An observer of `isFinished` that takes a snapshot, inside its callback, of what the
+/// code it stands for would read there (PSOperations' observers, a group waiting for its
+/// last child).
+final class FinishWitness: NSObject, @unchecked Sendable {
+    struct Snapshot: Equatable {
+        var operationCount: Int
+        var listed: Bool
+        var dependentReady: Bool
+    }
+
+    // `@unchecked Sendable`: `snapshot` is a `Shared` (locked); the rest is constant.
+    let snapshot = Shared<Snapshot?>(nil)
+    let queue: OperationQueue
+    let dependent: Operation
+
+    init(queue: OperationQueue, dependent: Operation) {
+        self.queue = queue
+        self.dependent = dependent
+    }
+
+    override func observeValue(
+        forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
+        context: UnsafeMutableRawPointer?
+    ) {
+        guard let operation = object as? Operation, operation.isFinished else { return }
+        let taken = Snapshot(
+            operationCount: queue.operationCount,
+            listed: queue.operations.contains { $0 === operation },
+            dependentReady: dependent.isReady)
+        snapshot.update { if $0 == nil { $0 = taken } }
+    }
+}
+
+@Suite("Finish announcement: isFinished observers see the queue done with the operation")
+struct FinishAnnouncementTests {
+    static let done = FinishWitness.Snapshot(operationCount: 0, listed: false, dependentReady: true)
+
+    /// Adds `operation` to a queue with a dependent that is in no queue (so it stays ready,
+    /// unstarted), observes `isFinished`, runs it, and returns what the observer saw.
+    func witness(_ operation: Operation, keyPath: String = "isFinished") -> FinishWitness.Snapshot? {
+        let queue = OperationQueue()
+        let dependent = Operation()
+        dependent.addDependency(operation)
+        let witness = FinishWitness(queue: queue, dependent: dependent)
+        operation.addObserver(witness, forKeyPath: keyPath, options: [.new], context: nil)
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        // Waits return only after the observers were told.
+        let seen = witness.snapshot()
+        #expect(seen != nil, "the wait returned before the observer of \(keyPath) was told")
+        operation.removeObserver(witness, forKeyPath: keyPath)
+        return seen
+    }
+
+    @Test("BlockOperation: the observer reads operationCount 0 and its dependent ready")
+    func blockOperation() {
+        #expect(witness(BlockOperation {}) == Self.done)
+        #expect(witness(BlockOperation {}, keyPath: "finished") == Self.done)
+    }
+
+    @Test("BlockOperation with a completion block: the block has run when the observer is told")
+    func blockOperationWithCompletionBlock() {
+        let operation = BlockOperation {}
+        let completed = Shared(false)
+        operation.completionBlock = { completed.update { $0 = true } }
+        let queue = OperationQueue()
+        let sawCompletion = Shared<Bool?>(nil)
+        let token = operation.observe(\.isFinished, options: [.new]) { _, change in
+            guard change.newValue == true else { return }
+            sawCompletion.update { $0 = completed() && queue.operationCount == 0 }
+        }
+        queue.addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(sawCompletion() == true)
+        token.invalidate()
+    }
+
+    @Test("An asynchronous subclass that overrides isFinished and announces it")
+    func overriddenIsFinished() {
+        let operation = DocumentedAsyncOperation { finish in
+            DispatchQueue.global().async { finish() }
+        }
+        #expect(witness(operation) == Self.done)
+    }
+
+    @Test("An asynchronous subclass that finishes inside start()")
+    func overriddenIsFinishedInsideStart() {
+        let operation = DocumentedAsyncOperation { finish in finish() }
+        #expect(witness(operation) == Self.done)
+    }
+
+    @Test("observe(\\.isFinished) on a final subclass's override (followed through every state key)")
+    func keyPathToOverrideInFinalSubclass() {
+        // `DocumentedAsyncOperation` is final and announces isExecuting before isFinished:
+        // the change must still be reported once the finish was processed.
+        let operation = DocumentedAsyncOperation { finish in
+            DispatchQueue.global().async { finish() }
+        }
+        let queue = OperationQueue()
+        let seen = Shared<[Int]>([])
+        let token = operation.observe(\.isFinished, options: [.new]) { _, change in
+            guard change.newValue == true else { return }
+            seen.update { $0.append(queue.operationCount) }
+        }
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(seen() == [0])
+        token.invalidate()
+    }
+
+    @Test("A subclass whose state is announced only through the dependent key \"state\"")
+    func announcedThroughDependentKey() {
+        let operation = SuperStartingOperation { operation in
+            Thread.detachNewThread { operation.finishOwnState() }
+        }
+        #expect(witness(operation) == Self.done)
+    }
+
+    @Test("An observer of the dependent key itself sees the same")
+    func observerOfDependentKey() {
+        let operation = SuperStartingOperation { operation in
+            Thread.detachNewThread { operation.finishOwnState() }
+        }
+        #expect(witness(operation, keyPath: "state") == Self.done)
+    }
+
+    @Test("An operation in no queue: its dependent is ready when the observer is told")
+    func inNoQueue() {
+        let operation = BlockOperation {}
+        let dependent = Operation()
+        dependent.addDependency(operation)
+        let witness = FinishWitness(queue: OperationQueue(), dependent: dependent)
+        operation.addObserver(witness, forKeyPath: "isFinished", options: [.new], context: nil)
+        operation.start()
+        #expect(witness.snapshot() == Self.done)
+        operation.removeObserver(witness, forKeyPath: "isFinished")
+    }
+
+    @Test("isReady observers keep their order: told before the queue hears the readiness")
+    func readinessOrderUnchanged() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let dependency = BlockOperation {}
+        let operation = BlockOperation {}
+        operation.addDependency(dependency)
+        let startedWhenTold = Shared<Bool?>(nil)
+        let token = operation.observe(\.isReady, options: [.new]) { operation, change in
+            guard change.newValue == true else { return }
+            startedWhenTold.update { $0 = operation.isExecuting || operation.isFinished }
+        }
+        queue.addOperations([dependency, operation], waitUntilFinished: false)
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(startedWhenTold() == false)
+        token.invalidate()
+    }
+}
