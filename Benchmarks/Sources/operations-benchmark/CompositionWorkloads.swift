@@ -55,6 +55,24 @@ enum CompositionWorkloads {
         return elapsed
     }
 
+    /// N operations in one batch on a default queue, each holding one of `categories`
+    /// exclusive categories (operation i holds category i % categories).
+    static func categorised(_ n: Int, categories: Int) throws -> UInt64 {
+        let ran = AtomicCount()
+        let queue = Operations.OperationQueue()
+        let prefix = "bench-\(UUID())-"
+        let operations = (0..<n).map { index in
+            let operation = BlockOperation { ran.increment() }
+            operation.addExclusivity(prefix + String(index % categories))
+            return operation
+        }
+        let start = now()
+        queue.addOperations(operations, waitUntilFinished: true)
+        let elapsed = now() - start
+        try check(ran.value == n, "categories: \(ran.value) of \(n) ran")
+        return elapsed
+    }
+
     /// N operations, each with one condition that holds.
     static func conditioned(_ n: Int) throws -> UInt64 {
         let ran = AtomicCount()

@@ -260,6 +260,8 @@ do {
     let exclusive = try asyncMedian("exclusivity 2 categories, 8 queues", exclusivityN, CompositionWorkloads.exclusivity)
     let conditioned = try asyncMedian("one condition per operation", conditionN, CompositionWorkloads.conditioned)
     let unconditioned = try asyncMedian("no condition", conditionN, CompositionWorkloads.plain)
+    let oneCategory = try asyncMedian("one category", conditionN) { try CompositionWorkloads.categorised($0, categories: 1) }
+    let manyCategories = try asyncMedian("64 categories", conditionN) { try CompositionWorkloads.categorised($0, categories: 64) }
     print("Composition rows (same run; ns per operation, medians):")
     print("")
     print("| workload | N | ns per operation | compared with | ns per operation |")
@@ -267,6 +269,14 @@ do {
     print("| group of N children | \(groupN) | \(f(group)) | N operations on a plain queue | \(f(plain)) |")
     print("| exclusivity: 2 categories, 8 queues | \(exclusivityN) | \(f(exclusive)) | — | — |")
     print("| one condition per operation | \(conditionN) | \(f(conditioned)) | no condition (overhead \(f(conditioned - unconditioned)) ns) | \(f(unconditioned)) |")
+    print("")
+    print("| each operation has (one batch, default queue) | N | ns per operation | × a plain operation | target |")
+    print("|---|---|---:|---:|---|")
+    let conditionRatio = conditioned / unconditioned, oneRatio = oneCategory / unconditioned, manyRatio = manyCategories / unconditioned
+    print("| nothing | \(conditionN) | \(f(unconditioned)) | 1.00 | — |")
+    print("| one BlockCondition that holds | \(conditionN) | \(f(conditioned)) | \(f(conditionRatio, 2)) | \(target("condition", conditionRatio <= 2, "≤ 2 ×")) |")
+    print("| addExclusivity(\"one\") | \(conditionN) | \(f(oneCategory)) | \(f(oneRatio, 2)) | \(target("one category", oneRatio <= 3, "≤ 3 ×")) |")
+    print("| addExclusivity(\"k\\(i % 64)\") | \(conditionN) | \(f(manyCategories)) | \(f(manyRatio, 2)) | \(target("64 categories", manyRatio <= 3, "≤ 3 ×")) |")
     print("")
 } catch {
     print("CHECK FAILED: \(error)")

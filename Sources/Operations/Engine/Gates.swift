@@ -100,10 +100,9 @@ extension OperationCore {
         guard let gates = extras?.gates, !gates.isOpen, !gates.isConsulting, !cancellation.isCancelled,
             pendingDependencyCount == 1, queue != nil
         else { return nil }
-        switch phase {
-        case .waiting, .parked: break
-        default: return nil
-        }
+        // Also from the ready list: an operation there that gained a dependency stays until
+        // a worker pops it, and that dependency may finish first.
+        guard phase.isQueuedNotClaimed else { return nil }
         extras!.gates!.isConsulting = true
         return (gates.gates[gates.passed], GatePass(operation: operation, round: gates.round, index: gates.passed))
     }

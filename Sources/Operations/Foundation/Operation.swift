@@ -255,10 +255,11 @@ open class Operation: NSObject, @unchecked Sendable {
             _announceDidChange("isReady")
         }
         queue?._deliverEvents()
+        // What its gates took or are deciding is no longer needed: released before the
+        // operation can start (its cancelled pass), which would leave it to the finish.
+        if _visibleGated { _releaseGates(because: .cancelled) }
         if waits { _readinessChanged() }
         if _hasExtras { _deliverObserverEvents() }
-        // What its gates took or are deciding is no longer needed.
-        if _visibleGated { _releaseGates(because: .cancelled) }
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
