@@ -11,6 +11,10 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Operations", targets: ["Operations"]),
+        // Groups, conditions, observers, exclusivity, retry, repeat, delay, timeouts, keys:
+        // a module of its own, so that `import Operations` declares no name that frameworks
+        // built on Operation declare themselves.
+        .library(name: "OperationsComposition", targets: ["OperationsComposition"]),
         // For XCTest files: one import instead of XCTest + Operations + scoped imports.
         .library(name: "OperationsXCTest", targets: ["OperationsXCTest"]),
         // Recordings of queues: HTML timelines, Perfetto traces, dependency graphs.
@@ -35,9 +39,10 @@ let package = Package(
     ],
     targets: [
         .target(name: "Operations"),
+        .target(name: "OperationsComposition", dependencies: ["Operations"]),
         .target(name: "OperationsXCTest", dependencies: ["Operations"]),
         .target(name: "OperationsTestSupport", dependencies: ["Operations"]),
-        .target(name: "OperationsRecording", dependencies: ["Operations"]),
+        .target(name: "OperationsRecording", dependencies: ["Operations", "OperationsComposition"]),
         .target(
             name: "OperationsTracing",
             dependencies: ["Operations", .product(name: "Tracing", package: "swift-distributed-tracing")]),
@@ -47,7 +52,8 @@ let package = Package(
         .target(
             name: "OperationsLogging",
             dependencies: ["Operations", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "OperationsTests", dependencies: ["Operations", "OperationsTestSupport"]),
+        .testTarget(
+            name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
         .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import InMemoryLogging
 import Logging
 import Operations
+import OperationsComposition
 import OperationsLogging
 import Testing
 

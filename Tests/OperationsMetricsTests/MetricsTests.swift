@@ -1,5 +1,6 @@
 import MetricsTestKit
 import Operations
+import OperationsComposition
 import OperationsMetrics
 import Testing
 

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("BlockOperation: concurrent blocks, completion block, release of blocks")

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("Waits made from inside a completion block")

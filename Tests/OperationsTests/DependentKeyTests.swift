@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// An operation written as PSOperations and the "Advanced NSOperations" sample write it: one

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("Engine regressions: programmer errors, messages, QoS order")

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Bug 11: a `BlockOperation` that, the first time `isReady` is read after `armed` is

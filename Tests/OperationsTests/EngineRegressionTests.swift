@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 // Regression tests for the engine bugs of the "engine rewrite" issue (numbers refer to it).

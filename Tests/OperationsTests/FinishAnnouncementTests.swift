@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// An observer of `isFinished` that takes a snapshot, inside its callback, of what the

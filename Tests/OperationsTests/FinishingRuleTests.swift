@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// An operation shaped as the frameworks built on Operation shape theirs (the "Advanced

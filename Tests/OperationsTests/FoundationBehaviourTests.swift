@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Behaviours that Foundation's own OperationQueue tests rely on.

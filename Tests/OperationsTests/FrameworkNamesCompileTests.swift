@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 // Frameworks built on Foundation's classes declare members of their own in their

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Every misuse stops the process with a message naming the operation and the rule.

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// An observer written as on Darwin: an `NSObject` subclass overriding `observeValue`.

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// An observer that hands every notification to a closure.

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("Operation state: ready, executing, finished, cancelled, start() and the completion block")

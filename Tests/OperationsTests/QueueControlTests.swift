@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("OperationQueue: cancel, wait, barriers, progress, properties")

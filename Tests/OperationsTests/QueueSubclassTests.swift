@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// A queue subclass as frameworks write one: it sees every operation that passes through

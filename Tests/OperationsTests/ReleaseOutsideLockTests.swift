@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Releasing a closure can run user code (the deinit of what it captured). The library

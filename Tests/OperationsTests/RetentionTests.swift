@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("Retention: what operations and queues keep alive, and when they release it")

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Bugs a review of the Core v2 engine reproduced; each test failed before its fix.

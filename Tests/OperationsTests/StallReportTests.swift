@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Stall reports and the queue-wide wait description. The diagnostics handler and the

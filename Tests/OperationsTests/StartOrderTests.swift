@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// An operation that logs its name from `main()` and counts the calls of its `start()`

@@ -1,4 +1,5 @@
 @testable import Operations
+@testable import OperationsComposition
 import Testing
 
 /// The operation state machine's transition table, checked over every (phase, event) pair

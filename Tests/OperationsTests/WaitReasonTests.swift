@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("Why an operation is not running")

@@ -1,5 +1,6 @@
 import InMemoryTracing
 import Operations
+import OperationsComposition
 import OperationsTracing
 import Testing
 import Tracing

@@ -20,7 +20,7 @@ extension OperationExtensions where Self: Operation {
 extension Operation {
     /// Waits for the outcome; nil when the waiting task was cancelled first. The finish
     /// hook is removed when the wait ends early, so nothing is left behind.
-    final func _outcome() async -> Outcome? {
+    package final func _outcome() async -> Outcome? {
         if _isFinishingFlag, let outcome = _update({ state -> Outcome? in
             if case .finished = state.phase { return state.outcome }
             return nil

@@ -11,7 +11,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
         let signal = AsyncSignal<Bool>()
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let waiting = core.withLock { state -> Bool in
-            guard state.members.count > 0 else { return false }
+            guard state.membersForWaits > 0 else { return false }
             state.waiters.append(.hook(id: id) { signal.resume(with: true) })
             return true
         }

@@ -20,10 +20,12 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
 
     public override init() {
         super.init()
+        _finishesLater = true
     }
 
     override init(inputs: [Operation]) {
         super.init(inputs: inputs)
+        _finishesLater = true
     }
 
     /// The work. The base implementation traps: a subclass must override it.
@@ -33,8 +35,6 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
 
     /// Always true: the operation finishes when ``run()`` returns, after `start()` did.
     public final override var isAsynchronous: Bool { true }
-
-    override var _finishesWhenMainReturns: Bool { false }
 
     /// Synchronous work is not how a `TaskOperation` works: it overrides ``run()``.
     public final override func execute() throws -> Success {
@@ -50,18 +50,12 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     override var _startsWithoutBlocking: Bool { true }
 
     /// Where the body's nonisolated code runs; nil for the global concurrent executor.
-    var _preferredExecutor: (any TaskExecutor)? { nil }
-
-    /// Work that needs no task after all (a condition evaluator with no condition, only
-    /// categories to ask for): done here, synchronously, returning true; the operation
-    /// then finishes without a task.
-    func _finishesWithoutTask() -> Bool { false }
+    var _preferredExecutor: (any TaskExecutor)? {
+        guard _hasExtras else { return nil }
+        return _update { $0.attachments?.preferredExecutor }
+    }
 
     override func _runWork() {
-        if _finishesWithoutTask() {
-            _finish(wasExecuting: true)
-            return
-        }
         let queue = _update { $0.queue }
         let onMain = queue === OperationQueue._main
         let priority = TaskPriority(_startQuality(queue: queue))

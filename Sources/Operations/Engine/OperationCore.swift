@@ -54,9 +54,9 @@ struct OperationCore {
         return fresh
     }
 
-    /// What the composition layer attaches (start hooks, a condition evaluator, observers),
-    /// in the side box: most operations never have any.
-    var attachments: CompositionAttachments? {
+    /// What the layers above attach (start hooks, lifecycle taps, values), in the side box:
+    /// most operations never have any.
+    var attachments: OperationAttachments? {
         get { extras?.attachments }
         set { extras(orNew: ()).attachments = newValue }
     }
@@ -646,8 +646,8 @@ final class OperationExtras: @unchecked Sendable {
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
     /// N operations costs O(N) rather than O(N²) to build.
     var dependencyIndex: Set<ObjectIdentifier>?
-    /// What the composition layer attaches (see `CompositionAttachments`).
-    var attachments: CompositionAttachments?
+    /// What the layers above attach (see `OperationAttachments`).
+    var attachments: OperationAttachments?
     /// The operation's gates (see `GateState`).
     var gates: GateState?
 }

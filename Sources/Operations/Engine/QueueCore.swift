@@ -29,6 +29,9 @@ struct QueueCore {
     var workerProbes: [WorkerThreadProbe?] = []
     /// Waiting for the queue to become empty (`waitUntilAllOperationsAreFinished`).
     var waiters: [QueueWaiter] = []
+    /// Operations that left and whose `isFinished` observers are being told: until they
+    /// have been, the queue is not empty for its waits (a wait returns after the observers).
+    var finishesBeingAnnounced = 0
     /// Waiting for all but `remaining` members to leave (a wait from completion blocks of
     /// members, which leave only when their blocks return).
     var waitersForAllBut: [(remaining: Int, waiter: QueueWaiter)] = []
@@ -381,7 +384,9 @@ struct QueueCore {
     /// An operation of this queue finished: free its slot, and (when `leaves`) take it out.
     /// Returns the waiters to wake: those waiting for the queue to become empty when it
     /// did, and producers waiting for room.
-    mutating func operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> [QueueWaiter] {
+    mutating func operationFinished(
+        _ operation: Operation, releasesSlot: Bool, leaves: Bool, announcing: Bool = false
+    ) -> [QueueWaiter] {
         var waitersToWake: [QueueWaiter] = []
         if releasesSlot {
             executing -= 1
@@ -391,19 +396,37 @@ struct QueueCore {
         if leaves {
             members.remove(operation)
             if operation === pendingBarrier { pendingBarrier = nil }
-            if members.count == 0 {
-                waitersToWake = waiters
-                waiters = []
-            }
-            if !waitersForAllBut.isEmpty {
-                let count = members.count
-                waitersToWake += waitersForAllBut.lazy.filter { count <= $0.remaining }.map(\.waiter)
-                waitersForAllBut.removeAll { count <= $0.remaining }
-            }
+            if announcing { finishesBeingAnnounced += 1 }
+            waitersToWake = waitsForEmptiness()
             if !capacityWaiters.isEmpty { waitersToWake += producersToAdmit() }
         }
         if executing == 0 && ready.count == 0 { grownWorkerLimit = Self.processorCount }
         return waitersToWake
+    }
+
+    /// The members that count for the waits: the operations in the queue, and those that
+    /// left whose `isFinished` observers are being told.
+    var membersForWaits: Int { members.count + finishesBeingAnnounced }
+
+    /// The waits that end now that fewer operations count for them.
+    private mutating func waitsForEmptiness() -> [QueueWaiter] {
+        var waitersToWake: [QueueWaiter] = []
+        let count = membersForWaits
+        if count == 0 {
+            waitersToWake = waiters
+            waiters = []
+        }
+        if !waitersForAllBut.isEmpty {
+            waitersToWake += waitersForAllBut.lazy.filter { count <= $0.remaining }.map(\.waiter)
+            waitersForAllBut.removeAll { count <= $0.remaining }
+        }
+        return waitersToWake
+    }
+
+    /// The observers of an operation that left announcing its finish were told.
+    mutating func finishAnnounced() -> [QueueWaiter] {
+        finishesBeingAnnounced -= 1
+        return waitsForEmptiness()
     }
 }
 

@@ -154,7 +154,7 @@ extension Operation {
     /// The operations waiting for this one (while it has not finished), as strong
     /// references (the caller filters out those that finished, and drops the array after
     /// any lock: the weak references made strong here may be the last).
-    final var _liveDependents: [Operation] {
+    package final var _liveDependents: [Operation] {
         _update { state in state.dependents.compactMap(\.operation) }
     }
 
@@ -168,7 +168,7 @@ extension Operation {
 
     /// Whether the operation finished (its finish may still be being processed): it no
     /// longer waits for anything, and nothing needs to wait for it.
-    final var _isFinishing: Bool { _update { $0.phase.isFinishingOrFinished } }
+    package final var _isFinishing: Bool { _update { $0.phase.isFinishingOrFinished } }
 }
 
 extension OperationExtensions where Self: Operation {

@@ -11,7 +11,7 @@ extension Operation {
     /// sets the base state to finished, announcing it. The operation is finished when its
     /// `isFinished` getter reads true: at once unless a subclass overrides it, and then when
     /// the subclass announces it (`didChangeValue(forKey:)`).
-    final func _finish(wasExecuting: Bool) {
+    package final func _finish(wasExecuting: Bool) {
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
         let changed = _update { $0.baseFinish() }
@@ -41,8 +41,11 @@ extension Operation {
             announce()
             return
         }
-        let wakeups = _processFinish(&finish)
+        // With observers, the queue counts the operation for its waits until they were told.
+        let announcing = _hasObservers && finish.queue != nil
+        var wakeups = _processFinish(&finish, announcing: announcing)
         announce()
+        if announcing, let queue = finish.queue { wakeups.queueWaiters += queue._finishAnnounced() }
         wakeups.wake()
     }
 
@@ -88,7 +91,7 @@ extension Operation {
     /// the queue slot, release the work, run the completion block, leave the queue. Returns
     /// the waits to end (after the observers of `isFinished` were told).
     /// (`inout`, so that the closures it holds are released here, not by the caller.)
-    private func _processFinish(_ finish: inout OperationCore.Finish) -> FinishWakeups {
+    private func _processFinish(_ finish: inout OperationCore.Finish, announcing: Bool) -> FinishWakeups {
         let queue = finish.queue
         // The finished event goes out before any dependent can start.
         queue?._deliverEvents(waitingForDelivery: true)
@@ -103,9 +106,9 @@ extension Operation {
             CompletionBlockScope.run(completionBlock, of: self, in: queue)
             // Released before anyone waiting is woken.
             _ = consume completionBlock
-            queueWaiters += queue?._operationFinished(self, releasesSlot: false, leaves: true) ?? []
+            queueWaiters += queue?._operationFinished(self, releasesSlot: false, leaves: true, announcing: announcing) ?? []
         } else if let queue {
-            queueWaiters = queue._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true)
+            queueWaiters = queue._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true, announcing: announcing)
         }
         finish.unusedErrors = nil
         let completion = _update { $0.complete() }

@@ -72,7 +72,7 @@ extension OperationExtensions where Self: Operation {
 extension Operation {
     /// Records the error the operation ends with; its outcome is ``Outcome/failed(_:)``
     /// unless it was cancelled. For layers above (an async body that threw).
-    final func _recordFailure(_ error: any Error) {
+    package final func _recordFailure(_ error: any Error) {
         _update { state in
             if !state.phase.isFinishingOrFinished, state.failure == nil { state.failure = error }
         }
@@ -82,7 +82,7 @@ extension Operation {
     /// thread that finished it; at once, on this thread, if it already has. Returns an
     /// identifier for ``_removeFinishHook(_:)``, or nil when it ran at once.
     @discardableResult
-    final func _onFinish(_ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
+    package final func _onFinish(_ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let finished: Outcome? = _update { state in
             if case .finished = state.phase { return state.outcome }
@@ -96,7 +96,7 @@ extension Operation {
 
     /// Removes a hook that has not run (a waiting task was cancelled). The hook is
     /// released after the lock.
-    final func _removeFinishHook(_ id: UInt64) {
+    package final func _removeFinishHook(_ id: UInt64) {
         let removed = _update { state -> [FinishWaiter] in
             let removed = state.finishWaiters.filter { if case .hook(id, _) = $0 { true } else { false } }
             state.finishWaiters.removeAll { if case .hook(id, _) = $0 { true } else { false } }

@@ -17,6 +17,10 @@ open class Operation: NSObject, @unchecked Sendable {
     /// the lock at every change so that the getters need no lock: tutorial loops check
     /// `isCancelled` on every iteration.
     private let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
+    /// Set in the `init` of an operation whose `main()` starts work that finishes it later
+    /// (an async body's task, a group's children): the base `start()` is not done with it
+    /// when `main()` returns. (Here, it fills the padding after `visible`.)
+    package final var _finishesLater = false
 
     // Queue links, guarded by the owning queue's lock.
     /// The order in which the queue added it (`_addSequence`, in `ReadyList.swift`):
@@ -32,7 +36,7 @@ open class Operation: NSObject, @unchecked Sendable {
     final var _previousMember: Unmanaged<Operation>?
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
-    final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
+    package final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
 
     public override init() {
         super.init()
@@ -195,12 +199,16 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Whether the base `start()` is done with the operation when `main()` returns: false
     /// for the library's own operations whose `main()` starts work that finishes them later
     /// (an async body's task, a group's children).
-    var _finishesWhenMainReturns: Bool { true }
+    final var _finishesWhenMainReturns: Bool { !_finishesLater }
 
     /// What `start()` does when it finds the operation cancelled (decided under the same
     /// lock as a start that runs): finish without running. A group first lets its
     /// children pass through its queue. Called without a lock held.
     func _startCancelled() {
+        if let cancelledStart = _cancelledStart {
+            cancelledStart()
+            return
+        }
         _finish(wasExecuting: false)
     }
 
@@ -259,7 +267,7 @@ open class Operation: NSObject, @unchecked Sendable {
         // operation can start (its cancelled pass), which would leave it to the finish.
         if _visibleGated { _releaseGates(because: .cancelled) }
         if waits { _readinessChanged() }
-        if _hasExtras { _deliverObserverEvents() }
+        if _hasExtras { _deliverLifecycleEvents() }
     }
 
     /// Blocks the calling thread until the operation has finished and its completion
@@ -358,13 +366,13 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     /// Whether the composition layer attached anything (no lock).
-    final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.attachments) }
+    package final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.attachments) }
 
     /// Whether the operation has gates (no lock).
     final var _visibleGated: Bool { _visible(OperationCore.VisibleFlags.gated) }
 
     /// Whether the operation finished, as the engine knows it (no lock, no user code).
-    final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.done) }
+    package final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.done) }
 
     @inline(__always)
     private func _visible(_ flag: UInt8) -> Bool {
@@ -372,13 +380,13 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     /// How cycle descriptions name the operation: `"name"`, or `<Type: 0x…>`.
-    final var _shortName: String {
+    package final var _shortName: String {
         if let name { return "\"\(name)\"" }
         return "<\(type(of: self)): \(_address)>"
     }
 
     /// How misuse messages name the operation.
-    final var _misuseName: String {
+    package final var _misuseName: String {
         if let name { return "operation \"\(name)\" (\(type(of: self)))" }
         return "operation <\(type(of: self)): \(_address)>"
     }

@@ -131,5 +131,5 @@ extension OperationQueue {
     }
 
     /// How misuse messages name the queue.
-    final var _misuseName: String { "queue \"\(name ?? "?")\"" }
+    package final var _misuseName: String { "queue \"\(name ?? "?")\"" }
 }

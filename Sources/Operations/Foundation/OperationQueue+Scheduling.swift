@@ -23,7 +23,11 @@ extension OperationQueue {
 
     /// Called (no lock held) when one of this queue's operations finished. Returns the
     /// waits it ends, for the caller to wake once the operation's observers were told.
-    final func _operationFinished(_ operation: Operation, releasesSlot: Bool, leaves: Bool) -> [QueueWaiter] {
+    /// `announcing`: the operation's observers are told once it has left (``_finishAnnounced(_:)``
+    /// follows), and until then the queue does not count as empty for its waits.
+    final func _operationFinished(
+        _ operation: Operation, releasesSlot: Bool, leaves: Bool, announcing: Bool = false
+    ) -> [QueueWaiter] {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers
@@ -41,7 +45,8 @@ extension OperationQueue {
         let startsInline = releasesSlot && operation._startsWithoutBlocking
         var skipped: [Operation] = []
         let (waiters, wakeup, next) = core.withLock { state in
-            let waiters = state.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves)
+            let waiters = state.operationFinished(
+                operation, releasesSlot: releasesSlot, leaves: leaves, announcing: announcing && leaves)
             let next = startsInline ? state.nextOperation(startingWithoutBlocking: &skipped) : nil
             return (waiters, state.wakeup(), next)
         }
@@ -50,6 +55,12 @@ extension OperationQueue {
         _perform(wakeup)
         if let next { _startInline(next) }
         return waiters
+    }
+
+    /// The observers of an operation that left with `announcing` were told: returns the
+    /// waits that end now.
+    final func _finishAnnounced() -> [QueueWaiter] {
+        core.withLock { $0.finishAnnounced() }
     }
 
     /// Starts, on this thread, an operation claimed for a slot by `_operationFinished`.

@@ -30,8 +30,18 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let hasTaskScopes = Atomic<Bool>(false)
     /// `qualityOfService`'s raw value, for workers to read without the lock.
     let _threadQualityRawValue = Atomic<Int>(QualityOfService.background.rawValue)
-    /// The operations in flight under a key (`addOperation(forKey:_:)`).
-    let _keyed = Locked<[OperationKey: KeyedEntry]>([:])
+    /// Values the layers above keep with the queue, by type (made on first use).
+    private let layerValues = Locked<[ObjectIdentifier: AnyObject]>([:])
+
+    /// The value of type `T` a layer keeps with this queue, made by `make` on first use.
+    package final func _layerValue<T: AnyObject & Sendable>(_ make: () -> T) -> T {
+        layerValues.withLock { values in
+            if let value = values[ObjectIdentifier(T.self)] as? T { return value }
+            let value = make()
+            values[ObjectIdentifier(T.self)] = value
+            return value
+        }
+    }
 
     public override init() {
         core = Locked(QueueCore(isMain: false))
@@ -149,7 +159,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     }
 
     /// Whether ``qualityOfService`` was set (for groups, which give their queue their own).
-    final var _isQualityOfServiceSet: Bool { core.withLock { $0.isQualityOfServiceSet } }
+    package final var _isQualityOfServiceSet: Bool { core.withLock { $0.isQualityOfServiceSet } }
 
     /// The Dispatch queue the operations run on; nil means the queue's own threads.
     /// - Important: Setting it while the queue has operations, or to the main dispatch
@@ -207,7 +217,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         // the queue only when their blocks return, so the wait is for all the others.
         let ownCompletionBlocks = CompletionBlockScope.count(in: self)
         let semaphore: DispatchSemaphore? = core.withLock { state in
-            guard state.members.count > ownCompletionBlocks else { return nil }
+            guard state.membersForWaits > ownCompletionBlocks else { return nil }
             let semaphore = DispatchSemaphore(value: 0)
             if ownCompletionBlocks == 0 {
                 state.waiters.append(.thread(semaphore))

@@ -84,11 +84,11 @@ open class Progress: Foundation.Progress, KeyValueObservable, @unchecked Sendabl
 
     /// Adds `inUnitCount` to ``completedUnitCount`` in one step (two threads adding at once
     /// both count), then notifies observers with no lock held. Used by `OperationQueue.progress`.
-    final func _incrementCompletedUnitCount(by inUnitCount: Int64) {
+    package final func _incrementCompletedUnitCount(by inUnitCount: Int64) {
         _changeUnitCounts("completedUnitCount") { super.completedUnitCount += inUnitCount }
     }
 
-    final func _incrementTotalUnitCount(by inUnitCount: Int64) {
+    package final func _incrementTotalUnitCount(by inUnitCount: Int64) {
         _changeUnitCounts("totalUnitCount") { super.totalUnitCount += inUnitCount }
     }
 

@@ -4,7 +4,7 @@
 /// The waiting side of every `async` wait in the library (an operation's finish, a queue
 /// becoming empty, room in a queue): the thing waited for calls `resume(with:)` from a
 /// hook, the waiting task's cancellation handler calls it with the "cancelled" value.
-final class AsyncSignal<Value: Sendable>: Sendable {
+package final class AsyncSignal<Value: Sendable>: Sendable {
     private enum State {
         case initial
         case waiting(UnsafeContinuation<Value, Never>)
@@ -14,11 +14,11 @@ final class AsyncSignal<Value: Sendable>: Sendable {
 
     private let state = Locked(State.initial)
 
-    init() {}
+    package init() {}
 
     /// Delivers `value`; false when a value was delivered before (nothing happens then).
     @discardableResult
-    func resume(with value: Value) -> Bool {
+    package func resume(with value: Value) -> Bool {
         let continuation = state.withLock { state -> UnsafeContinuation<Value, Never>?? in
             switch state {
             case .initial:
@@ -37,7 +37,7 @@ final class AsyncSignal<Value: Sendable>: Sendable {
     }
 
     /// Suspends until a value is delivered (at once if it was). Called once.
-    func value() async -> Value {
+    package func value() async -> Value {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Value, Never>) in
             let delivered = state.withLock { state -> Value? in
                 switch state {
@@ -57,7 +57,7 @@ final class AsyncSignal<Value: Sendable>: Sendable {
 
     /// Suspends until a value is delivered, or the calling task is cancelled: then
     /// `cancelled` is delivered (unless a value came first).
-    func value(orOnCancel cancelled: Value) async -> Value {
+    package func value(orOnCancel cancelled: Value) async -> Value {
         await withTaskCancellationHandler {
             await value()
         } onCancel: {

@@ -4,13 +4,13 @@ import Foundation
 ///
 /// `fatalError` rather than `precondition` so that the message is printed in release
 /// builds too. Both go through ``OperationDiagnostic/handler`` first.
-enum Misuse {
+package enum Misuse {
     /// A warning, for what Darwin allows but is almost always a mistake.
-    static func warn(_ message: String, kind: OperationDiagnostic.Kind = .warning) {
+    package static func warn(_ message: String, kind: OperationDiagnostic.Kind = .warning) {
         OperationDiagnostic.emit(kind, message)
     }
 
-    static func fail(_ message: String, file: StaticString = #fileID, line: UInt = #line) -> Never {
+    package static func fail(_ message: String, file: StaticString = #fileID, line: UInt = #line) -> Never {
         OperationDiagnostic.emit(.misuse, message)
         fatalError("Operations: \(message)", file: file, line: line)
     }

@@ -1,4 +1,5 @@
 @testable import Operations
+@testable import OperationsComposition
 import Testing
 
 @Suite("AsyncBlockOperation and TaskOperation: async bodies in a queue", .timeLimit(.minutes(1)))

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// A gate that tasks await until it opens (at once if it is open).

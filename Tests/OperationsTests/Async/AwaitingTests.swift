@@ -1,4 +1,5 @@
 @testable import Operations
+@testable import OperationsComposition
 import Testing
 
 @Suite("Awaiting operations and queues without blocking", .timeLimit(.minutes(1)))

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 @Suite("Typed data along dependencies: then and combine", .timeLimit(.minutes(1)))

@@ -1,4 +1,5 @@
 @testable import Operations
+@testable import OperationsComposition
 import Testing
 
 private let mainQueueKey = DispatchSpecificKey<Int>()

@@ -1,4 +1,5 @@
 @testable import Operations
+@testable import OperationsComposition
 import Testing
 
 @Suite("Results as they complete, and back-pressure", .timeLimit(.minutes(1)))

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Misuse of the composition layer stops with a message naming the operation and the rule.

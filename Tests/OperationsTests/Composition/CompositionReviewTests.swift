@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// A child whose first `cancel()` stops inside, after the base cancel, until released.

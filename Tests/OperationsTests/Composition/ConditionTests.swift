@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// A condition that throws a given error.

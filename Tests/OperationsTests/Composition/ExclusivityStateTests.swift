@@ -1,4 +1,5 @@
 @testable import Operations
+@testable import OperationsComposition
 import Testing
 
 /// The pure state machine behind `addExclusivity`: grants in arrival order, all

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Records, per category, how many holders run at once and whether an exclusive one ever

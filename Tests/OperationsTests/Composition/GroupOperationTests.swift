@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// A child that records its completion block, so that tests can check finish order.

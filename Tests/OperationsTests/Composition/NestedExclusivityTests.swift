@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 private func unique(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0...UInt64.max))" }

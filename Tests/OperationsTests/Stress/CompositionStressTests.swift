@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Seeded randomized stress of the composition layer: nested groups, conditions (passing

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// Seeded randomized stress: random dependency graphs across queues with different limits,

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 
 /// The classic asynchronous operation as the tutorials write it: a `State` enum whose
 /// changes are announced with `willChangeValue(forKey:)`/`didChangeValue(forKey:)` under

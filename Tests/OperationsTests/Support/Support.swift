@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import Testing
 
 /// How long a test waits for an event before it fails. Generous: the machine is small and

@@ -8,6 +8,7 @@
 /// operation is cancelled with its error at once, whatever is still being evaluated.
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
+import Operations
 final class ConditionGate: OperationGate, @unchecked Sendable {
     private struct Entry {
         var condition: any OperationCondition
@@ -76,15 +77,11 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
     private static func _join(_ contributed: [Operation], for guarded: Operation) {
         var distinct: [Operation] = []
         for operation in contributed where !distinct.contains(where: { $0 === operation }) { distinct.append(operation) }
-        guard let queue = guarded._update({ $0.queue }) else { return }
+        guard let queue = guarded._queue else { return }
         for operation in distinct {
-            operation._withExtras { $0.conditionInterest += 1 }
-            let joins = operation._update { state in
-                if case .idle = state.phase, state.queue == nil { return true }
-                return false
-            }
-            guard joins else { continue }
-            operation._withExtras { $0.joinedForConditions = true }
+            operation._withLayerValue(ConditionInterest.init) { $0.count += 1 }
+            guard operation._isIdle else { continue }
+            operation._withLayerValue(ConditionInterest.init) { $0.joinedForConditions = true }
             if let group = (queue as? GroupChildQueue)?.group {
                 group._addContributed(operation)
             } else {
@@ -171,9 +168,9 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
     /// does, the conditions made it join its queue, and no operation depends on it, it is
     /// cancelled.
     private static func _dropInterest(in operation: Operation) {
-        let unneeded = operation._withExtras { extras -> Bool in
-            extras.conditionInterest -= 1
-            return extras.conditionInterest == 0 && extras.joinedForConditions
+        let unneeded = operation._withLayerValue(ConditionInterest.init) { interest -> Bool in
+            interest.count -= 1
+            return interest.count == 0 && interest.joinedForConditions
         }
         guard unneeded, !operation._isFinishing, operation._liveDependents.allSatisfy({ $0._isFinishing }) else { return }
         operation.cancel()
@@ -189,6 +186,17 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
         }
         return .condition(entries.first?.condition.name ?? "?", waitsFor: nil)
     }
+}
+
+/// What the conditions of guarded operations know of an operation they contribute, kept
+/// with it (under its lock).
+/// - Note: `@unchecked Sendable`: reached only through `Operation._withLayerValue`, under
+///   the operation's lock.
+final class ConditionInterest: @unchecked Sendable {
+    /// How many guarded operations wait for it.
+    var count = 0
+    /// It joined its queue because a condition contributed it.
+    var joinedForConditions = false
 }
 
 /// A condition that can often decide without suspending: the gate then evaluates it on the

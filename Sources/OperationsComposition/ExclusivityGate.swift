@@ -5,6 +5,7 @@
 /// (or when it is cancelled, or gains a dependency, before it started).
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
+import Operations
 final class ExclusivityGate: OperationGate, @unchecked Sendable {
     private struct State {
         /// Exclusive wins over shared for the same category.
@@ -93,13 +94,13 @@ final class ExclusivityGate: OperationGate, @unchecked Sendable {
     /// retry) that hold categories, nearest first, with their categories.
     private static func _holdingOwners(above operation: Operation) -> [(Operation, [String: ExclusivityMode])] {
         var holders: [(Operation, [String: ExclusivityMode])] = []
-        var queue = operation._update { $0.queue }
+        var queue = operation._queue
         while let owned = queue as? OwnedOperationQueue, let owner = owned.owner {
             if let gate = owner._gates.lazy.compactMap({ $0 as? ExclusivityGate }).first {
                 let held = gate.categories
                 if !held.isEmpty { holders.append((owner, held)) }
             }
-            queue = owner._update { $0.queue }
+            queue = owner._queue
         }
         return holders
     }

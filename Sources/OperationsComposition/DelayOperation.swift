@@ -13,6 +13,7 @@
 /// (`OperationsTestSupport`'s `ManualClock`).
 ///
 /// - Note: `@unchecked Sendable`: `wait` never changes after `init`.
+import Operations
 open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
     private let wait: @Sendable () async throws -> Void
 
@@ -20,6 +21,8 @@ open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
     public init<C: Clock>(for interval: C.Duration, clock: C) {
         wait = { try await clock.sleep(until: clock.now.advanced(by: interval), tolerance: nil) }
         super.init()
+        // Waits on the composition layer's lanes, not on the cooperative pool.
+        _preferExecutor(CompositionExecutor.shared)
     }
 
     /// Waits `interval` on the continuous clock once started.
@@ -37,6 +40,8 @@ open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
     public init<C: Clock>(until deadline: C.Instant, clock: C) {
         wait = { try await clock.sleep(until: deadline, tolerance: nil) }
         super.init()
+        // Waits on the composition layer's lanes, not on the cooperative pool.
+        _preferExecutor(CompositionExecutor.shared)
     }
 
     /// Waits until `date` (wall-clock time, read when the operation starts).
@@ -52,10 +57,9 @@ open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
             try await clock.sleep(until: clock.now.advanced(by: .seconds(remaining)), tolerance: nil)
         }
         super.init()
+        // Waits on the composition layer's lanes, not on the cooperative pool.
+        _preferExecutor(CompositionExecutor.shared)
     }
-
-    /// Waits on the composition layer's lanes, not on the cooperative pool.
-    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
 
     /// Waits; a cancellation ends the wait.
     open override func run() async throws {

@@ -13,6 +13,7 @@
 /// join too; they contribute no value.
 ///
 /// - Note: `@unchecked Sendable`: the typed children are in a `Locked`.
+import Operations
 open class ValueGroupOperation<Element: Sendable>: GroupOperation, @unchecked Sendable {
     private let typedChildren = Locked<[ValueOperation<Element>]>([])
 

@@ -23,6 +23,7 @@
 ///
 /// - Note: `@unchecked Sendable`: the running attempt is in a `Locked`; the rest never
 ///   changes after `init`.
+import Operations
 open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked Sendable {
     /// The most attempts made.
     public let maximumAttempts: Int
@@ -51,6 +52,8 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
         self.shouldRepeat = shouldRepeat
         sleep = { try await clock.sleep(until: clock.now.advanced(by: $0), tolerance: nil) }
         super.init()
+        // Waits and decides on the composition layer's lanes, not on the cooperative pool.
+        _preferExecutor(CompositionExecutor.shared)
         if maximumAttempts < 1 {
             Misuse.fail("\(_misuseName) was given at most \(maximumAttempts) attempts (maximumAttempts, or maximumRuns of a RepeatOperation); it must be at least 1")
         }
@@ -86,7 +89,6 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
     }
 
     /// The retry loop waits on the composition layer's lanes, not on the cooperative pool.
-    override var _preferredExecutor: (any TaskExecutor)? { CompositionExecutor.shared }
 
     /// How many attempts were made so far.
     public var attemptCount: Int { attempts.withLock { $0.count } }
@@ -112,7 +114,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
 
     private func _runAttempts() async throws -> Success {
         if !attemptQueue._isQualityOfServiceSet {
-            attemptQueue.qualityOfService = _update { $0.threadQuality } ?? .default
+            attemptQueue.qualityOfService = _threadQuality ?? .default
         }
         var number = 0
         while true {
@@ -157,7 +159,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
     open override func cancel() {
         super.cancel()
         guard isCancelled else { return }
-        let reason = _update { $0.extras?.cancellationReason }
+        let reason = _cancellationReason
         // The running attempt, and anything its conditions contributed to the queue.
         let current = attempts.withLock { $0.current }
         for operation in ([current].compactMap { $0 } + attemptQueue.operations) {

@@ -2,6 +2,7 @@
 
 /// The reason an operation is cancelled with when its timeout expires
 /// (``Operation/timeout(after:clock:)``).
+import Operations
 public struct TimeoutError: Error, CustomStringConvertible {
     /// The operation that timed out.
     public var operation: String

@@ -24,6 +24,7 @@
 ///
 /// - Note: `@unchecked Sendable`: the group's state is in a `Locked`; `childQueue`,
 ///   `failurePolicy` and `progress` never change after `init`.
+import Operations
 open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// What the group does when a child fails.
     public enum FailurePolicy: Sendable {
@@ -75,6 +76,10 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         self.failurePolicy = failurePolicy
         progress = Progress.discreteProgress(totalUnitCount: 0)
         super.init()
+        // Finishes when its last child has, not when `main()` returns.
+        _finishesLater = true
+        // Unowned: the operation holds the closure, and only its own start calls it.
+        _setCancelledStart { [unowned self] in self._startCancelled() }
         childQueue.owner = self
         childQueue.isSuspended = true
         childQueue.name = "GroupOperation children"
@@ -130,7 +135,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
         childQueue.addOperation(operation)
-        if announcesProduced, admission.produced, _hasExtras { _postObserverEvent(.produced(operation)) }
+        if announcesProduced, admission.produced, _hasExtras { _postLifecycleEvent(.produced(operation)) }
         return true
     }
 
@@ -206,15 +211,14 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Always true: the group finishes when its last child has.
     open override var isAsynchronous: Bool { true }
 
-    override var _finishesWhenMainReturns: Bool { false }
 
     /// A start that finds the group cancelled (the decision `start()` makes under its lock,
     /// so a cancellation racing the start cannot skip this): the group opens its queue so
     /// that its (cancelled) children pass through, and finishes after them.
-    override func _startCancelled() {
+    private func _startCancelled() {
         // `cancel()` makes the group ready before it reaches the children: a start in
         // between cancels them itself (once: see `_cancelChildren`) before they can start.
-        _cancelChildren(reason: _update { $0.extras?.cancellationReason }, again: true)
+        _cancelChildren(reason: _cancellationReason, again: true)
         if _open(cancelledStart: true) { _finishGroup(cancelledStart: true) }
     }
 
@@ -223,7 +227,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     open override func main() {
         if let name { childQueue.name = "\(name) children" }
         if !childQueue._isQualityOfServiceSet {
-            childQueue.qualityOfService = _update { $0.threadQuality } ?? .default
+            childQueue.qualityOfService = _threadQuality ?? .default
         }
         if _open(cancelledStart: false) { _finishGroup(cancelledStart: false) }
     }
@@ -249,7 +253,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     open override func cancel() {
         super.cancel()
         guard isCancelled else { return }
-        let reason = _update { $0.extras?.cancellationReason }
+        let reason = _cancellationReason
         _cancelChildren(reason: reason)
     }
 
@@ -329,7 +333,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
 extension Operation {
     /// " (a child of group "name")" when the operation is in a group's queue, for messages.
     var _groupClause: String {
-        guard let group = (_update { $0.queue } as? GroupChildQueue)?.group else { return "" }
+        guard let group = (_queue as? GroupChildQueue)?.group else { return "" }
         return " (a child of \(group._misuseName))"
     }
 }

@@ -2,6 +2,7 @@
 
 /// The holders and waiters of every category, process-wide. A pure state machine: its
 /// events return the passes to admit, which the caller admits after the lock.
+import Operations
 struct ExclusivityState {
     struct Holding {
         var exclusive = false

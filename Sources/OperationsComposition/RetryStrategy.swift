@@ -6,6 +6,7 @@
 /// .exponential(initial: .milliseconds(100), maximum: .seconds(10))   // 0.1 s, 0.2 s, 0.4 s, …
 /// .fullJitter(base: .milliseconds(100), maximum: .seconds(10))       // random, up to those
 /// ```
+import Operations
 public struct RetryStrategy: Sendable {
     private let delayAfter: @Sendable (Int) -> Duration
 

@@ -1,6 +1,7 @@
 // Mutual exclusivity: categories of operations that must not run at the same time.
 
 /// How an operation holds a category (``Operation/addExclusivity(_:mode:)``).
+import Operations
 public enum ExclusivityMode: Sendable {
     /// Alone: no other operation of the category runs meanwhile (a writer).
     case exclusive

@@ -3,6 +3,7 @@
 /// Fails when one of the operation's dependencies failed (``Operation/Outcome/failed(_:)``).
 ///
 /// Foundation runs dependents after a failed dependency; this condition opts out.
+import Operations
 public struct NoFailedDependenciesCondition: OperationCondition, ImmediateCondition {
     /// Creates the condition.
     public init() {}

@@ -10,6 +10,7 @@
 /// completion block) — unless another thread is delivering this operation's earlier
 /// events at that moment: then that thread delivers it, right after them. No lock of
 /// the library is held meanwhile. Foundation's key-value observing keeps working beside it.
+import Operations
 public protocol OperationObserver: Sendable {
     /// The operation's work is about to run (not called when it finishes without starting,
     /// nor for a subclass whose `start()` override never calls `super.start()`).
@@ -65,16 +66,7 @@ extension OperationExtensions where Self: Operation {
     /// an event has happened is not told about it; one added to a finished operation is
     /// told nothing. Observers are released once the operation has finished.
     public func addObserver(_ observer: some OperationObserver) {
-        let first = _update { state -> Bool? in
-            guard !state.phase.isFinishingOrFinished else { return nil }
-            let extras = state.attachments ?? CompositionAttachments()
-            state.attachments = extras
-            extras.observers.append(observer)
-            return extras.observers.count == 1
-        }
-        guard first == true else { return }
-        _onStart { [weak self] in self?._postObserverEvent(.started) }
-        _onFinish { [weak self] outcome in self?._postObserverEvent(.finished(outcome)) }
+        _addLifecycleTap(ObserverTap(observer: observer))
     }
 
     /// Adds `operation` where this one runs: to the group when this operation is a child of
@@ -83,10 +75,7 @@ extension OperationExtensions where Self: Operation {
     /// - Important: Producing from an operation that is in no queue, or has finished, is a
     ///   programmer error.
     public func produceOperation(_ operation: Operation) {
-        let queue = _update { state -> OperationQueue? in
-            state.phase.isFinishingOrFinished ? nil : state.queue
-        }
-        guard let queue else {
+        guard let queue = _queueWhileUnfinished else {
             Misuse.fail("produceOperation: \(_misuseName) is in no queue or has finished; it cannot produce \(operation._misuseName)")
         }
         if let group = (queue as? GroupChildQueue)?.group {
@@ -94,47 +83,20 @@ extension OperationExtensions where Self: Operation {
         } else {
             queue.addOperation(operation)
         }
-        _postObserverEvent(.produced(operation))
+        _postLifecycleEvent(.produced(operation))
     }
 }
 
-extension Operation {
-    final func _postObserverEvent(_ event: ObserverEvent) {
-        _update { $0.attachments?.post(event) }
-        _deliverObserverEvents()
-    }
+/// Tells an observer the events of the operation it observes.
+struct ObserverTap<Observer: OperationObserver>: LifecycleTap {
+    let observer: Observer
 
-    /// Delivers the recorded events, in order, unless another thread is doing so (it will
-    /// deliver them too). Observers are dropped after the finish event, outside the lock.
-    final func _deliverObserverEvents() {
-        while true {
-            let batch = _update { state -> (events: [ObserverEvent], observers: [any OperationObserver])? in
-                guard let extras = state.attachments, !extras.isDeliveringEvents, !extras.observerEvents.isEmpty else { return nil }
-                extras.isDeliveringEvents = true
-                defer { extras.observerEvents = [] }
-                return (extras.observerEvents, extras.observers)
-            }
-            guard let batch else { return }
-            var finished = false
-            for event in batch.events {
-                for observer in batch.observers {
-                    switch event {
-                    case .started: observer.operationDidStart(self)
-                    case .cancelled(let reason): observer.operation(self, didCancelWith: reason)
-                    case .produced(let produced): observer.operation(self, didProduce: produced)
-                    case .finished(let outcome): observer.operation(self, didFinishWith: outcome)
-                    }
-                }
-                if case .finished = event { finished = true }
-            }
-            let released = _update { state -> [any OperationObserver] in
-                guard let extras = state.attachments else { return [] }
-                extras.isDeliveringEvents = false
-                guard finished else { return [] }
-                defer { extras.observers = [] }
-                return extras.observers
-            }
-            _ = released
+    func deliver(_ event: LifecycleEvent, of operation: Operation) {
+        switch event {
+        case .started: observer.operationDidStart(operation)
+        case .cancelled(let reason): observer.operation(operation, didCancelWith: reason)
+        case .produced(let produced): observer.operation(operation, didProduce: produced)
+        case .finished(let outcome): observer.operation(operation, didFinishWith: outcome)
         }
     }
 }

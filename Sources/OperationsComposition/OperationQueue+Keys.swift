@@ -3,6 +3,7 @@
 
 /// A key of `addOperation(forKey:_:)`, type-erased.
 /// - Note: `@unchecked Sendable`: made only from `Hashable & Sendable` values.
+import Operations
 struct OperationKey: Hashable, @unchecked Sendable {
     let base: AnyHashable
 
@@ -67,7 +68,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// The operation pending or running under `key`, if any.
     public func operation(forKey key: some Hashable & Sendable) -> Operation? {
         let key = OperationKey(key)
-        return _keyed.withLock { entries in
+        return _keyed.entries.withLock { entries in
             guard let entry = entries[key], !entry.operation._isFinishingFlag else { return nil }
             return entry.operation
         }
@@ -78,7 +79,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
     @discardableResult
     public func cancelOperation(forKey key: some Hashable & Sendable) -> Bool {
         let key = OperationKey(key)
-        let cancelled = _keyed.withLock { entries -> Operation? in
+        let cancelled = _keyed.entries.withLock { entries -> Operation? in
             guard var entry = entries[key] else { return nil }
             entry.interest -= 1
             guard entry.interest <= 0 else {
@@ -109,7 +110,7 @@ extension OperationQueue {
         if let joined = _join(key) { return joined }
         // Made outside the lock (user code); another caller may have won meanwhile.
         let made = make()
-        let winner = _keyed.withLock { entries -> Operation? in
+        let winner = _keyed.entries.withLock { entries -> Operation? in
             if var entry = entries[key], !entry.operation._isFinishingFlag {
                 entry.interest += 1
                 entries[key] = entry
@@ -121,7 +122,7 @@ extension OperationQueue {
         if let winner { return winner }
         made._onFinish { [weak self, weak made] _ in
             guard let self else { return }
-            let removed = self._keyed.withLock { entries -> KeyedEntry? in
+            let removed = self._keyed.entries.withLock { entries -> KeyedEntry? in
                 guard let entry = entries[key], entry.operation === made else { return nil }
                 return entries.removeValue(forKey: key)
             }
@@ -132,11 +133,22 @@ extension OperationQueue {
     }
 
     private func _join(_ key: OperationKey) -> Operation? {
-        _keyed.withLock { entries in
+        _keyed.entries.withLock { entries in
             guard var entry = entries[key], !entry.operation._isFinishingFlag else { return nil }
             entry.interest += 1
             entries[key] = entry
             return entry.operation
         }
     }
+}
+
+/// The operations in flight under a key, kept with their queue.
+/// - Note: `@unchecked Sendable`-free: `entries` is a `Locked`.
+final class KeyedOperations: Sendable {
+    let entries = Locked<[OperationKey: KeyedEntry]>([:])
+}
+
+extension OperationQueue {
+    /// The queue's operations in flight under a key (`addOperation(forKey:_:)`).
+    var _keyed: KeyedOperations { _layerValue { KeyedOperations() } }
 }

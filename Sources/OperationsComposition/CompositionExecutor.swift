@@ -1,5 +1,6 @@
 // Where the composition layer's tasks run.
 
+import Operations
 import Synchronization
 
 /// Runs the jobs of the composition layer's tasks (condition evaluations, timeout timers,

@@ -6,6 +6,7 @@
 /// The condition is evaluated after the operation's dependencies have finished and before
 /// it starts; `evaluate` may suspend. When it throws, the operation is cancelled with the
 /// thrown error as the reason, and its `main()` never runs.
+import Operations
 public protocol OperationCondition: Sendable {
     /// How messages and errors name the condition.
     var name: String { get }

@@ -1,0 +1,27 @@
+// What the layers above the engine (the composition module) read of an operation, without
+// reaching into its state.
+
+extension Operation {
+    /// The queue the operation was added to, until it finished.
+    package final var _queue: OperationQueue? { _update { $0.queue } }
+
+    /// The queue the operation is in, while it has not finished; nil in no queue or finished.
+    package final var _queueWhileUnfinished: OperationQueue? {
+        _update { $0.phase.isFinishingOrFinished ? nil : $0.queue }
+    }
+
+    /// Whether the operation is in no queue and has not started.
+    package final var _isIdle: Bool {
+        _update { state in
+            if case .idle = state.phase, state.queue == nil { return true }
+            return false
+        }
+    }
+
+    /// The reason it was cancelled with, once cancelled.
+    package final var _cancellationReason: (any Error)? { _update { $0.extras?.cancellationReason } }
+
+    /// The quality of service its work runs at (its own, raised by an escalation); nil when
+    /// neither was set.
+    package final var _threadQuality: QualityOfService? { _update { $0.threadQuality } }
+}

@@ -1,0 +1,170 @@
+// What the layers above attach to an operation: start hooks, taps told its lifecycle events
+// in order, and values they keep with it. Boxed in the side box, nil for operations that
+// have none.
+
+/// An event of an operation's life, as taps receive it.
+package enum LifecycleEvent: Sendable {
+    case started
+    case cancelled((any Error)?)
+    case produced(Operation)
+    case finished(Operation.Outcome)
+}
+
+/// Told an operation's lifecycle events: each once, in the order they happened, never two
+/// at once for one operation, no lock held.
+package protocol LifecycleTap: Sendable {
+    func deliver(_ event: LifecycleEvent, of operation: Operation)
+}
+
+/// Attachments of the layers above to one operation.
+/// - Note: `@unchecked Sendable`: only reached through `OperationCore`, under the
+///   operation's lock.
+final class OperationAttachments: @unchecked Sendable {
+    /// Run once, on the starting thread, when `start()` begins running the work.
+    var startHooks: [@Sendable () -> Void] = []
+    /// Set when the start hooks ran: a hook added later runs at once.
+    var started = false
+    /// Taps, until the operation finished and they were told.
+    var taps: [any LifecycleTap] = []
+    /// Events recorded (in the order they happened, under the lock) and not yet delivered.
+    var events: [LifecycleEvent] = []
+    /// A thread is delivering events: others leave theirs to it, so that every tap gets
+    /// them in order and never two at once.
+    var isDelivering = false
+    /// Values the layers above keep with the operation, by type.
+    var values: [ObjectIdentifier: AnyObject] = [:]
+    /// What a cancelled start does instead of finishing at once (a group lets its
+    /// children pass through first).
+    var cancelledStart: (@Sendable () -> Void)?
+    /// Where a task operation's body runs, when not on the global executor.
+    var preferredExecutor: (any TaskExecutor)?
+
+    /// Records an event for the taps (none without taps).
+    func post(_ event: LifecycleEvent) {
+        guard !taps.isEmpty else { return }
+        events.append(event)
+    }
+}
+
+extension Operation {
+    /// Runs `body` with the operation's attachments (made on first use), under its lock.
+    private func _withAttachments<Result>(_ body: (OperationAttachments) -> Result) -> Result {
+        _update { state in
+            if let attachments = state.attachments { return body(attachments) }
+            let attachments = OperationAttachments()
+            state.attachments = attachments
+            return body(attachments)
+        }
+    }
+
+    /// The value of type `T` a layer keeps with this operation, made by `make` on first use;
+    /// `body` runs with it under the operation's lock (no user code, no other lock).
+    package final func _withLayerValue<T: AnyObject, Result>(
+        _ make: () -> T, _ body: (T) -> Result
+    ) -> Result {
+        _withAttachments { attachments in
+            let key = ObjectIdentifier(T.self)
+            if let value = attachments.values[key] as? T { return body(value) }
+            let value = make()
+            attachments.values[key] = value
+            return body(value)
+        }
+    }
+
+    /// Makes a cancelled start call `body` instead of finishing at once; `body` finishes the
+    /// operation (`_finish(wasExecuting: false)`). Set in the subclass's `init`.
+    package final func _setCancelledStart(_ body: @escaping @Sendable () -> Void) {
+        _withAttachments { $0.cancelledStart = body }
+    }
+
+    /// What a cancelled start does, when a layer set it.
+    final var _cancelledStart: (@Sendable () -> Void)? {
+        guard _hasExtras else { return nil }
+        return _update { $0.attachments?.cancelledStart }
+    }
+
+    /// Runs a task operation's body on `executor`. Set in the subclass's `init`.
+    package final func _preferExecutor(_ executor: any TaskExecutor) {
+        _withAttachments { $0.preferredExecutor = executor }
+    }
+
+    /// Runs `hook` when the work starts (on the starting thread, before `main()`); at once
+    /// if it has started already; never if the operation finishes without starting.
+    package final func _onStart(_ hook: @escaping @Sendable () -> Void) {
+        enum Decision { case added, runNow, never }
+        let decision = _update { state -> Decision in
+            if state.phase.isFinishingOrFinished { return .never }
+            let attachments = state.attachments ?? OperationAttachments()
+            state.attachments = attachments
+            if attachments.started { return .runNow }
+            attachments.startHooks.append(hook)
+            return .added
+        }
+        if decision == .runNow { hook() }
+    }
+
+    /// Called by `start()` before `main()`: takes the start hooks under the lock and runs
+    /// them after it.
+    final func _runStartHooks() {
+        let hooks = _update { state -> [@Sendable () -> Void] in
+            guard let attachments = state.attachments else { return [] }
+            attachments.started = true
+            defer { attachments.startHooks = [] }
+            return attachments.startHooks
+        }
+        for hook in hooks { hook() }
+    }
+
+    /// Adds a tap; false when the operation has finished (it is told nothing). The first
+    /// tap makes the operation post its start and its finish.
+    @discardableResult
+    package final func _addLifecycleTap(_ tap: some LifecycleTap) -> Bool {
+        let first = _update { state -> Bool? in
+            guard !state.phase.isFinishingOrFinished else { return nil }
+            let attachments = state.attachments ?? OperationAttachments()
+            state.attachments = attachments
+            attachments.taps.append(tap)
+            return attachments.taps.count == 1
+        }
+        guard let first else { return false }
+        if first {
+            _onStart { [weak self] in self?._postLifecycleEvent(.started) }
+            _onFinish { [weak self] outcome in self?._postLifecycleEvent(.finished(outcome)) }
+        }
+        return true
+    }
+
+    /// Records `event` for the taps and delivers what is recorded.
+    package final func _postLifecycleEvent(_ event: LifecycleEvent) {
+        _update { $0.attachments?.post(event) }
+        _deliverLifecycleEvents()
+    }
+
+    /// Delivers the recorded events, in order, unless another thread is doing so (it will
+    /// deliver them too). Taps are dropped after the finish event, outside the lock.
+    final func _deliverLifecycleEvents() {
+        while true {
+            let batch = _update { state -> (events: [LifecycleEvent], taps: [any LifecycleTap])? in
+                guard let attachments = state.attachments, !attachments.isDelivering, !attachments.events.isEmpty
+                else { return nil }
+                attachments.isDelivering = true
+                defer { attachments.events = [] }
+                return (attachments.events, attachments.taps)
+            }
+            guard let batch else { return }
+            var finished = false
+            for event in batch.events {
+                for tap in batch.taps { tap.deliver(event, of: self) }
+                if case .finished = event { finished = true }
+            }
+            let released = _update { state -> [any LifecycleTap] in
+                guard let attachments = state.attachments else { return [] }
+                attachments.isDelivering = false
+                guard finished else { return [] }
+                defer { attachments.taps = [] }
+                return attachments.taps
+            }
+            _ = released
+        }
+    }
+}
