@@ -27,10 +27,13 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
     private struct State {
         var entries: [Entry] = []
         var current: Round?
-        /// The contributed operations joined their queue (at the first consultation).
-        var hasJoined = false
+        /// The guarded operation's interest in its contributed operations is counted (at the
+        /// first consultation).
+        var hasCountedInterest = false
         /// The guarded operation was cancelled or finished: it no longer needs them.
-        var hasDroppedInterest = false
+        var hasEnded = false
+        /// Rounds released before (or while) they were consulted.
+        var releasedRounds: Set<UInt32> = []
     }
 
     private let state = Locked(State())
@@ -44,12 +47,29 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
 
     func consult(_ pass: GatePass) {
         let guarded = pass.operation
-        let (entries, joins) = state.withLock { state -> ([Entry], Bool) in
+        // One section decides the round, and counts the interest in the contributed
+        // operations with it, so that a release cannot fall between the two.
+        let decided = state.withLock { state -> (entries: [Entry], joining: [Operation])? in
+            guard !state.hasEnded, !state.releasedRounds.contains(pass.round) else { return nil }
             state.current = Round(round: pass.round, remaining: state.entries.count)
-            defer { state.hasJoined = true }
-            return (state.entries, !state.hasJoined)
+            var joining: [Operation] = []
+            if !state.hasCountedInterest {
+                state.hasCountedInterest = true
+                for operation in Self._distinct(state.entries.compactMap(\.contributed)) {
+                    let joins = operation._withLayerValue(ConditionInterest.init) { interest, isIdle -> Bool in
+                        interest.count += 1
+                        // The first guarded operation to find it in no queue makes it join.
+                        guard isIdle, !interest.joinedForConditions else { return false }
+                        interest.joinedForConditions = true
+                        return true
+                    }
+                    if joins { joining.append(operation) }
+                }
+            }
+            return (state.entries, joining)
         }
-        if joins { Self._join(entries.compactMap(\.contributed), for: guarded) }
+        guard let (entries, joining) = decided else { return }
+        if !joining.isEmpty { Self._join(joining, for: guarded) }
         if entries.isEmpty {
             pass.admit()
             return
@@ -71,21 +91,22 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
         }
     }
 
-    /// The contributed operations join the guarded operation's queue (a group's queue: as
-    /// children of the group), unless they are in a queue already; each counts the guarded
-    /// operation's interest in it.
-    private static func _join(_ contributed: [Operation], for guarded: Operation) {
+    private static func _distinct(_ operations: [Operation]) -> [Operation] {
         var distinct: [Operation] = []
-        for operation in contributed where !distinct.contains(where: { $0 === operation }) { distinct.append(operation) }
+        for operation in operations where !distinct.contains(where: { $0 === operation }) { distinct.append(operation) }
+        return distinct
+    }
+
+    /// The contributed operations that were in no queue join the guarded operation's queue
+    /// (a group's queue: as children of the group) as its prerequisites: ahead of barriers
+    /// added after it, in its place in line.
+    private static func _join(_ joining: [Operation], for guarded: Operation) {
         guard let queue = guarded._queue else { return }
-        for operation in distinct {
-            operation._withLayerValue(ConditionInterest.init) { $0.count += 1 }
-            guard operation._isIdle else { continue }
-            operation._withLayerValue(ConditionInterest.init) { $0.joinedForConditions = true }
+        for operation in joining {
             if let group = (queue as? GroupChildQueue)?.group {
-                group._addContributed(operation)
+                group._addContributed(operation, for: guarded)
             } else {
-                queue.addOperation(operation)
+                queue._addPrerequisite(operation, of: guarded)
             }
         }
     }
@@ -143,37 +164,39 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
     }
 
     func release(_ pass: GatePass, because reason: GateRelease) {
-        let (round, dropped) = state.withLock { state -> (Round?, [Operation]) in
+        let (round, unneeded) = state.withLock { state -> (Round?, [Operation]) in
             var round: Round?
             if state.current?.round == pass.round {
                 state.current!.isDecided = true
                 round = state.current
                 state.current!.tasks = []
                 state.current!.hooks = []
+            } else {
+                state.releasedRounds.insert(pass.round)
             }
-            guard reason != .dependencyAdded, !state.hasDroppedInterest, state.hasJoined else { return (round, []) }
-            state.hasDroppedInterest = true
-            return (round, state.entries.compactMap(\.contributed))
+            guard reason != .dependencyAdded, !state.hasEnded else { return (round, []) }
+            state.hasEnded = true
+            guard state.hasCountedInterest else { return (round, []) }
+            // Counted down in the section that ends, as they were counted in the one that
+            // began: no join can fall between.
+            var unneeded: [Operation] = []
+            for operation in Self._distinct(state.entries.compactMap(\.contributed)) {
+                let lastInterest = operation._withLayerValue(ConditionInterest.init) { interest -> Bool in
+                    interest.count -= 1
+                    return interest.count == 0 && interest.joinedForConditions
+                }
+                if lastInterest { unneeded.append(operation) }
+            }
+            return (round, unneeded)
         }
         if let round {
             for task in round.tasks { task.cancel() }
             for (operation, hook) in round.hooks { operation._removeFinishHook(hook) }
         }
-        var distinct: [Operation] = []
-        for operation in dropped where !distinct.contains(where: { $0 === operation }) { distinct.append(operation) }
-        for operation in distinct { Self._dropInterest(in: operation) }
-    }
-
-    /// The guarded operation no longer needs `operation`: when no other guarded operation
-    /// does, the conditions made it join its queue, and no operation depends on it, it is
-    /// cancelled.
-    private static func _dropInterest(in operation: Operation) {
-        let unneeded = operation._withLayerValue(ConditionInterest.init) { interest -> Bool in
-            interest.count -= 1
-            return interest.count == 0 && interest.joinedForConditions
+        // Cancelled when nothing else waits for it either (no dependent).
+        for operation in unneeded where !operation._isFinishing && operation._liveDependents.allSatisfy({ $0._isFinishing }) {
+            operation.cancel()
         }
-        guard unneeded, !operation._isFinishing, operation._liveDependents.allSatisfy({ $0._isFinishing }) else { return }
-        operation.cancel()
     }
 
     /// The first condition not known to hold, and the contributed operation it waits for.

@@ -41,6 +41,8 @@ final class ExclusivityGate: OperationGate, @unchecked Sendable {
             return false
         }
         if releaseNow {
+            // Released while it asked: its own grant is void; others granted stay granted.
+            for grant in granted where grant.operation !== guarded || grant.round != pass.round { grant.admit() }
             ExclusivityManager.release(id)
         } else {
             for grant in granted { grant.admit() }

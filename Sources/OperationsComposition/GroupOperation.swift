@@ -104,12 +104,13 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// not announced as produced, and whose failure is its condition's to judge, not the
     /// group's. False when the group has finished its children (nobody in it needs it).
     @discardableResult
-    final func _addContributed(_ operation: Operation) -> Bool {
-        _addChild(operation, weight: 0, announcesProduced: false, contributed: true)
+    final func _addContributed(_ operation: Operation, for guarded: Operation) -> Bool {
+        _addChild(operation, weight: 0, announcesProduced: false, contributed: guarded)
     }
 
     @discardableResult
-    private func _addChild(_ operation: Operation, weight: Int64, announcesProduced: Bool, contributed: Bool = false) -> Bool {
+    private func _addChild(_ operation: Operation, weight: Int64, announcesProduced: Bool, contributed guarded: Operation? = nil) -> Bool {
+        let contributed = guarded != nil
         if weight < 0 {
             Misuse.fail("addChild: the weight of \(operation._misuseName) in \(_misuseName) is \(weight); it must be at least 0")
         }
@@ -134,7 +135,11 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         if let cancel = admission.cancelWith {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
-        childQueue.addOperation(operation)
+        if let guarded {
+            childQueue._addPrerequisite(operation, of: guarded)
+        } else {
+            childQueue.addOperation(operation)
+        }
         if announcesProduced, admission.produced, _hasExtras { _postLifecycleEvent(.produced(operation)) }
         return true
     }

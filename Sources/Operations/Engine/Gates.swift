@@ -3,8 +3,7 @@
 /// Something an operation must pass once its dependencies have finished and before it is
 /// ready. A gate is not an operation: nothing lists, counts or records it as work.
 ///
-/// The engine consults an operation's gates one after another, in the order they were
-/// added, once its dependencies have finished and its queue is not suspended; a gate
+/// The engine consults an operation's gates one after another, by rank, once its dependencies have finished and its queue is not suspended; a gate
 /// admits the operation (``GatePass/admit()``) at once or later, from any thread. A gate
 /// that refuses cancels the operation (a cancelled operation passes every gate, as it
 /// ignores its dependencies).
@@ -16,8 +15,12 @@ package protocol OperationGate: AnyObject, Sendable {
     /// `pass.admit()` once it may. Called without a lock held.
     func consult(_ pass: GatePass)
 
-    /// What `consult` began for `pass` is over (see ``GateRelease``): give back what it
-    /// took, ignore what it still decides. Called once per consultation, without a lock held.
+    /// What `consult` began for `pass`'s round is over (see ``GateRelease``): give back what
+    /// it took, ignore what it still decides. Called without a lock held: for each gate
+    /// consulted in a round that a new dependency ends, and, once, for every gate ever
+    /// consulted when the operation is cancelled before it started or finishes. It may come
+    /// before, or while, `consult` runs for that round: the gate must then not take anything
+    /// for it.
     func release(_ pass: GatePass, because reason: GateRelease)
 
     /// Why the operation waits at this gate, for wait reasons and stall reports.
@@ -66,13 +69,17 @@ struct GateState {
     var round: UInt32 = 0
     /// Gates that admitted the operation in this round.
     var passed = 0
-    /// The gate at `passed` is being consulted.
+    /// The gate at `passed` is being consulted (or about to be).
     var isConsulting = false
     /// Every gate admitted the operation: its unit is no longer counted.
     var isOpen = false
+    /// How many gates, from the first, were ever consulted: each is told the end.
+    var everConsulted = 0
+    /// The operation was cancelled before it started, or finished: nothing is consulted again.
+    var isEnded = false
 
-    /// The consultations under way or done in this round, to release.
-    func consulted(_ operation: Operation) -> [(any OperationGate, GatePass)] {
+    /// The consultations under way or done in this round.
+    func consultedInRound(_ operation: Operation) -> [(any OperationGate, GatePass)] {
         let count = min(passed + (isConsulting ? 1 : 0), gates.count)
         return (0..<count).map { (gates[$0], GatePass(operation: operation, round: round, index: $0)) }
     }
@@ -95,23 +102,34 @@ extension OperationCore {
         return gate
     }
 
-    /// The gate to consult now, if the operation waits in a queue with only its gates left.
-    mutating func gateToConsult(for operation: Operation) -> (any OperationGate, GatePass)? {
-        guard let gates = extras?.gates, !gates.isOpen, !gates.isConsulting, !cancellation.isCancelled,
-            pendingDependencyCount == 1, queue != nil
+    /// Reserves the consultation of the next gate, if the operation waits in its queue with
+    /// only its gates left; returns the gate, its pass and the queue.
+    mutating func reserveGateConsultation(
+        for operation: Operation
+    ) -> (gate: any OperationGate, pass: GatePass, queue: OperationQueue)? {
+        guard let gates = extras?.gates, !gates.isOpen, !gates.isConsulting, !gates.isEnded,
+            !cancellation.isCancelled, pendingDependencyCount == 1, let queue
         else { return nil }
         // Also from the ready list: an operation there that gained a dependency stays until
         // a worker pops it, and that dependency may finish first.
         guard phase.isQueuedNotClaimed else { return nil }
         extras!.gates!.isConsulting = true
-        return (gates.gates[gates.passed], GatePass(operation: operation, round: gates.round, index: gates.passed))
+        extras!.gates!.everConsulted = max(gates.everConsulted, gates.passed + 1)
+        return (gates.gates[gates.passed], GatePass(operation: operation, round: gates.round, index: gates.passed), queue)
+    }
+
+    /// Gives back a reservation that was not used (the queue is suspended).
+    mutating func unreserveGateConsultation(_ pass: GatePass) {
+        guard let gates = extras?.gates, gates.round == pass.round, gates.isConsulting, gates.passed == pass.index
+        else { return }
+        extras!.gates!.isConsulting = false
     }
 
     enum GateAdmission {
         /// Stale: the round is over, or the gate had admitted already.
         case ignored
-        /// Consult the next gate.
-        case next(any OperationGate, GatePass)
+        /// The next gate is due.
+        case next
         /// Every gate admitted: the operation may become ready.
         case open
     }
@@ -119,43 +137,46 @@ extension OperationCore {
     /// A gate admitted the operation.
     mutating func gateAdmitted(_ pass: GatePass) -> GateAdmission {
         guard let gates = extras?.gates, gates.round == pass.round, gates.isConsulting, gates.passed == pass.index,
-            !phase.isFinishingOrFinished
+            !gates.isEnded, !phase.isFinishingOrFinished
         else { return .ignored }
-        extras!.gates!.passed += 1
+        let passed = gates.passed + 1
+        extras!.gates!.passed = passed
         extras!.gates!.isConsulting = false
-        guard extras!.gates!.passed == gates.gates.count else {
-            extras!.gates!.isConsulting = true
-            let index = gates.passed + 1
-            return .next(gates.gates[index], GatePass(operation: pass.operation, round: gates.round, index: index))
-        }
+        guard passed == gates.gates.count else { return .next }
         extras!.gates!.isOpen = true
         loseDependency()
         return .open
     }
 
-    /// Ends the round (`reason` says why) and returns the consultations to release. A
-    /// dependency added before the start closes the gates again; a cancellation before the
-    /// start or a finish leaves them as they are (a cancelled operation ignores them).
-    /// Nothing to release when nothing was consulted, or when the operation has started
-    /// and a dependency was added (too late to matter, as on Darwin).
-    mutating func endGateRound(for operation: Operation, because reason: GateRelease) -> [(any OperationGate, GatePass)] {
-        guard let gates = extras?.gates else { return [] }
-        switch reason {
-        case .dependencyAdded, .cancelled:
-            guard phase.isQueuedNotClaimed || phase.kind == .idle else { return [] }
-        case .finished:
-            break
-        }
-        let consulted = gates.consulted(operation)
+    /// The operation gained a dependency (counted in the same lock section): before it
+    /// started, that ends the round and closes the gates again; returns the consultations
+    /// of the round, to release. (After the start it is too late to matter, as on Darwin.)
+    mutating func gatesGainedDependency(for operation: Operation) -> [(any OperationGate, GatePass)] {
+        guard let gates = extras?.gates, !gates.isEnded, phase.isQueuedNotClaimed || phase.kind == .idle else { return [] }
+        let consulted = gates.consultedInRound(operation)
         guard !consulted.isEmpty || gates.isOpen else { return [] }
         extras!.gates!.round &+= 1
         extras!.gates!.passed = 0
         extras!.gates!.isConsulting = false
-        if reason == .dependencyAdded, gates.isOpen {
+        if gates.isOpen {
             extras!.gates!.isOpen = false
             gainDependency()
         }
         return consulted
+    }
+
+    /// The operation was cancelled (`.cancelled`, only before it started: after, its finish
+    /// ends them) or finished: the gates are done with it. Returns every gate ever consulted
+    /// with this round's pass, to release, once.
+    mutating func endGates(for operation: Operation, because reason: GateRelease) -> [(any OperationGate, GatePass)] {
+        guard let gates = extras?.gates, !gates.isEnded else { return [] }
+        if reason == .cancelled, !(phase.isQueuedNotClaimed || phase.kind == .idle) { return [] }
+        extras!.gates!.isEnded = true
+        extras!.gates!.isConsulting = false
+        extras!.gates!.round &+= 1
+        return (0..<gates.everConsulted).map {
+            (gates.gates[$0], GatePass(operation: operation, round: gates.round, index: $0))
+        }
     }
 
     /// Why the operation waits at its gates, while it does: the gate being consulted (or
@@ -180,12 +201,21 @@ extension Operation {
         return _update { $0.extras?.gates?.gates ?? [] }
     }
 
-    /// Consults the next gate when only the gates are left (its queue not suspended).
+    /// Consults the next gate when only the gates are left and its queue is not suspended
+    /// (a suspended queue consults it when it resumes).
     final func _consultGatesIfDue() {
         guard _visibleGated else { return }
-        guard let queue = _update({ $0.queue }), queue._mayConsultGates(of: self) else { return }
-        guard let (gate, pass) = _update({ $0.gateToConsult(for: self) }) else { return }
-        gate.consult(pass)
+        while true {
+            guard let (gate, pass, queue) = _update({ $0.reserveGateConsultation(for: self) }) else { return }
+            if queue._mayConsultGates(of: self) {
+                gate.consult(pass)
+                return
+            }
+            _update { $0.unreserveGateConsultation(pass) }
+            // The resumption consults it, unless it came between the two steps above and
+            // found the consultation reserved: then try again.
+            if queue._isSuspendedNow { return }
+        }
     }
 
     /// A gate admitted the operation (`GatePass.admit()`).
@@ -193,8 +223,8 @@ extension Operation {
         switch _update({ $0.gateAdmitted(pass) }) {
         case .ignored:
             return
-        case .next(let gate, let next):
-            gate.consult(next)
+        case .next:
+            _consultGatesIfDue()
         case .open:
             let observed = _hasObservers
             if observed { _announceWillChange("isReady"); _announceDidChange("isReady") }
@@ -202,10 +232,11 @@ extension Operation {
         }
     }
 
-    /// Ends the consultation round and releases what the gates took.
-    final func _releaseGates(because reason: GateRelease) {
+    /// The operation was cancelled before it started, or finished: releases what its gates
+    /// took or are deciding.
+    final func _endGates(because reason: GateRelease) {
         guard _visibleGated else { return }
-        let consulted = _update { $0.endGateRound(for: self, because: reason) }
+        let consulted = _update { $0.endGates(for: self, because: reason) }
         for (gate, pass) in consulted { gate.release(pass, because: reason) }
     }
 }

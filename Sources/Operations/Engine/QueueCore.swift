@@ -124,7 +124,7 @@ struct QueueCore {
     /// quality of service moves it (setting `queuePriority` does).
     mutating func admit(
         _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool, reading: Reading,
-        held: Bool = false
+        held: Bool = false, sequence: UInt64? = nil
     ) -> Admission {
         let quality = inheritQoS && isQualityOfServiceSet ? qualityOfService : nil
         let serial = isSerial
@@ -150,8 +150,12 @@ struct QueueCore {
             return (nil, state.effectivePriority)
         }
         if let refusal = outcome.0 { return .refused(refusal) }
-        operation._addSequence = nextSequence
-        nextSequence += 1
+        if let sequence {
+            operation._addSequence = sequence
+        } else {
+            operation._addSequence = nextSequence
+            nextSequence += 1
+        }
         members.append(operation)
         if let priority = outcome.1 {
             deliver(operation, priority: priority)

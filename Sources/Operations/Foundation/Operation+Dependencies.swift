@@ -17,22 +17,25 @@ extension Operation {
         // Set when this operation runs at a higher quality of service than the dependency:
         // the dependency (and what it waits for) is escalated after the locks.
         var escalation: QualityOfService?
-        let link: Link
+        // Consultations of gates the new dependency ends (see `gatesGainedDependency`).
+        var released: [(any OperationGate, GatePass)] = []
         if operation._isFinishingFlag || _isFinishingFlag {
-            link = _link(from: operation, visible: visible, escalation: &escalation)
+            _ = _link(from: operation, visible: visible, escalation: &escalation, released: &released)
         } else {
             // Unretained captures (the caller holds both; see `_withBothLocked`).
             let me = Unmanaged.passUnretained(self), dependency = Unmanaged.passUnretained(operation)
-            link = _insertEdge(from: operation) {
+            _ = _insertEdge(from: operation) {
                 me._withUnsafeGuaranteedRef { me in
-                    dependency._withUnsafeGuaranteedRef { me._link(from: $0, visible: visible, escalation: &escalation) }
+                    dependency._withUnsafeGuaranteedRef {
+                        me._link(from: $0, visible: visible, escalation: &escalation, released: &released)
+                    }
                 }
             }
         }
         if observed { _announceDidChange("isReady") }
         if let escalation { operation._escalate(to: escalation) }
         // Gates are consulted after every dependency, also one added after they admitted.
-        if link == .counted, _visibleGated { _releaseGates(because: .dependencyAdded) }
+        for (gate, pass) in released { gate.release(pass, because: .dependencyAdded) }
     }
 
     enum Link: Equatable, Sendable {
@@ -45,7 +48,12 @@ extension Operation {
     }
 
     /// Lists, registers and counts the edge `dependency → self` under both locks.
-    private func _link(from dependency: Operation, visible: Bool, escalation: inout QualityOfService?) -> Link {
+    /// A new dependency of an operation with gates ends their round in the same section
+    /// (`released`), so that the dependency cannot finish in between.
+    private func _link(
+        from dependency: Operation, visible: Bool, escalation: inout QualityOfService?,
+        released: inout [(any OperationGate, GatePass)]
+    ) -> Link {
         let me = Unmanaged.passUnretained(self), them = Unmanaged.passUnretained(dependency)
         return Operation._withBothLocked(self, dependency) { mine, theirs in
             if visible {
@@ -56,6 +64,7 @@ extension Operation {
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
             theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
             mine.gainDependency()
+            if mine.extras?.gates != nil { released = mine.gatesGainedDependency(for: me.takeUnretainedValue()) }
             // Two byte compares in the common case (neither quality of service set).
             if let wanted = mine.threadQuality, wanted.rank > (theirs.threadQuality ?? .default).rank {
                 escalation = wanted

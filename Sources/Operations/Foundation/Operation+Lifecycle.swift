@@ -98,7 +98,7 @@ extension Operation {
         for dependent in finish.dependents {
             dependent.operation?._dependencyFinished()
         }
-        if _visibleGated { _releaseGates(because: .finished) }
+        if _visibleGated { _endGates(because: .finished) }
         _releaseWork()
         var queueWaiters: [QueueWaiter] = []
         if let completionBlock = finish.completionBlock.take() {

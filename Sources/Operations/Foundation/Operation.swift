@@ -265,7 +265,7 @@ open class Operation: NSObject, @unchecked Sendable {
         queue?._deliverEvents()
         // What its gates took or are deciding is no longer needed: released before the
         // operation can start (its cancelled pass), which would leave it to the finish.
-        if _visibleGated { _releaseGates(because: .cancelled) }
+        if _visibleGated { _endGates(because: .cancelled) }
         if waits { _readinessChanged() }
         if _hasExtras { _deliverLifecycleEvents() }
     }

@@ -10,7 +10,7 @@ extension OperationQueue {
     /// (for the ones the queue made from blocks).
     final func _add(
         _ operations: some Collection<Operation>, inheritQoS: Bool = false,
-        call: String = "addOperation", usingReservedPlace: Bool = false
+        call: String = "addOperation", usingReservedPlace: Bool = false, prerequisiteOf guarded: Operation? = nil
     ) {
         _runEnqueueHooks(operations)
         let observed = _hasObservers
@@ -29,13 +29,19 @@ extension OperationQueue {
                     }
                 }
             }
-            let barrier = state.pendingBarrier
+            // A prerequisite goes ahead of any barrier: its guarded operation is in the queue
+            // already, before any barrier that is pending now.
+            let barrier = guarded == nil ? state.pendingBarrier : nil
+            let sequence = guarded.map { $0._addSequence }
             var undelivered: [Operation] = []
             var admitted: [(Operation, delivered: Bool)] = []
             for (index, operation) in operations.enumerated() {
                 let reading = single ?? readings[index]
                 let operationBarrier = barrier === operation ? nil : barrier
-                switch state.admit(operation, queue: self, barrier: operationBarrier, inheritQoS: inheritQoS, reading: reading) {
+                switch state.admit(
+                    operation, queue: self, barrier: operationBarrier, inheritQoS: inheritQoS, reading: reading,
+                    sequence: sequence)
+                {
                 case .refused(let refusal):
                     // Listed twice in one batch (or refused alone): undo, then refuse.
                     for (earlier, delivered) in admitted.reversed() {
@@ -63,6 +69,13 @@ extension OperationQueue {
             for operation in undelivered { operation._readinessChanged() }
             _perform(wakeup)
         }
+    }
+
+    /// Adds an operation that a gate of `guarded` (in this queue) needs to finish first (a
+    /// condition's "sign in"): it waits for no barrier added after `guarded`, and takes
+    /// `guarded`'s place in the start order.
+    package final func _addPrerequisite(_ operation: Operation, of guarded: Operation) {
+        _add(CollectionOfOne(operation), prerequisiteOf: guarded)
     }
 
     /// Adds an operation the queue made from a block or an async body, with the queue's

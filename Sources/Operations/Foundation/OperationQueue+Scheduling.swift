@@ -21,6 +21,9 @@ extension OperationQueue {
         }
     }
 
+    /// Whether the queue is suspended now.
+    final var _isSuspendedNow: Bool { core.withLock { $0.isSuspended } }
+
     /// Called (no lock held) when one of this queue's operations finished. Returns the
     /// waits it ends, for the caller to wake once the operation's observers were told.
     /// `announcing`: the operation's observers are told once it has left (``_finishAnnounced(_:)``

@@ -88,6 +88,23 @@ extension Operation {
         _withAttachments { $0.preferredExecutor = executor }
     }
 
+    /// As ``_withLayerValue(_:_:)``, and tells `body` whether the operation is in no queue and
+    /// has not started, in the same lock section.
+    package final func _withLayerValue<T: AnyObject, Result>(
+        _ make: () -> T, idle body: (T, _ isIdle: Bool) -> Result
+    ) -> Result {
+        _update { state in
+            let attachments = state.attachments ?? OperationAttachments()
+            state.attachments = attachments
+            let key = ObjectIdentifier(T.self)
+            let value = attachments.values[key] as? T ?? make()
+            attachments.values[key] = value
+            var isIdle = false
+            if case .idle = state.phase, state.queue == nil { isIdle = true }
+            return body(value, isIdle)
+        }
+    }
+
     /// Runs `hook` when the work starts (on the starting thread, before `main()`); at once
     /// if it has started already; never if the operation finishes without starting.
     package final func _onStart(_ hook: @escaping @Sendable () -> Void) {

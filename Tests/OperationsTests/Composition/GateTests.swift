@@ -1,4 +1,4 @@
-import Operations
+@testable import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
@@ -186,6 +186,152 @@ struct GateTests {
         #expect(guarded.waitReasons == [.condition("SignedIn", waitsFor: signIn)])
         #expect(guarded.waitDescription.contains("SignedIn") && guarded.waitDescription.contains("\"sign in\""))
         signInQueue.isSuspended = false
+        guarded.waitUntilFinished()
+    }
+
+    // MARK: Interleavings
+
+    /// A dependency added to an admitted operation that finishes at once must find the gates
+    /// closed again, so that its finish consults them. Forced: an `isReady` observer, told
+    /// inside `addDependency`, lets the dependency finish before `addDependency` returns.
+    @Test("a new dependency that finishes before the gates are released does not strand the operation")
+    func dependencyFinishingBeforeRelease() {
+        let busyRelease = Gate(), busyStarted = Gate()
+        let serial = OperationQueue()
+        serial.maxConcurrentOperationCount = 1
+        serial.addOperation {
+            busyStarted.open()
+            _ = busyRelease.wait(timeout: 600)
+        }
+        _ = busyStarted.wait()
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition { _ in true })
+        serial.addOperation(guarded) // admitted at once, in the ready list behind the busy one
+        let depRelease = Gate()
+        let dependency = BlockOperation { _ = depRelease.wait(timeout: 600) }
+        OperationQueue().addOperation(dependency)
+        let armed = Shared(false)
+        let observation = guarded.observe(\.isReady, options: [.new]) { _, _ in
+            guard armed.update({ let was = $0; $0 = false; return was }) else { return }
+            // Runs inside addDependency, after the edge is counted, before the gates are released.
+            depRelease.open()
+            dependency.waitUntilFinished()
+        }
+        armed.update { $0 = true }
+        let done = Gate()
+        guarded.completionBlock = { done.open() }
+        guarded.addDependency(dependency)
+        busyRelease.open()
+        #expect(done.wait(timeout: 10), "stranded: \(guarded.waitDescription)")
+        observation.invalidate()
+    }
+
+    /// Contributed operations join at the first consultation, which may come after a barrier
+    /// added after the guarded operation: they go ahead of it, as the guarded operation does
+    /// (waiting for it would close the cycle barrier → guarded → contributed → barrier).
+    @Test("a barrier added after a guarded operation does not deadlock with the operation its condition contributes")
+    func barrierAfterGuarded() {
+        let queue = OperationQueue()
+        let dependency = BlockOperation {}
+        let signIn = BlockOperation {}
+        let guarded = BlockOperation {}
+        guarded.addDependency(dependency)
+        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        queue.addOperation(guarded)
+        let barrierRan = Gate()
+        queue.addBarrierBlock { barrierRan.open() }
+        OperationQueue().addOperation(dependency)
+        #expect(barrierRan.wait(timeout: 10), "deadlock: \(guarded.waitDescription) / \(signIn.waitDescription)")
+    }
+
+    /// The end of the gates (cancel, finish) reaches every gate ever consulted, also when a
+    /// later dependency ended the round in which they were.
+    @Test("cancelling after a later dependency still cancels what the conditions contributed")
+    func cancelAfterLaterDependency() async {
+        let hold = Gate()
+        let started = TestGate()
+        let signIn = BlockOperation {}
+        signIn.addExecutionBlock {
+            started.open()
+            _ = hold.wait(timeout: 600)
+        }
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        OperationQueue().addOperation(guarded)
+        await started.wait()
+        guarded.addDependency(BlockOperation {})
+        guarded.cancel()
+        #expect(signIn.isCancelled, "the contributed operation kept running after its guarded operation was cancelled")
+        hold.open()
+        await guarded.waitUntilFinished()
+        await signIn.waitUntilFinished()
+    }
+
+    /// A cancellation while the contributed operations join must reach all of them. Forced:
+    /// an enqueue hook cancels the guarded operation when the first one joins.
+    @Test("a cancellation while the contributed operations join cancels all of them")
+    func cancelDuringJoin() {
+        let queue = OperationQueue()
+        let first = BlockOperation {}, second = BlockOperation {}
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition(dependency: { _ in first }) { _ in true })
+        guarded.addCondition(BlockCondition(dependency: { _ in second }) { _ in true })
+        // Stands for another thread cancelling at that moment.
+        let subscription = queue.addEnqueueHook { operation in
+            if operation === first { guarded.cancel() }
+        }
+        queue.addOperation(guarded)
+        guarded.waitUntilFinished()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(first.isCancelled)
+        #expect(second.isCancelled, "the second contributed operation ran for a cancelled operation")
+        subscription.cancel()
+    }
+
+    /// A condition decided after the queue was suspended must not hand over to the
+    /// exclusivity gate: a category is not taken for work that cannot start.
+    @Test("a queue suspended while a condition is evaluated takes no category")
+    func suspendedDuringCondition() async {
+        let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
+        let evaluating = TestGate(), release = TestGate()
+        let queue = OperationQueue()
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition { _ async in
+            evaluating.open()
+            await release.wait()
+            return true
+        })
+        guarded.addExclusivity(category)
+        queue.addOperation(guarded)
+        await evaluating.wait()
+        queue.isSuspended = true
+        release.open()
+        // Decided: either the gates opened, or the exclusivity gate waits for the resumption.
+        #expect(eventually { guarded.isReady || guarded.waitReasons.contains(.exclusivity([category])) })
+        let outsider = BlockOperation {}
+        outsider.addExclusivity(category)
+        OperationQueue().addOperation(outsider)
+        let outcome = await outsider.outcome(within: .seconds(10))
+        #expect(outcome?.isSucceeded == true, "the suspended queue's operation holds the category: \(outsider.waitDescription)")
+        queue.isSuspended = false
+        await guarded.waitUntilFinished()
+    }
+
+    /// A suspended queue keeps an operation for its resumption only when its gates are due,
+    /// once: not at every readiness change (one per finished dependency).
+    @Test("a suspended queue keeps one entry per gated operation")
+    func gatedWhileSuspendedGrows() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition { _ in true })
+        let dependencies = (0..<200).map { _ in BlockOperation {} }
+        for dependency in dependencies { guarded.addDependency(dependency) }
+        queue.addOperation(guarded)
+        OperationQueue().addOperations(dependencies, waitUntilFinished: true)
+        let held = queue.core.withLock { $0.gatedWhileSuspended.count }
+        #expect(held <= 1, "gatedWhileSuspended holds \(held) entries for one operation")
+        queue.isSuspended = false
         guarded.waitUntilFinished()
     }
 }
