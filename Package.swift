@@ -55,6 +55,10 @@ let package = Package(
         .testTarget(
             name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
+        // A framework that declares composition names of its own, and a client that uses them
+        // beside `import Operations` (the names must not be ambiguous).
+        .target(name: "FrameworkOnOperations", dependencies: ["Operations"], path: "Tests/Fixtures/FrameworkOnOperations"),
+        .testTarget(name: "FrameworkClientTests", dependencies: ["FrameworkOnOperations", "Operations"]),
         .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
         .testTarget(
             name: "OperationsTracingTests",

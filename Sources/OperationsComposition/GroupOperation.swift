@@ -144,6 +144,11 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         return true
     }
 
+    /// Whether `operation` was added as a child (and has not finished).
+    final func _isChild(_ operation: Operation) -> Bool {
+        state.withLock { $0.unfinished[ObjectIdentifier(operation)] != nil }
+    }
+
     /// Adds several children (see ``addChild(_:weight:)``).
     public func addChildren(_ operations: [Operation]) {
         for operation in operations { addChild(operation) }
@@ -352,8 +357,27 @@ package class OwnedOperationQueue: OperationQueue, @unchecked Sendable {
     weak var owner: Operation?
 }
 
-/// The queue of a group's children.
+/// The queue of a group's children. What is added to it by any other way than the group
+/// (a child adding to `OperationQueue.current`: an operation, a block, a batch, an async
+/// body) becomes a child of the group, which finishes after it.
 /// - Note: `@unchecked Sendable`: see ``OwnedOperationQueue``.
 package final class GroupChildQueue: OwnedOperationQueue, @unchecked Sendable {
     var group: GroupOperation? { owner as? GroupOperation }
+
+    package override func addOperation(_ op: Operation) {
+        guard let group, !group._isChild(op) else {
+            super.addOperation(op)
+            return
+        }
+        group.addChild(op)
+    }
+
+    package override func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
+        guard let group else {
+            super.addOperations(ops, waitUntilFinished: wait)
+            return
+        }
+        for operation in ops { addOperation(operation) }
+        if wait { for operation in ops { operation.waitUntilFinished() } }
+    }
 }

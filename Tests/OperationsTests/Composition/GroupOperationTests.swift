@@ -1,5 +1,6 @@
 import Operations
 import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 /// A child that records its completion block, so that tests can check finish order.
@@ -451,5 +452,54 @@ struct GroupOperationTests {
         #expect(succeeded.outcome?.isSucceeded == true && succeeded.outcome?.isFailed == false)
         #expect(failed.outcome?.isFailed == true && failed.outcome?.isSucceeded == false)
         #expect(cancelled.outcome?.isCancelled == true && cancelled.outcome?.isSucceeded == false && cancelled.outcome?.isFailed == false)
+    }
+}
+
+/// What a child adds to its own queue (`OperationQueue.current`, the group's queue) is a child
+/// of the group, as in ProcedureKit: the group finishes after it.
+@Suite("Groups: operations added to the group's queue")
+struct GroupQueueAdditionTests {
+    @Test("an operation a child adds to OperationQueue.current is a child: the group finishes after it")
+    func addedToCurrentQueueIsChild() async {
+        let started = TestGate(), release = Gate()
+        let added = Shared<Operation?>(nil)
+        let child = BlockOperation {
+            let operation = BlockOperation {
+                started.open()
+                _ = release.wait(timeout: 600)
+            }
+            added.update { $0 = operation }
+            OperationQueue.current!.addOperation(operation)
+        }
+        let group = GroupOperation(operations: [child])
+        OperationQueue().addOperation(group)
+        await started.wait()
+        await child.waitUntilFinished()
+        // The group decides when its last child has finished, before this wait returns.
+        #expect(!group.isFinished, "the group finished while an operation added to its queue still ran")
+        release.open()
+        await group.waitUntilFinished()
+        let operation = added()!
+        #expect(operation.isFinished)
+        #expect(group.children.contains { $0 === operation })
+    }
+
+    @Test("blocks, batches and async bodies added to the group's queue are children too")
+    func everyWayOfAdding() async {
+        let ran = Shared(0)
+        let child = BlockOperation {
+            let queue = OperationQueue.current!
+            queue.addOperation { ran.update { $0 += 1 } }
+            queue.addOperations([BlockOperation { ran.update { $0 += 1 } }], waitUntilFinished: false)
+            _ = queue.addOperation { () async -> Int in
+                ran.update { $0 += 1 }
+                return 1
+            }
+        }
+        let group = GroupOperation(operations: [child])
+        OperationQueue().addOperation(group)
+        await group.waitUntilFinished()
+        #expect(ran() == 3, "the group finished before what its child added to its queue ran")
+        #expect(group.children.count == 4)
     }
 }
