@@ -21,7 +21,9 @@ extension OperationExtensions where Self: Operation {
     /// reference to it. Cancelling is all a timeout does: work that never checks
     /// `isCancelled` runs on (a ``GroupOperation`` passes the cancellation to its children,
     /// so a group's timeout bounds them all). Several timeouts may be given; the first to
-    /// expire wins.
+    /// expire wins. A zero or negative `duration` has expired when the work starts: the
+    /// operation is cancelled then (ProcedureKit ignores such a timeout; a deadline computed
+    /// as "what is left" that has run out should stop the work, not lift the limit).
     /// - Note: "Started" is the base `start()` beginning the work (subclasses that override
     ///   `start()` call `super.start()`, as ``TaskOperation`` does); a classic asynchronous
     ///   subclass that never calls `super.start()` never starts the timer.

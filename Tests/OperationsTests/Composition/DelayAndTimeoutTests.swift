@@ -107,6 +107,19 @@ struct TimeoutTests {
         #expect(reason.operation.contains("slow"))
     }
 
+    @Test("a negative timeout has expired when the work starts: the operation is cancelled with a TimeoutError")
+    func negativeTimeout() async {
+        let clock = ManualClock()
+        let operation = waitsForCancel()
+        operation.name = "late"
+        operation.timeout(after: .seconds(-1), clock: clock)
+        OperationQueue().addOperation(operation)
+        guard case .cancelled(let reason as TimeoutError)? = await operation.outcome(within: limit) else {
+            Issue.record("outcome \(String(describing: operation.outcome))"); return
+        }
+        #expect(reason.operation.contains("late"))
+    }
+
     @Test("the timer starts when the operation starts, not when it is queued")
     func startsAtStart() async {
         let clock = ManualClock()
