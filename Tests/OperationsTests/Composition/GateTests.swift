@@ -154,6 +154,36 @@ struct GateTests {
         #expect(guardedOutcome?.isSucceeded == true, "\(guarded.waitDescription)")
     }
 
+    @Test("a dependency added while the operation waits for its category is checked by its conditions again")
+    func laterDependencyCheckedByConditions() async {
+        let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
+        // An outsider holds the category: the guarded operation's conditions held, and it
+        // waits for the category.
+        let holderStarted = TestGate(), holderRelease = Gate()
+        let holder = BlockOperation {
+            holderStarted.open()
+            _ = holderRelease.wait(timeout: 600)
+        }
+        holder.addExclusivity(category)
+        OperationQueue().addOperation(holder)
+        await holderStarted.wait()
+        let ran = Shared(false)
+        let guarded = BlockOperation { ran.update { $0 = true } }
+        guarded.addCondition(NoFailedDependenciesCondition())
+        guarded.addExclusivity(category)
+        let queue = OperationQueue()
+        queue.addOperation(guarded)
+        #expect(guarded.waitReasons == [.exclusivity([category])])
+        // A dependency that fails, added now.
+        let failing = ValueBlockOperation<Int> { throw TestError(code: 9) }
+        guarded.addDependency(failing)
+        queue.addOperation(failing)
+        holderRelease.open()
+        let outcome = await guarded.outcome(within: .seconds(60))
+        #expect(outcome?.isCancelled == true, "the operation ran although a dependency added later failed")
+        #expect(!ran())
+    }
+
     @Test("a suspended queue consults no gate: categories are asked for when it resumes")
     func suspendedQueueConsultsNothing() async {
         let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
