@@ -144,6 +144,16 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         return true
     }
 
+    /// The group's name; its children's queue is named after it ("<name> children"), so that
+    /// messages about that queue name the group.
+    open override var name: String? {
+        get { super.name }
+        set {
+            super.name = newValue
+            childQueue.name = "\(newValue ?? "GroupOperation") children"
+        }
+    }
+
     /// Whether `operation` was added as a child (and has not finished).
     final func _isChild(_ operation: Operation) -> Bool {
         state.withLock { $0.unfinished[ObjectIdentifier(operation)] != nil }
@@ -235,7 +245,6 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Opens the group's queue. A subclass that overrides it calls `super.main()` to add
     /// children and start them.
     open override func main() {
-        if let name { childQueue.name = "\(name) children" }
         if !childQueue._isQualityOfServiceSet {
             childQueue.qualityOfService = _threadQuality ?? .default
         }

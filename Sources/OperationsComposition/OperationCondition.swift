@@ -42,7 +42,7 @@ public struct ConditionFailedError: Error, CustomStringConvertible {
     /// Why, in words.
     public var reason: String
 
-    public var description: String { "condition \(condition) of \(operation) failed: \(reason)" }
+    public var description: String { "condition \"\(condition)\" of \(operation) failed: \(reason)" }
 }
 
 extension OperationExtensions where Self: Operation {

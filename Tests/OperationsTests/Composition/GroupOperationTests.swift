@@ -503,3 +503,33 @@ struct GroupQueueAdditionTests {
         #expect(group.children.count == 4)
     }
 }
+
+@Suite("Small things a newcomer reads")
+struct ReadableMessagesTests {
+    @Test("an outcome reads as succeeded, failed: <error>, cancelled, or cancelled: <reason>")
+    func outcomeDescription() {
+        #expect(String(describing: Operation.Outcome.succeeded) == "succeeded")
+        #expect(String(describing: Operation.Outcome.cancelled(reason: nil)) == "cancelled")
+        #expect(String(describing: Operation.Outcome.cancelled(reason: CancellationError())) == "cancelled: CancellationError()")
+        #expect(String(describing: Operation.Outcome.failed(TestError(code: 3))).hasPrefix("failed: "))
+    }
+
+    @Test("a failed condition's error quotes the condition's name")
+    func conditionNameQuoted() {
+        let operation = BlockOperation {}
+        operation.name = "upload"
+        operation.addCondition(BlockCondition(name: "has quota") { _ in false })
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        let description = operation.outcome?.error.map { String(describing: $0) } ?? ""
+        #expect(description.hasPrefix("condition \"has quota\" of operation \"upload\""), "\(description)")
+    }
+
+    @Test("messages about a group's queue name the group")
+    func groupQueueNamedAfterGroup() {
+        let child = BlockOperation {}
+        let group = GroupOperation(operations: [child])
+        group.name = "upload"
+        #expect(child.waitDescription.contains("\"upload children\""), "\(child.waitDescription)")
+    }
+}
