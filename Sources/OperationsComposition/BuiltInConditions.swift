@@ -1,9 +1,10 @@
 // The conditions that come with the library.
 
+import Operations
+
 /// Fails when one of the operation's dependencies failed (``Operation/Outcome/failed(_:)``).
 ///
 /// Foundation runs dependents after a failed dependency; this condition opts out.
-import Operations
 public struct NoFailedDependenciesCondition: OperationCondition, ImmediateCondition {
     /// Creates the condition.
     public init() {}

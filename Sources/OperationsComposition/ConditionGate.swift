@@ -1,5 +1,7 @@
 // The gate that evaluates an operation's conditions.
 
+import Operations
+
 /// Evaluates the conditions of one operation, as a gate of the engine: consulted once the
 /// operation's dependencies have finished (also ones added later), it adds the operations
 /// the conditions contribute to the operation's queue, evaluates each condition as soon as
@@ -8,7 +10,6 @@
 /// operation is cancelled with its error at once, whatever is still being evaluated.
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
-import Operations
 final class ConditionGate: OperationGate, @unchecked Sendable {
     private struct Entry {
         var condition: any OperationCondition

@@ -1,5 +1,7 @@
 // Waiting as an operation: finishes after an interval or at a deadline, blocking no thread.
 
+import Operations
+
 /// An operation that finishes after an interval, or at a deadline, measured on a `Clock`;
 /// no thread is blocked while it waits (its body is a suspended task).
 ///
@@ -13,7 +15,6 @@
 /// (`OperationsTestSupport`'s `ManualClock`).
 ///
 /// - Note: `@unchecked Sendable`: `wait` never changes after `init`.
-import Operations
 open class DelayOperation: TaskOperation<Void>, @unchecked Sendable {
     private let wait: @Sendable () async throws -> Void
 

@@ -1,7 +1,8 @@
 // Mutual exclusivity: categories of operations that must not run at the same time.
 
-/// How an operation holds a category (``Operation/addExclusivity(_:mode:)``).
 import Operations
+
+/// How an operation holds a category (``Operation/addExclusivity(_:mode:)``).
 public enum ExclusivityMode: Sendable {
     /// Alone: no other operation of the category runs meanwhile (a writer).
     case exclusive

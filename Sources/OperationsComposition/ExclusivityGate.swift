@@ -1,11 +1,12 @@
 // The gate that holds an operation's exclusivity categories.
 
+import Operations
+
 /// Asks for an operation's categories once its dependencies have finished and its
 /// conditions hold, and admits it when all are granted; gives them back when it finishes
 /// (or when it is cancelled, or gains a dependency, before it started).
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
-import Operations
 final class ExclusivityGate: OperationGate, @unchecked Sendable {
     private struct State {
         /// Exclusive wins over shared for the same category.

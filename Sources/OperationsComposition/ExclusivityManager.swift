@@ -1,8 +1,9 @@
 // Process-wide mutual exclusion by category: the pure state and the storage holding it.
 
+import Operations
+
 /// The holders and waiters of every category, process-wide. A pure state machine: its
 /// events return the passes to admit, which the caller admits after the lock.
-import Operations
 struct ExclusivityState {
     struct Holding {
         var exclusive = false

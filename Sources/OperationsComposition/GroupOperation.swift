@@ -1,5 +1,7 @@
 // A composite operation: children on a queue of its own, finishing after all of them.
 
+import Operations
+
 /// An operation made of child operations, which run on the group's own queue; the group
 /// finishes when every child has finished, including children added while it runs.
 ///
@@ -24,7 +26,6 @@
 ///
 /// - Note: `@unchecked Sendable`: the group's state is in a `Locked`; `childQueue`,
 ///   `failurePolicy` and `progress` never change after `init`.
-import Operations
 open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// What the group does when a child fails.
     public enum FailurePolicy: Sendable {
@@ -129,6 +130,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             Misuse.fail("addChild: \(_misuseName) has finished its children (it is finishing or finished); \(operation._misuseName) cannot join it")
         }
         _addToProgress(total: true, weight)
+        if !contributed { _childAdded(operation) }
         operation._onFinish { [weak self] outcome in
             self?._childFinished(identity, outcome: contributed ? .succeeded : outcome, weight: weight)
         }
@@ -153,6 +155,10 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
             childQueue.name = "\(newValue ?? "GroupOperation") children"
         }
     }
+
+    /// A child joined (not one a condition contributed), by whatever way: a subclass that
+    /// keeps its children's results hears of each here.
+    func _childAdded(_ operation: Operation) {}
 
     /// Whether `operation` was added as a child (and has not finished).
     final func _isChild(_ operation: Operation) -> Bool {

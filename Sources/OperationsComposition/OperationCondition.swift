@@ -1,12 +1,13 @@
 // Conditions: requirements evaluated after an operation's dependencies and before it
-// starts, implemented as a hidden dependency of the engine (never by overriding isReady).
+// starts, kept by the engine as a gate (never by overriding isReady).
+
+import Operations
 
 /// A requirement an operation must meet to run (``Operation/addCondition(_:)``).
 ///
 /// The condition is evaluated after the operation's dependencies have finished and before
 /// it starts; `evaluate` may suspend. When it throws, the operation is cancelled with the
 /// thrown error as the reason, and its `main()` never runs.
-import Operations
 public protocol OperationCondition: Sendable {
     /// How messages and errors name the condition.
     var name: String { get }

@@ -1,5 +1,7 @@
 // Lifecycle observers: started, cancelled (with the reason), produced, finished (with the outcome).
 
+import Operations
+
 /// Observes the life of an operation (``Operation/addObserver(_:)``). Every method has an
 /// empty default: implement the ones you need.
 ///
@@ -10,7 +12,6 @@
 /// completion block) — unless another thread is delivering this operation's earlier
 /// events at that moment: then that thread delivers it, right after them. No lock of
 /// the library is held meanwhile. Foundation's key-value observing keeps working beside it.
-import Operations
 public protocol OperationObserver: Sendable {
     /// The operation's work is about to run (not called when it finishes without starting,
     /// nor for a subclass whose `start()` override never calls `super.start()`).

@@ -1,9 +1,10 @@
 // Keys: coalescing work that is already in flight, reprioritising it, and cancelling it
 // only when nobody wants it any more.
 
+import Operations
+
 /// A key of `addOperation(forKey:_:)`, type-erased.
 /// - Note: `@unchecked Sendable`: made only from `Hashable & Sendable` values.
-import Operations
 struct OperationKey: Hashable, @unchecked Sendable {
     let base: AnyHashable
 

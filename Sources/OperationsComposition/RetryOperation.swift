@@ -1,5 +1,7 @@
 // Retrying: a fresh operation per attempt, with waits between attempts.
 
+import Operations
+
 /// Runs a fresh operation per attempt, made by a factory (operations are single-shot),
 /// until one succeeds, the error is not worth retrying, or the attempts run out.
 ///
@@ -23,7 +25,6 @@
 ///
 /// - Note: `@unchecked Sendable`: the running attempt is in a `Locked`; the rest never
 ///   changes after `init`.
-import Operations
 open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked Sendable {
     /// The most attempts made.
     public let maximumAttempts: Int

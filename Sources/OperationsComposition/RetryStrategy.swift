@@ -1,12 +1,13 @@
 // How long a retry waits between attempts.
 
+import Operations
+
 /// How long ``RetryOperation`` waits after a failed attempt before the next one.
 ///
 /// ```swift
 /// .exponential(initial: .milliseconds(100), maximum: .seconds(10))   // 0.1 s, 0.2 s, 0.4 s, …
 /// .fullJitter(base: .milliseconds(100), maximum: .seconds(10))       // random, up to those
 /// ```
-import Operations
 public struct RetryStrategy: Sendable {
     private let delayAfter: @Sendable (Int) -> Duration
 

@@ -1,8 +1,9 @@
 // Timeouts: cancel an operation with a `TimeoutError` when it runs too long.
 
+import Operations
+
 /// The reason an operation is cancelled with when its timeout expires
 /// (``Operation/timeout(after:clock:)``).
-import Operations
 public struct TimeoutError: Error, CustomStringConvertible {
     /// The operation that timed out.
     public var operation: String

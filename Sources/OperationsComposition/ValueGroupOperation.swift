@@ -1,5 +1,7 @@
 // A group whose children produce values of one type: the group delivers them.
 
+import Operations
+
 /// A ``GroupOperation`` whose typed children's values it delivers, in the order the
 /// children were added.
 ///
@@ -9,11 +11,10 @@
 /// let images = try await thumbnails.values
 /// ```
 ///
-/// Untyped children (``GroupOperation/addChild(_:weight:)`` with a plain ``Operation``) may
-/// join too; they contribute no value.
+/// Every child that is a `ValueOperation<Element>` contributes its value, however it joined;
+/// other children may join too and contribute none.
 ///
 /// - Note: `@unchecked Sendable`: the typed children are in a `Locked`.
-import Operations
 open class ValueGroupOperation<Element: Sendable>: GroupOperation, @unchecked Sendable {
     private let typedChildren = Locked<[ValueOperation<Element>]>([])
 
@@ -26,8 +27,14 @@ open class ValueGroupOperation<Element: Sendable>: GroupOperation, @unchecked Se
     /// Adds a typed child, whose value the group delivers (see
     /// ``GroupOperation/addChild(_:weight:)``).
     public func addChild(_ operation: ValueOperation<Element>, weight: Int64 = 1) {
-        typedChildren.withLock { $0.append(operation) }
         super.addChild(operation, weight: weight)
+    }
+
+    /// Every child that delivers an `Element` counts, however it joined (``addChild(_:weight:)``,
+    /// `addChildren(_:)`, `produceOperation(_:)`, the group's queue).
+    override func _childAdded(_ operation: Operation) {
+        guard let typed = operation as? ValueOperation<Element> else { return }
+        typedChildren.withLock { $0.append(typed) }
     }
 
     /// Adds a typed child (``addChild(_:weight:)-(ValueOperation<Element>,_)``).

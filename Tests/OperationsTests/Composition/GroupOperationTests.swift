@@ -533,3 +533,20 @@ struct ReadableMessagesTests {
         #expect(child.waitDescription.contains("\"upload children\""), "\(child.waitDescription)")
     }
 }
+
+@Suite("Typed groups: every way of adding a child")
+struct ValueGroupAddingTests {
+    @Test("values of typed children added by addChildren, produceOperation and the group's queue are delivered")
+    func everyWayDelivers() async throws {
+        let group = ValueGroupOperation<Int>()
+        group.addChildren([ValueBlockOperation { 1 }, ValueBlockOperation { 2 }])
+        let producer = ValueBlockOperation<Int> { 10 }
+        let produced = ValueBlockOperation<Int> { 20 }
+        producer.addObserver(BlockObserver(didStart: { $0.produceOperation(produced) }))
+        group.addChild(producer)
+        OperationQueue().addOperation(group)
+        let values = try await group.values
+        #expect(values.sorted() == [1, 2, 10, 20])
+    }
+}
+
