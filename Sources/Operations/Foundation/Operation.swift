@@ -152,11 +152,11 @@ open class Operation: NSObject, @unchecked Sendable {
             // Started by a queue worker: it was ready when claimed; one lock decides.
             action = _update { state in
                 guard case .dispatched = state.phase else { return nil }
-                return state.start(reportedReady: nil)
+                return Self._start(&state, reportedReady: nil)
             }
             if action == nil {
                 let reportedReady: Bool? = isCancelled ? nil : isReady
-                action = _update { $0.start(reportedReady: reportedReady) }
+                action = _update { Self._start(&$0, reportedReady: reportedReady) }
             }
         } else {
             // Observed: `isExecuting` is announced before the state changes (observers read
@@ -171,7 +171,7 @@ open class Operation: NSObject, @unchecked Sendable {
             let announced: Bool
             if case .run = preview { announced = true } else { announced = false }
             if announced { _announceWillChange("isExecuting") }
-            action = _update { $0.start(reportedReady: reportedReady) }
+            action = _update { Self._start(&$0, reportedReady: reportedReady) }
             if announced { _announceDidChange("isExecuting") }
         }
         switch action! {
@@ -185,12 +185,23 @@ open class Operation: NSObject, @unchecked Sendable {
         case .finishCancelled:
             _startCancelled()
         case .run:
-            if _hasExtras { _runStartHooks() }
+            if _hasExtras {
+                _runStartHooks()
+                _deliverLifecycleEvents()
+            }
             main()
             if _finishesWhenMainReturns {
                 _finish(wasExecuting: true)
             }
         }
+    }
+
+    /// The start decision; when the work runs, its start is posted to the lifecycle taps in
+    /// the same section, so that no event (a cancel) can be told before it.
+    private static func _start(_ state: inout OperationCore, reportedReady: Bool?) -> OperationCore.StartAction {
+        let action = state.start(reportedReady: reportedReady)
+        if case .run = action { state.attachments?.post(.started) }
+        return action
     }
 
     /// The work. The base implementation does nothing.

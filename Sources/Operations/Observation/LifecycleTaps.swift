@@ -22,8 +22,6 @@ package protocol LifecycleTap: Sendable {
 final class OperationAttachments: @unchecked Sendable {
     /// Run once, on the starting thread, when `start()` begins running the work.
     var startHooks: [@Sendable () -> Void] = []
-    /// Set when the start hooks ran: a hook added later runs at once.
-    var started = false
     /// Taps, until the operation finished and they were told.
     var taps: [any LifecycleTap] = []
     /// Events recorded (in the order they happened, under the lock) and not yet delivered.
@@ -106,16 +104,20 @@ extension Operation {
     }
 
     /// Runs `hook` when the work starts (on the starting thread, before `main()`); at once
-    /// if it has started already; never if the operation finishes without starting.
+    /// if it has started already (the operation's phase says so, whatever was attached
+    /// then); never if the operation finishes without starting.
     package final func _onStart(_ hook: @escaping @Sendable () -> Void) {
         enum Decision { case added, runNow, never }
         let decision = _update { state -> Decision in
-            if state.phase.isFinishingOrFinished { return .never }
-            let attachments = state.attachments ?? OperationAttachments()
-            state.attachments = attachments
-            if attachments.started { return .runNow }
-            attachments.startHooks.append(hook)
-            return .added
+            switch state.phase {
+            case .finishing, .finished: return .never
+            case .executing, .awaitingFinish: return .runNow
+            case .idle, .waiting, .checking, .parked, .ready, .dispatched:
+                let attachments = state.attachments ?? OperationAttachments()
+                state.attachments = attachments
+                attachments.startHooks.append(hook)
+                return .added
+            }
         }
         if decision == .runNow { hook() }
     }
@@ -125,15 +127,15 @@ extension Operation {
     final func _runStartHooks() {
         let hooks = _update { state -> [@Sendable () -> Void] in
             guard let attachments = state.attachments else { return [] }
-            attachments.started = true
             defer { attachments.startHooks = [] }
             return attachments.startHooks
         }
         for hook in hooks { hook() }
     }
 
-    /// Adds a tap; false when the operation has finished (it is told nothing). The first
-    /// tap makes the operation post its start and its finish.
+    /// Adds a tap; false when the operation has finished (it is told nothing). A tap is told
+    /// the events that happen after it was added (the start is posted in the section that
+    /// starts the work); the first tap makes the operation post its finish.
     @discardableResult
     package final func _addLifecycleTap(_ tap: some LifecycleTap) -> Bool {
         let first = _update { state -> Bool? in
@@ -145,7 +147,6 @@ extension Operation {
         }
         guard let first else { return false }
         if first {
-            _onStart { [weak self] in self?._postLifecycleEvent(.started) }
             _onFinish { [weak self] outcome in self?._postLifecycleEvent(.finished(outcome)) }
         }
         return true

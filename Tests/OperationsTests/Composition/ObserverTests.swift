@@ -1,5 +1,6 @@
 import Operations
 import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 /// Records every event as a string.
@@ -155,5 +156,60 @@ struct ObserverTests {
         operation.waitUntilFinished()
         #expect(eventually { finished() == 1 })
         #expect(eventually { weakBox == nil })
+    }
+}
+
+/// Start hooks and lifecycle events follow the operation's state, not what happened to be
+/// attached when it started.
+@Suite("Start hooks and observer events")
+struct StartEventOrderTests {
+    /// Records events by name.
+    private func recorder(_ log: Shared<[String]>) -> BlockObserver {
+        BlockObserver(
+            didStart: { _ in log.update { $0.append("started") } },
+            didCancel: { _, _ in log.update { $0.append("cancelled") } },
+            didFinish: { _, _ in log.update { $0.append("finished") } })
+    }
+
+    @Test("a timeout given to a running operation that had nothing attached when it started fires")
+    func timeoutAfterStart() async {
+        let cancelled = Gate()
+        let operation = BlockOperation {}
+        // Key-value observation attaches nothing the start hooks would see.
+        let observation = operation.observe(\.isCancelled, options: [.new]) { _, change in
+            if change.newValue == true { cancelled.open() }
+        }
+        operation.addExecutionBlock { [unowned operation] in
+            // Already expired: fires as soon as it is armed.
+            operation.timeout(after: .zero)
+            _ = cancelled.wait(timeout: 600)
+        }
+        OperationQueue().addOperation(operation)
+        let outcome = await operation.outcome(within: .seconds(60))
+        #expect(outcome?.error is TimeoutError, "\(String(describing: outcome))")
+        observation.invalidate()
+    }
+
+    @Test("a cancel that lands right after the start is told after started")
+    func cancelRightAfterStart() {
+        let log = Shared<[String]>([])
+        let operation = BlockOperation {}
+        // Runs when the work starts, before the observer's hook would have: it cancels.
+        operation._onStart { [unowned operation] in operation.cancel() }
+        operation.addObserver(recorder(log))
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(log() == ["started", "cancelled", "finished"])
+    }
+
+    @Test("an observer added after the start is not told started, whatever else is attached")
+    func observerAfterStart() {
+        let log = Shared<[String]>([])
+        let operation = BlockOperation {}
+        operation.timeout(after: .seconds(600))
+        operation.addExecutionBlock { [unowned operation] in operation.addObserver(self.recorder(log)) }
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(log() == ["finished"])
     }
 }
