@@ -1,7 +1,6 @@
 import InMemoryLogging
 import Logging
 import Operations
-import OperationsComposition
 import OperationsLogging
 import Testing
 

@@ -1,6 +1,5 @@
 import MetricsTestKit
 import Operations
-import OperationsComposition
 import OperationsMetrics
 import Testing
 

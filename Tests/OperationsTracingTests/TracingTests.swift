@@ -1,6 +1,5 @@
 import InMemoryTracing
 import Operations
-import OperationsComposition
 import OperationsTracing
 import Testing
 import Tracing
