@@ -282,4 +282,21 @@ struct StartOrderTests {
         queue.waitUntilAllOperationsAreFinished()
         #expect(log() == ["a", "d", "b", "c"])
     }
+
+    @Test("a barrier does not raise the operations before it: on a serial queue with a QoS they keep their queuePriority order")
+    func barrierDoesNotRaiseEarlierOperations() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.qualityOfService = .userInitiated
+        queue.isSuspended = true
+        let log = Shared<[String]>([])
+        let op = operations(["e", "f"], log: log)
+        op["e"]!.queuePriority = .low
+        queue.addOperation(op["e"]!)
+        queue.addOperation(op["f"]!)
+        queue.addBarrierBlock { log.append("barrier") }
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == ["f", "e", "barrier"])
+    }
 }

@@ -65,8 +65,10 @@ extension Operation {
             theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
             mine.gainDependency()
             if mine.extras?.gates != nil { released = mine.gatesGainedDependency(for: me.takeUnretainedValue()) }
-            // Two byte compares in the common case (neither quality of service set).
-            if let wanted = mine.threadQuality, wanted.rank > (theirs.threadQuality ?? .default).rank {
+            // Two byte compares in the common case (neither quality of service set). A barrier
+            // (a hidden edge) raises nothing: it has its queue's quality of service, and the
+            // operations before it keep the order their own priorities give them.
+            if visible, let wanted = mine.threadQuality, wanted.rank > (theirs.threadQuality ?? .default).rank {
                 escalation = wanted
             }
             return .counted
