@@ -388,7 +388,7 @@ package final class GroupChildQueue: OwnedOperationQueue, @unchecked Sendable {
     }
 
     package override func addOperations(_ ops: [Operation], waitUntilFinished wait: Bool) {
-        guard let group else {
+        guard group != nil else {
             super.addOperations(ops, waitUntilFinished: wait)
             return
         }
