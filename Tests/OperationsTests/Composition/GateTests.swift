@@ -8,6 +8,16 @@ import Testing
 /// follows the guarded operation.
 @Suite("Gates: conditions and categories")
 struct GateTests {
+    /// An operation that, once started, opens `started` and blocks until `hold` opens.
+    private func heldOperation() -> (BlockOperation, started: TestGate, hold: Gate) {
+        let started = TestGate(), hold = Gate()
+        let operation = BlockOperation {
+            started.open()
+            _ = hold.wait(timeout: 600)
+        }
+        return (operation, started, hold)
+    }
+
     @Test("an operation a condition contributes joins the queue only after the guarded operation's own dependencies")
     func contributedAfterDependencies() {
         let fetch = BlockOperation {}
@@ -31,14 +41,8 @@ struct GateTests {
 
     @Test("a condition that fails decides at once; the contributed operation nothing else needs is cancelled")
     func failureDecidesAtOnce() async {
-        let hold = Gate()
-        let slowStarted = TestGate()
-        let slow = BlockOperation {}
+        let (slow, slowStarted, hold) = heldOperation()
         slow.name = "slow refresh"
-        slow.addExecutionBlock {
-            slowStarted.open()
-            _ = hold.wait(timeout: 600)
-        }
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition(dependency: { _ in slow }) { _ in true })
         guarded.addCondition(BlockCondition(name: "quota") { _ async in
@@ -56,13 +60,7 @@ struct GateTests {
 
     @Test("cancelling the guarded operation cancels what its conditions contributed")
     func cancelCancelsContributed() async {
-        let hold = Gate()
-        let started = TestGate()
-        let signIn = BlockOperation {}
-        signIn.addExecutionBlock {
-            started.open()
-            _ = hold.wait(timeout: 600)
-        }
+        let (signIn, started, hold) = heldOperation()
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
         OperationQueue().addOperation(guarded)
@@ -76,13 +74,7 @@ struct GateTests {
 
     @Test("a contributed operation another guarded operation still needs is not cancelled")
     func sharedContributedSurvives() async {
-        let hold = Gate()
-        let started = TestGate()
-        let signIn = BlockOperation {}
-        signIn.addExecutionBlock {
-            started.open()
-            _ = hold.wait(timeout: 600)
-        }
+        let (signIn, started, hold) = heldOperation()
         let first = BlockOperation {}, second = BlockOperation {}
         for guarded in [first, second] {
             guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
@@ -278,13 +270,7 @@ struct GateTests {
     /// later dependency ended the round in which they were.
     @Test("cancelling after a later dependency still cancels what the conditions contributed")
     func cancelAfterLaterDependency() async {
-        let hold = Gate()
-        let started = TestGate()
-        let signIn = BlockOperation {}
-        signIn.addExecutionBlock {
-            started.open()
-            _ = hold.wait(timeout: 600)
-        }
+        let (signIn, started, hold) = heldOperation()
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
         OperationQueue().addOperation(guarded)
