@@ -87,6 +87,19 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         for operation in operations { addChild(operation) }
     }
 
+    /// A group that goes away without having run lets its children go too: they wait in its
+    /// suspended queue, which holds them and which they hold (as their queue), so they are
+    /// cancelled and let through, and leave it.
+    deinit {
+        let neverRan = state.withLock { state -> Bool in
+            if case .waiting = state.stage { return true }
+            return false
+        }
+        guard neverRan else { return }
+        childQueue.cancelAllOperations()
+        childQueue.isSuspended = false
+    }
+
     // MARK: Children
 
     /// Adds a child: it runs on the group's queue once the group has started. Allowed until

@@ -312,7 +312,7 @@ struct GroupOperationTests {
         first.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
-    /// Review finding: `cancel()` makes the group ready before it cancels the children;
+    /// `cancel()` made the group ready before it cancelled the children;
     /// a start in between opened the children's queue with the children not yet
     /// cancelled, and they ran their work inside a group reported cancelled. Forced: the
     /// group waits in a suspended queue; an observer of its `isCancelled` (after the
@@ -341,7 +341,7 @@ struct GroupOperationTests {
         group.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
-    /// Review finding: "newest first" went by the order children were added; a later
+    /// "Newest first" went by the order children were added; a later
     /// stage added before the stage it waits for was cancelled after it, and the earlier
     /// stage's cancelled finish could start it. Now dependents first, whatever the order
     /// added. Forced: a `.prior` observer of the later stage's `isCancelled` looks at the
@@ -550,3 +550,23 @@ struct ValueGroupAddingTests {
     }
 }
 
+
+@Suite("Groups that never run")
+struct UnrunGroupTests {
+    /// A token whose release the test can see.
+    private final class Token: Sendable {}
+
+    @Test("a group dropped without ever being added to a queue releases its children and what their blocks capture")
+    func droppedGroupReleasesChildren() {
+        weak var weakChild: Operation?
+        weak var weakToken: Token?
+        do {
+            let token = Token()
+            weakToken = token
+            let child = BlockOperation { _ = token }
+            weakChild = child
+            _ = GroupOperation(operations: [child])
+        }
+        #expect(eventually { weakChild == nil && weakToken == nil }, "the children of a dropped group stayed alive")
+    }
+}
