@@ -19,7 +19,11 @@ let package = Package(
         .target(name: "AllocationCounter"),
         .executableTarget(
             name: "operations-benchmark",
-            dependencies: [.product(name: "Operations", package: "swift-operations"), "AllocationCounter"]),
+            dependencies: [
+                .product(name: "Operations", package: "swift-operations"),
+                .product(name: "OperationsComposition", package: "swift-operations"),
+                "AllocationCounter",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

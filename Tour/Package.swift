@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// The tour: the classic OperationQueue tutorial as nine chapters, run against real parts
+// The tour: the classic OperationQueue tutorial as ten chapters, run against real parts
 // (an HTTP server, URLSession, libpng). A package of its own so that a package depending
 // on the library never fetches or compiles it. From the repository root:
 // `swift run --package-path Tour operations-demo`, `swift test --package-path Tour`.
@@ -23,6 +23,7 @@ let package = Package(
             name: "OperationsTour",
             dependencies: [
                 .product(name: "Operations", package: "swift-operations"),
+                .product(name: "OperationsComposition", package: "swift-operations"),
                 .product(name: "OperationsRecording", package: "swift-operations"),
                 "CLibPNG",
                 .product(name: "FlyingFox", package: "FlyingFox"),

@@ -2,7 +2,7 @@
 
 import Operations
 
-/// Fails when one of the operation's dependencies failed (``Operation/Outcome/failed(_:)``).
+/// Fails when one of the operation's dependencies failed (`Operation.Outcome.failed(_:)`).
 ///
 /// Foundation runs dependents after a failed dependency; this condition opts out.
 public struct NoFailedDependenciesCondition: OperationCondition, ImmediateCondition {

@@ -2,7 +2,7 @@
 
 import Operations
 
-/// How an operation holds a category (``Operation/addExclusivity(_:mode:)``).
+/// How an operation holds a category (``Operations/OperationExtensions/addExclusivity(_:mode:)``).
 public enum ExclusivityMode: Sendable {
     /// Alone: no other operation of the category runs meanwhile (a writer).
     case exclusive

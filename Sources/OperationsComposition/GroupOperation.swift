@@ -15,12 +15,12 @@ import Operations
 /// - The group finishes after its children, always: after their completion blocks, and for a
 ///   nested group, after the nested group's children.
 /// - Cancelling the group cancels every unfinished child with the same reason (see
-///   ``Operation/cancel(with:)``), dependents before what they wait for, and children
+///   `Operation.cancel(with:)`), dependents before what they wait for, and children
 ///   added afterwards are cancelled as they join.
 ///   A cancelled group still finishes only after its children.
 /// - A child that fails (or is cancelled with a reason while the group is not) fails the
 ///   group: ``errors`` keeps every such error in the order they happened, and the first is
-///   the group's error (``Operation/Outcome/failed(_:)``). ``FailurePolicy`` says whether
+///   the group's error (`Operation.Outcome.failed(_:)`). ``FailurePolicy`` says whether
 ///   the other children finish or are cancelled at once.
 /// - ``progress`` counts finished children, each by its weight.
 ///
@@ -377,7 +377,7 @@ extension Operation {
 }
 
 /// A queue that belongs to an operation (a group's children, a retry's attempts): the
-/// operations in it know their owner, so that a child's ``Operation/produceOperation(_:)``
+/// operations in it know their owner, so that a child's ``Operations/OperationExtensions/produceOperation(_:)``
 /// joins its group and a child's categories are scoped to an owner holding them.
 /// - Note: `@unchecked Sendable` (as its superclass): `owner` is set once in the owner's
 ///   `init`, before the queue is shared.

@@ -3,7 +3,7 @@
 
 import Operations
 
-/// A requirement an operation must meet to run (``Operation/addCondition(_:)``).
+/// A requirement an operation must meet to run (``Operations/OperationExtensions/addCondition(_:)``).
 ///
 /// The condition is evaluated after the operation's dependencies have finished and before
 /// it starts; `evaluate` may suspend. When it throws, the operation is cancelled with the
@@ -49,7 +49,7 @@ public struct ConditionFailedError: Error, CustomStringConvertible {
 extension OperationExtensions where Self: Operation {
     /// Adds a condition the operation must meet to run: it is evaluated after the
     /// operation's dependencies have finished and before it starts. If it fails, the
-    /// operation is cancelled with the condition's error and ``Operation/main()`` never runs.
+    /// operation is cancelled with the condition's error and `Operation.main()` never runs.
     ///
     /// Each condition is evaluated as soon as the operation's dependencies have finished and
     /// the operation it contributes (``OperationCondition/dependency(for:)``), if any, has

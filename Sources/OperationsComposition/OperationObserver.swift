@@ -2,7 +2,7 @@
 
 import Operations
 
-/// Observes the life of an operation (``Operation/addObserver(_:)``). Every method has an
+/// Observes the life of an operation (``Operations/OperationExtensions/addObserver(_:)``). Every method has an
 /// empty default: implement the ones you need.
 ///
 /// Each event is delivered once, in the order the events happened (started, cancelled,
@@ -16,9 +16,9 @@ public protocol OperationObserver: Sendable {
     /// The operation's work is about to run (not called when it finishes without starting,
     /// nor for a subclass whose `start()` override never calls `super.start()`).
     func operationDidStart(_ operation: Operation)
-    /// The operation was cancelled; `reason` is what ``Operation/cancel(with:)`` gave.
+    /// The operation was cancelled; `reason` is what `Operation.cancel(with:)` gave.
     func operation(_ operation: Operation, didCancelWith reason: (any Error)?)
-    /// The operation produced another one (``Operation/produceOperation(_:)``, or a child
+    /// The operation produced another one (``Operations/OperationExtensions/produceOperation(_:)``, or a child
     /// added to a running ``GroupOperation``).
     func operation(_ operation: Operation, didProduce produced: Operation)
     /// The operation finished, after its completion block. Observers are released after it.

@@ -20,7 +20,7 @@ struct KeyedEntry {
 extension OperationQueueExtensions where Self: OperationQueue {
     /// Adds the operation `make` returns under `key`, unless an operation under the same
     /// key is still pending or running in this queue: then `make` is not called and that
-    /// operation is returned (await its ``ValueOperation/value``: every caller gets the same
+    /// operation is returned (await its `ValueOperation.value`: every caller gets the same
     /// value).
     ///
     /// ```swift

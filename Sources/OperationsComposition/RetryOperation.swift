@@ -170,7 +170,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
 }
 
 extension RetryOperation where Success == Void {
-    /// Retries untyped attempts (any ``Operation``): a failed or cancelled attempt is
+    /// Retries untyped attempts (any `Operation`): a failed or cancelled attempt is
     /// retried as a typed one would be.
     public convenience init<C: Clock>(
         maximumAttempts: Int = 3, strategy: RetryStrategy = .immediate, clock: C,

@@ -3,7 +3,7 @@
 import Operations
 
 /// The reason an operation is cancelled with when its timeout expires
-/// (``Operation/timeout(after:clock:)``).
+/// (``Operations/OperationExtensions/timeout(after:clock:)``).
 public struct TimeoutError: Error, CustomStringConvertible {
     /// The operation that timed out.
     public var operation: String
@@ -26,7 +26,7 @@ extension OperationExtensions where Self: Operation {
     /// operation is cancelled then (ProcedureKit ignores such a timeout; a deadline computed
     /// as "what is left" that has run out should stop the work, not lift the limit).
     /// - Note: "Started" is the base `start()` beginning the work (subclasses that override
-    ///   `start()` call `super.start()`, as ``TaskOperation`` does); a classic asynchronous
+    ///   `start()` call `super.start()`, as `TaskOperation` does); a classic asynchronous
     ///   subclass that never calls `super.start()` never starts the timer.
     public func timeout<C: Clock>(after duration: C.Duration, clock: C) {
         let timer = TimeoutTimer()

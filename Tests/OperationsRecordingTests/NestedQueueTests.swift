@@ -61,7 +61,7 @@ struct NestedQueueTests {
 
 @Suite("Recording a queue that already has operations")
 struct RecordingStartTests {
-    /// Review finding: an operation already in the queue that finished between the
+    /// An operation already in the queue that finished between the
     /// recorder subscribing and its look at the queue lost its finish (the event named an
     /// operation not yet entered) and was entered afterwards as never finished. Forced: the
     /// recorder's seam between the two lets the operation finish there.

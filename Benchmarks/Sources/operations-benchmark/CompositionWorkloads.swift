@@ -1,5 +1,6 @@
 import Foundation
 import Operations
+import OperationsComposition
 import class Operations.OperationQueue
 import class Operations.BlockOperation
 import Synchronization

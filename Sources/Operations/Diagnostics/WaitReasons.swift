@@ -10,10 +10,11 @@ extension Operation {
         case dependency(Operation, isInQueue: Bool)
         /// A barrier added to its queue before it has not run yet.
         case barrier(Operation)
-        /// A condition (``Operation/addCondition(_:)``) is being evaluated, or waits for the
-        /// operation it contributed (`waitsFor`) to finish.
+        /// A condition (`addCondition(_:)` of `OperationsComposition`) is being evaluated,
+        /// or waits for the operation it contributed (`waitsFor`) to finish.
         case condition(String, waitsFor: Operation?)
-        /// It waits to hold its exclusivity categories (``Operation/addExclusivity(_:mode:)``).
+        /// It waits to hold its exclusivity categories (`addExclusivity(_:mode:)` of
+        /// `OperationsComposition`).
         case exclusivity([String])
         /// Its dependencies are done, but its (overridden) `isReady` returns false.
         case isReadyReturnsFalse

@@ -123,7 +123,7 @@ struct NestedExclusivityTests {
         #expect(try await retry.value == 1)
     }
 
-    /// Second review, F4: a group held "a"; an outsider waited for "a" and "b"; the group's
+    /// A group held "a"; an outsider waited for "a" and "b"; the group's
     /// child asked for "b" and queued behind the outsider (first come, first served), which
     /// waited for the group: a deadlock. A request from inside an owner that holds
     /// categories now looks only at who holds what, not at the line. Forced: the child

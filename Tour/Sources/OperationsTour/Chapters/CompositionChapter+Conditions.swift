@@ -1,8 +1,9 @@
 import Operations
+import OperationsComposition
 import OperationsRecording
 
 /// A pretend account: signing in takes a moment and works only with the right password.
-final class Session: Sendable {
+final class Account: Sendable {
     let password: String
     private let state = Protected<(signedIn: Bool, signIns: Int)>((false, 0))
 
@@ -27,22 +28,22 @@ struct NotSignedIn: Error, CustomStringConvertible {
 
 /// "Only when signed in": contributes a "sign in" operation that runs first (one at a time,
 /// category "sign in", so that two operations needing an account sign in once), then holds
-/// when the session is signed in.
+/// when the account is signed in.
 struct SignedInCondition: OperationCondition {
-    let session: Session
+    let account: Account
     let context: TourContext
     var name: String { "signed in" }
 
     func dependency(for operation: Operation) -> Operation? {
-        guard !session.isSignedIn else { return nil }
-        let signIn = BlockOperation { [session, context] in session.signIn(context: context) }
+        guard !account.isSignedIn else { return nil }
+        let signIn = BlockOperation { [account, context] in account.signIn(context: context) }
         signIn.name = "sign in for \(operation.name ?? "an operation")"
         signIn.addExclusivity("sign in")
         return signIn
     }
 
     func evaluate(for operation: Operation) async throws {
-        guard session.isSignedIn else { throw NotSignedIn() }
+        guard account.isSignedIn else { throw NotSignedIn() }
     }
 }
 
@@ -82,26 +83,26 @@ extension CompositionChapter {
     /// Two operations that need an account share one sign-in; with the wrong password the
     /// operation is cancelled with the condition's error and never runs.
     func signIn(in context: TourContext, queue: OperationQueue, result: inout ChapterResult) -> [String] {
-        let session = Session(password: "correct horse")
+        let account = Account(password: "correct horse")
         let ran = Protected<[String]>()
-        func needingAccount(_ name: String, session: Session) -> BlockOperation {
+        func needingAccount(_ name: String, account: Account) -> BlockOperation {
             let operation = BlockOperation { ran.append(name) }
             operation.name = name
-            operation.addCondition(SignedInCondition(session: session, context: context))
+            operation.addCondition(SignedInCondition(account: account, context: context))
             return operation
         }
-        let profile = needingAccount("load profile", session: session)
-        let messages = needingAccount("load messages", session: session)
+        let profile = needingAccount("load profile", account: account)
+        let messages = needingAccount("load messages", account: account)
         queue.addOperations([profile, messages], waitUntilFinished: true)
-        let wrong = Session(password: "tr0ub4dor")
-        let post = needingAccount("post with the wrong password", session: wrong)
+        let wrong = Account(password: "tr0ub4dor")
+        let post = needingAccount("post with the wrong password", account: wrong)
         queue.addOperations([post], waitUntilFinished: true)
         let refused = post.outcome?.error is NotSignedIn
-        result.numbers["sign-ins"] = Double(session.signIns)
+        result.numbers["sign-ins"] = Double(account.signIns)
         result.lists["ran with an account"] = ran.current.sorted()
         result.numbers["refused without an account"] = refused && !ran.current.contains(post.name!) ? 1 : 0
         return [
-            "a \"signed in\" condition that contributes a \"sign in\" operation: two operations needing an account ran (\(ran.current.sorted().joined(separator: ", "))) after \(session.signIns) sign-in",
+            "a \"signed in\" condition that contributes a \"sign in\" operation: two operations needing an account ran (\(ran.current.sorted().joined(separator: ", "))) after \(account.signIns) sign-in",
             "with the wrong password the sign-in fails, and \"\(post.name!)\" is cancelled with the condition's error (\(post.outcome?.error.map { "\($0)" } ?? "none")) without running",
         ]
     }
@@ -147,8 +148,8 @@ extension CompositionChapter {
         }
         // The first two readers go in alone and meet inside (they hold the category
         // together); the writers and the other readers follow once they have. An operation
-        // asks for its categories when its queue starts it, so across three queues the
-        // requests need not come in the order added.
+        // with nothing to wait for asks for its categories as it is added, not when a worker
+        // of its queue starts it, so across the three queues they ask in the order added.
         let first: [(Operation, OperationQueue)] = [(reader(0), queues[0]), (reader(1), queues[1])]
         var rest: [(Operation, OperationQueue)] = []
         for index in 0..<3 {

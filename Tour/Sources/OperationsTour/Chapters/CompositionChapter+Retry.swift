@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import OperationsRecording
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import OperationsRecording
 
 /// 10. Composition: the groups chapter's hand-made composites rebuilt as `GroupOperation`s,

@@ -2,9 +2,9 @@ import Operations
 import OperationsComposition
 import Testing
 
-/// Bugs a review of the Core v2 engine reproduced; each test failed before its fix.
-@Suite("Engine regressions found in review")
-struct ReviewRegressionTests {
+/// Engine bugs where user code ran under a lock; each test failed before its fix.
+@Suite("Engine regressions: user code outside locks")
+struct EngineRegressionLockTests {
     /// An error whose `deinit` reads its operation's state (takes the operation's lock).
     final class LockTouchingError: Error, @unchecked Sendable {
         let operation: Operation

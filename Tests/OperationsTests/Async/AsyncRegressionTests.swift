@@ -4,9 +4,9 @@ import Testing
 
 private let underlyingKey = DispatchSpecificKey<Int>()
 
-/// Bugs a hostile review of the async layer reproduced; each test failed before its fix.
-@Suite("Async layer: review regressions", .timeLimit(.minutes(2)))
-struct AsyncReviewRegressionTests {
+/// Bugs of the async layer, each reproduced; each test failed before its fix.
+@Suite("Async layer: regressions", .timeLimit(.minutes(2)))
+struct AsyncRegressionTests {
     @Test("a 20,000-stage then chain whose head fails does not overflow the stack")
     func longFailingChain() async {
         // Each stage is cancelled at start (its input failed) and finished at once; the

@@ -16,10 +16,10 @@ private final class SlowCancel: BlockOperation, @unchecked Sendable {
     }
 }
 
-/// Findings of the second review of the composition fixes, each forced.
-@Suite("Composition: second review", .timeLimit(.minutes(1)))
-struct CompositionReviewTests {
-    /// F1: `cancel()` takes the children under the group's lock and cancels them after
+/// Bugs of the composition layer, each forced; each test failed before its fix.
+@Suite("Composition: regressions", .timeLimit(.minutes(1)))
+struct CompositionRegressionTests {
+    /// `cancel()` takes the children under the group's lock and cancels them after
     /// it; a start in between found "already being cancelled", cancelled nobody and opened
     /// the queue, so a child not reached yet ran. Forced: the first child cancelled (the
     /// newest) stops inside its `cancel()` while the suspended queue is resumed.
@@ -65,7 +65,7 @@ struct CompositionReviewTests {
         #expect(signIn.isFinished && child.isFinished)
     }
 
-    /// F5: a contributed operation that fails is its condition's business (a condition
+    /// A contributed operation that fails is its condition's business (a condition
     /// may accept stale data); it no longer fails the group.
     @Test("a contributed operation's failure does not fail the group; the condition decides")
     func contributedFailureIsTheConditions() {
@@ -83,7 +83,7 @@ struct CompositionReviewTests {
     /// (The holds below outlast any starvation of the test: with the 20 s default, a
     /// starved test under Thread Sanitizer saw the hold expire and the retry finish.)
     ///
-    /// F3: a retry finished when its attempt did, while an operation the attempt's
+    /// A retry finished when its attempt did, while an operation the attempt's
     /// condition contributed still ran (holding a category scoped to the retry). Now the
     /// retry cancels and waits for everything in its attempts' queue. Deterministic: the
     /// contributed operation is held on a gate.
@@ -110,11 +110,11 @@ struct CompositionReviewTests {
         #expect(prerequisite.isFinished)
     }
 
-    /// F6: with only a hidden evaluator left (a cancelled operation whose condition is
-    /// still being evaluated), the queue lists and counts nothing, and its
-    /// `underlyingQueue` may be set as for an empty queue.
-    @Test("a queue whose only members are hidden evaluators counts as empty for underlyingQueue")
-    func underlyingQueueWithHiddenMembers() async {
+    /// With only a condition still being evaluated for a cancelled operation, the queue
+    /// lists and counts nothing, and its `underlyingQueue` may be set as for an empty
+    /// queue.
+    @Test("a queue whose only pending work is a condition of a cancelled operation counts as empty for underlyingQueue")
+    func underlyingQueueWithPendingCondition() async {
         let evaluating = AsyncGate(), release = AsyncGate()
         let operation = BlockOperation {}
         operation.addCondition(BlockCondition { _ in
