@@ -28,6 +28,7 @@ public enum ProgramCatalog {
                 var checked = program
                 checked.startOrderIsDefined =
                     simulation.startOrderIsDefined && !ProgramSimulation.escalationMayReorder(program.operations)
+                    && !ProgramSimulation.barrierEscalationMayReorder(program.queue, program.steps)
                 return checked
             }
         }

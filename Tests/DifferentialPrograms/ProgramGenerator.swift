@@ -80,7 +80,8 @@ private struct Builder {
         emitSteps(&simulation, held: held, focusOnOrder: focusOnOrder)
         return Program(
             identifier: identifier, queue: queue, operations: operations, steps: simulation.steps,
-            startOrderIsDefined: simulation.startOrderIsDefined && !ProgramSimulation.escalationMayReorder(operations))
+            startOrderIsDefined: simulation.startOrderIsDefined && !ProgramSimulation.escalationMayReorder(operations)
+                && !ProgramSimulation.barrierEscalationMayReorder(queue, simulation.steps))
     }
 
     mutating func makeOperations() -> [OperationSpec] {

@@ -65,6 +65,14 @@ public struct ProgramSimulation: Sendable {
         return true
     }
 
+    /// Found by this test, not documented (see the test's list of undocumented differences):
+    /// `Operations` gives a barrier its queue's quality of service and its edges to earlier
+    /// operations escalate them like a dependent's, raising their band on a serial queue
+    /// over their `queuePriority`. True when a barrier meets a queue with a QoS set.
+    public static func barrierEscalationMayReorder(_ queue: QueueSpec, _ steps: [Step]) -> Bool {
+        queue.qualityOfService != nil && steps.contains { if case .addBarrier = $0 { true } else { false } }
+    }
+
     public static func dependsTransitively(_ operation: Int, on other: Int, in operations: [OperationSpec]) -> Bool {
         var seen = Set<Int>()
         var pending = operations[operation].dependencies
@@ -160,8 +168,12 @@ public struct ProgramSimulation: Sendable {
         return true
     }
 
+    /// Some operation in the queue may have started, or be about to: suspending the queue
+    /// does not end this (an operation the queue had committed to start still starts; when a
+    /// queue commits differs between the implementations), only a
+    /// `waitUntilAllOperationsAreFinished()` does.
     private var mayBeRunning: Bool {
-        !isSuspended && operations.indices.contains { added[$0] && !removed[$0] }
+        operations.indices.contains { added[$0] && !removed[$0] && mayHaveStarted[$0] }
     }
 
     // MARK: Steps

@@ -6,7 +6,8 @@ import Testing
 /// executables compiled from one interpreter) and compares what a user can observe.
 ///
 /// Environment:
-/// - `OPERATIONS_DIFFERENTIAL_PROGRAMS=N`: how many generated programs (default 300).
+/// - `OPERATIONS_DIFFERENTIAL_PROGRAMS=N`: how many generated programs (default 1000; 200
+///   under a sanitizer).
 /// - `OPERATIONS_DIFFERENTIAL_FIRST_SEED=S`: the first seed (default 0); seeds S..<S+N run.
 /// - `OPERATIONS_DIFFERENTIAL_SEED=S`: replay one seed, printing the program and both
 ///   transcripts whether or not they agree.
@@ -17,6 +18,12 @@ struct DifferentialTests {
 
     static func setting(_ name: String) -> Int? {
         environment[name].flatMap { Int($0) }
+    }
+
+    /// 1,000 programs take about 4 s; under a sanitizer (its runtime is loaded in this
+    /// process too) everything is several times slower, and 200 do.
+    static var defaultPrograms: Int {
+        dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil ? 200 : 1000
     }
 
     static var foundationRuns: Int { max(2, setting("OPERATIONS_DIFFERENTIAL_RUNS") ?? 3) }
@@ -45,7 +52,7 @@ struct DifferentialTests {
     func generatedPrograms() throws {
         let replay = Self.setting("OPERATIONS_DIFFERENTIAL_SEED")
         let first = replay ?? Self.setting("OPERATIONS_DIFFERENTIAL_FIRST_SEED") ?? 0
-        let count = replay == nil ? max(1, Self.setting("OPERATIONS_DIFFERENTIAL_PROGRAMS") ?? 300) : 1
+        let count = replay == nil ? max(1, Self.setting("OPERATIONS_DIFFERENTIAL_PROGRAMS") ?? Self.defaultPrograms) : 1
         let programs = (first..<(first + count)).map { ProgramGenerator.program(seed: UInt64($0)) }
         let report = try Self.compare(programs, filtered: true, replay: replay != nil)
         print(report.summary(label: "generated programs, seeds \(first)..<\(first + count)"))
