@@ -113,7 +113,7 @@ public struct OperationSpec: Sendable, Equatable, Codable {
     public var holdsUntilReleased: Bool
     /// Its work calls `cancel()` on itself.
     public var cancelsItself: Bool
-    /// Its work cancels these operations (each depends on this one, directly or not).
+    /// Its work cancels these operations (each depends directly on this one).
     public var cancelsInWork: [Int]
 
     public init(

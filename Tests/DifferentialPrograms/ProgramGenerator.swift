@@ -147,12 +147,14 @@ private struct Builder {
         return candidates.randomElement(using: &random)
     }
 
-    /// An operation's work may cancel an operation that depends on it (directly or not): that
-    /// one cannot have started yet, on any queue.
+    /// An operation's work may cancel an operation that depends on it directly: that one
+    /// cannot have started yet, on any queue. (Not one that depends on it through another:
+    /// a cancelled operation ignores its dependencies, so the one between may finish early
+    /// and let it start.)
     mutating func addCancellationsInWork(_ operations: inout [OperationSpec]) {
         for index in operations.indices where operations[index].kind != .queueBlock && chance(0.1) {
             let targets = operations.indices.filter { target in
-                ProgramSimulation.dependsTransitively(target, on: index, in: operations)
+                operations[target].dependencies.contains(index)
                     && ProgramSimulation.mayBeCancelled(operations[target])
             }
             if let target = targets.randomElement(using: &random) {

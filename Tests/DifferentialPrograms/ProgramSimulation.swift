@@ -100,8 +100,11 @@ public struct ProgramSimulation: Sendable {
         }
     }
 
-    /// Nothing in the queue can have started, and nothing in it must not be cancelled.
+    /// Nothing in the queue can have started, and nothing in it must not be cancelled; no
+    /// barrier is pending (Linux's Foundation cancels a pending barrier too, and then often
+    /// crashes).
     public var mayCancelAll: Bool {
+        guard !barrierPending else { return false }
         let inQueue = operations.indices.filter { added[$0] && !removed[$0] }
         return !inQueue.isEmpty && inQueue.allSatisfy { !mayHaveStarted[$0] && Self.mayBeCancelled(operations[$0]) }
     }
