@@ -21,6 +21,52 @@ public enum NamedPrograms {
         all.first { $0.identifier == "named:\(name)" }
     }
 
+    /// What both implementations must observe, by program identifier: agreeing is not
+    /// enough where the right answer is known.
+    public static let expectations: [String: [String: String]] = [
+        "named:serial-queue-starts-in-the-order-added": ["order": "a b c d e"],
+        "named:high-band-starts-in-the-order-added": ["order": "a b c"],
+        "named:barrier-holds-back-cancelled-operation-added-after-it": [
+            "order": "before barrier1 after",
+            "barrier1.after": "after finished=false executing=false",
+            "barrier1.before": "before finished=true executing=false",
+            "after.work": "0", "after.start": "1", "after.completion": "1",
+        ],
+        "named:band-is-fixed-when-added": ["order": "a b c d"],
+        "named:super-start-finishing-later-from-another-thread": [
+            "work.final": "finished=true cancelled=false executing=false",
+            "dependent.dependenciesFinishedAtWork": "true",
+            "work.completion": "1", "work.completionSaw": "finished=true cancelled=false",
+            "queue.operationCount": "0",
+        ],
+        "named:state-announced-only-through-dependent-key": [
+            "order": "superStarting ownStart last",
+            "superStarting.completion": "1", "ownStart.completion": "1",
+            "last.dependenciesFinishedAtWork": "true", "step5.returned": "true",
+        ],
+        "named:finishing-inside-start-before-it-returns": [
+            "own.completion": "1", "dependent.dependenciesFinishedAtWork": "true", "step3.returned": "true",
+        ],
+        "named:advised-asynchronous-finishes-when-main-returns": [
+            "advised.final": "finished=true cancelled=false executing=false",
+            "advised.completion": "1", "dependent.dependenciesFinishedAtWork": "true", "step3.returned": "true",
+        ],
+        "named:cancelled-operation-finishes-itself-after-super-start": [
+            "cancelled.start": "1", "cancelled.work": "0", "cancelled.completion": "1",
+            "cancelled.completionSaw": "finished=true cancelled=true",
+            "cancelled.final": "finished=true cancelled=true executing=false",
+            "dependent.work": "1", "step2.returned": "true",
+        ],
+        "named:wait-inside-own-completion-block-returns": [
+            "plain.waitInCompletionReturned": "true", "later.waitInCompletionReturned": "true",
+            "block.waitInCompletionReturned": "true",
+        ],
+        "named:queue-subclass-sees-blocks-but-not-batches": [
+            "queue.addOperationCalls": "single unnamed", "step4.operationCount": "3",
+            "order": "single q2 batched barrier1",
+        ],
+    ]
+
     /// A serial suspended queue given a, b (after a), c, d (after c), e starts them in that order.
     public static var serialQueueStartsInTheOrderAdded: Program {
         let names = ["a", "b", "c", "d", "e"]

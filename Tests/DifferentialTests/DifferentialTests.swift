@@ -12,6 +12,7 @@ import Testing
 /// - `OPERATIONS_DIFFERENTIAL_SEED=S`: replay one seed, printing the program and both
 ///   transcripts whether or not they agree.
 /// - `OPERATIONS_DIFFERENTIAL_RUNS=K`: how often Linux's Foundation runs each program (default 3).
+/// - `OPERATIONS_DIFFERENTIAL_OPERATIONS=N`: at most N operations a program (default 6).
 @Suite("Differential: Linux's Foundation and Operations observe the same", .serialized)
 struct DifferentialTests {
     static let environment = ProcessInfo.processInfo.environment
@@ -45,6 +46,16 @@ struct DifferentialTests {
         for program in NamedPrograms.all where report.foundationFailures.contains(program.identifier) {
             Issue.record("Linux's Foundation did not finish \(program.identifier):\n\(program)")
         }
+        for program in NamedPrograms.all {
+            let expected = try #require(NamedPrograms.expectations[program.identifier], "\(program.identifier) has expectations")
+            for (implementation, outcome) in [("Linux's Foundation", report.outcomes.foundation), ("Operations", report.outcomes.operations)] {
+                for run in outcome[program.identifier]?.runs ?? [] {
+                    for (key, value) in expected where run[key] != value {
+                        Issue.record("\(program.identifier) on \(implementation): \(key) is \(run[key].map { "\"\($0)\"" } ?? "missing"), expected \"\(value)\"\n\(program)")
+                    }
+                }
+            }
+        }
         print(report.summary(label: "named programs"))
     }
 
@@ -53,12 +64,16 @@ struct DifferentialTests {
         let replay = Self.setting("OPERATIONS_DIFFERENTIAL_SEED")
         let first = replay ?? Self.setting("OPERATIONS_DIFFERENTIAL_FIRST_SEED") ?? 0
         let count = replay == nil ? max(1, Self.setting("OPERATIONS_DIFFERENTIAL_PROGRAMS") ?? Self.defaultPrograms) : 1
-        let programs = (first..<(first + count)).map { ProgramGenerator.program(seed: UInt64($0)) }
-        let report = try Self.compare(programs, filtered: true, replay: replay != nil)
+        let parameters = GeneratorParameters(
+            maximumOperations: Self.setting("OPERATIONS_DIFFERENTIAL_OPERATIONS") ?? GeneratorParameters().maximumOperations)
+        let programs = (first..<(first + count)).map { ProgramGenerator.program(seed: UInt64($0), parameters: parameters) }
+        let report = try Self.compare(
+            programs, filtered: true, replay: replay != nil, options: ["--operations", "\(parameters.maximumOperations)"])
         print(report.summary(label: "generated programs, seeds \(first)..<\(first + count)"))
     }
 
     struct Report {
+        var outcomes: (foundation: [String: Outcome], operations: [String: Outcome]) = ([:], [:])
         var programs = 0
         var foundationFailures: [String] = []
         var stableKeys = 0
@@ -81,12 +96,13 @@ struct DifferentialTests {
     }
 
     /// Runs `programs` on both implementations and records an issue per divergence.
-    static func compare(_ programs: [Program], filtered: Bool, replay: Bool) throws -> Report {
+    static func compare(_ programs: [Program], filtered: Bool, replay: Bool, options: [String] = []) throws -> Report {
         let started = ContinuousClock.now
         let identifiers = programs.map(\.identifier)
         let outcomes = try Harness.runBoth(
-            identifiers, foundationRuns: foundationRuns, operationsRuns: operationsRuns, timeout: timeout)
-        var report = Report(programs: programs.count, foundationRuns: foundationRuns, operationsRuns: operationsRuns)
+            identifiers, foundationRuns: foundationRuns, operationsRuns: operationsRuns, timeout: timeout, options: options)
+        var report = Report(
+            outcomes: outcomes, programs: programs.count, foundationRuns: foundationRuns, operationsRuns: operationsRuns)
         for program in programs {
             let foundation = outcomes.foundation[program.identifier]
             let operations = outcomes.operations[program.identifier]
@@ -120,7 +136,9 @@ struct DifferentialTests {
             lines += differences.map { "  \($0)" }
         }
         if program.identifier.hasPrefix("seed:") {
-            lines.append("Replay: OPERATIONS_DIFFERENTIAL_SEED=\(program.identifier.dropFirst("seed:".count)) swift test --filter DifferentialTests")
+            let size = environment["OPERATIONS_DIFFERENTIAL_OPERATIONS"].map { "OPERATIONS_DIFFERENTIAL_OPERATIONS=\($0) " } ?? ""
+            lines.append(
+                "Replay: \(size)OPERATIONS_DIFFERENTIAL_SEED=\(program.identifier.dropFirst("seed:".count)) swift test --filter DifferentialTests")
         }
         lines.append("The program:")
         lines.append(program.description)

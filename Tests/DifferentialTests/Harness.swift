@@ -27,13 +27,13 @@ enum Harness {
     /// Runs `programs` `runs` times each on `implementation`. A run that times out or crashes
     /// ends that process; the programs after it run in a new one.
     static func run(
-        _ programs: [String], on implementation: Implementation, runs: Int, timeout: Int
+        _ programs: [String], on implementation: Implementation, runs: Int, timeout: Int, options: [String] = []
     ) throws -> [String: Outcome] {
         var outcomes: [String: Outcome] = [:]
         var pending = programs[...]
         while !pending.isEmpty {
             let (status, output, errors) = try execute(
-                implementation, arguments: ["--runs", "\(runs)", "--timeout", "\(timeout)"] + pending)
+                implementation, arguments: ["--runs", "\(runs)", "--timeout", "\(timeout)"] + options + pending)
             var current: String?
             // A run's lines count once its `end` line came.
             var runIsOpen = false
@@ -107,16 +107,18 @@ enum Harness {
 
     /// Runs both implementations at once (one process each).
     static func runBoth(
-        _ programs: [String], foundationRuns: Int, operationsRuns: Int, timeout: Int
+        _ programs: [String], foundationRuns: Int, operationsRuns: Int, timeout: Int, options: [String] = []
     ) throws -> (foundation: [String: Outcome], operations: [String: Outcome]) {
         let foundation = Locked<Result<[String: Outcome], any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            let result = Result { try run(programs, on: .foundation, runs: foundationRuns, timeout: timeout) }
+            let result = Result {
+                try run(programs, on: .foundation, runs: foundationRuns, timeout: timeout, options: options)
+            }
             foundation.set(result)
             done.signal()
         }
-        let operations = try run(programs, on: .operations, runs: operationsRuns, timeout: timeout)
+        let operations = try run(programs, on: .operations, runs: operationsRuns, timeout: timeout, options: options)
         done.wait()
         return (try foundation.get()!.get(), operations)
     }
