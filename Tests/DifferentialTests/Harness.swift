@@ -100,9 +100,15 @@ enum Harness {
         process.standardError = try FileHandle(forWritingTo: errorFile)
         try process.run()
         process.waitUntilExit()
-        let output = String(decoding: try Data(contentsOf: outputFile), as: UTF8.self)
-        let errors = String(decoding: try Data(contentsOf: errorFile), as: UTF8.self)
-        return (process.terminationStatus, output, errors)
+        return (process.terminationStatus, try read(outputFile), try read(errorFile))
+    }
+
+    /// Read through a file handle: `Data(contentsOf:)` leaks its buffer on this toolchain
+    /// (LeakSanitizer finds it in FoundationEssentials' `readBytesFromFile`).
+    static func read(_ file: URL) throws -> String {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
     }
 
     /// Runs both implementations at once (one process each).
