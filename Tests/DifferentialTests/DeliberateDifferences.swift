@@ -71,17 +71,28 @@ struct DeliberateDifference: Sendable {
             reason: "equal priorities start in the order added (docs: start order); Linux's Foundation moves the operation to the end of its new band, and on a serial queue may take its old band from its QoS and leave it in place.",
             exclusion: .byConstruction("the start order is not recorded once a queued operation's priority changed")),
         DeliberateDifference(
+            name: "a dependent of a higher quality of service raises its dependency's band",
+            reason: "priority escalation, also on a serial queue (docs: \"Using Operations with async/await\"); Linux's Foundation has none.",
+            exclusion: .byConstruction("the start order is not recorded when a dependent's QoS is above its dependency's")),
+        DeliberateDifference(
             name: "barriers hold back cancelled operations added after them",
             reason: "a barrier prevents later operations from starting (docs); Linux's Foundation lets a cancelled one pass before the barrier when no operation ahead of it in its band is ready.",
             exclusion: .byFilter { program, transcript in
+                // What the barriers saw of such operations, and their places in the start
+                // order and those of the operations that depend on them (which become ready
+                // earlier on Linux's Foundation).
                 let held = program.operationsAddedAfterABarrier.intersection(program.operationsCancelledBeforeStarting)
                 for name in held.map({ program.operations[$0].name }) {
                     for key in transcript.keys where key.hasPrefix("barrier") && key.hasSuffix(".\(name)") {
                         transcript[key] = nil
                     }
-                    if let order = transcript["order"] {
-                        transcript["order"] = order.split(separator: " ").filter { $0 != name }.joined(separator: " ")
-                    }
+                }
+                let moved = Set(program.operations.indices.filter { index in
+                    held.contains(index)
+                        || held.contains { ProgramSimulation.dependsTransitively(index, on: $0, in: program.operations) }
+                }.map { program.operations[$0].name })
+                if let order = transcript["order"] {
+                    transcript["order"] = order.split(separator: " ").filter { !moved.contains(String($0)) }.joined(separator: " ")
                 }
             }),
         DeliberateDifference(
@@ -119,10 +130,6 @@ struct DeliberateDifference: Sendable {
             name: "a barrier escalates the operations before it to its queue's quality of service",
             reason: "Operations gives the barrier its queue's QoS, and its edges raise earlier operations' bands as a dependent's would, over their queuePriority, also on a serial queue; Linux's Foundation keeps them (the escalation of dependencies by dependents is documented, by barriers not).",
             exclusion: .byConstruction("the start order is not recorded when a program adds a barrier to a queue with a QoS set")),
-        DeliberateDifference(
-            name: "a dependent of a higher quality of service raises its dependency's band",
-            reason: "priority escalation (docs: Using Operations with async/await), also on a serial queue; Linux's Foundation has none. Listed here, not above, only because the migration guide does not mention it.",
-            exclusion: .byConstruction("the start order is not recorded when a dependent's QoS is above its dependency's")),
     ]
 
     static var filters: [@Sendable (Program, inout Transcript) -> Void] {

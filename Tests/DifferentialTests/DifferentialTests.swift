@@ -21,7 +21,7 @@ struct DifferentialTests {
         environment[name].flatMap { Int($0) }
     }
 
-    /// 1,000 programs take about 4 s; under a sanitizer (its runtime is loaded in this
+    /// 1,000 programs take about 3 s; under a sanitizer (its runtime is loaded in this
     /// process too) everything is several times slower, and 200 do.
     static var defaultPrograms: Int {
         dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil ? 200 : 1000
