@@ -52,6 +52,18 @@ let package = Package(
         .target(
             name: "OperationsLogging",
             dependencies: ["Operations", .product(name: "Logging", package: "swift-log")]),
+        // The differential test: programs over the Foundation-shaped API, generated from a seed
+        // (`DifferentialPrograms`), run by one interpreter compiled twice — against Linux's
+        // Foundation and against `Operations` — whose transcripts the test compares. The
+        // interpreter's sources live in `Tests/DifferentialInterpreter/` and are linked into
+        // both executables' folders; each executable adds a shim naming the classes it tests.
+        .target(name: "DifferentialPrograms", path: "Tests/DifferentialPrograms"),
+        .executableTarget(
+            name: "DifferentialOnFoundation", dependencies: ["DifferentialPrograms"],
+            path: "Tests/DifferentialOnFoundation"),
+        .executableTarget(
+            name: "DifferentialOnOperations", dependencies: ["DifferentialPrograms", "Operations"],
+            path: "Tests/DifferentialOnOperations"),
         .testTarget(
             name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
@@ -69,6 +81,10 @@ let package = Package(
         .testTarget(
             name: "OperationsLoggingTests",
             dependencies: ["OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log")]),
+        // Depends on the executables only so that `swift test` builds them beside the tests.
+        .testTarget(
+            name: "DifferentialTests",
+            dependencies: ["DifferentialPrograms", "DifferentialOnFoundation", "DifferentialOnOperations"]),
     ],
     swiftLanguageModes: [.v6]
 )
