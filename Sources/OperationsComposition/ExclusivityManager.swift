@@ -4,6 +4,12 @@ import Operations
 
 /// The holders and waiters of every category, process-wide. A pure state machine: its
 /// events return the passes to admit, which the caller admits after the lock.
+///
+/// Each category has its own line of waiting requests, in the order they came; a request is
+/// granted when it is first in the line of every category it names and all of them are free
+/// for its mode. Lines follow the one order of arrival, so two requests never wait for each
+/// other; a release looks only at the lines of the categories it frees: 64 categories cost
+/// no more per request than one.
 struct ExclusivityState {
     struct Holding {
         var exclusive = false
@@ -16,104 +22,145 @@ struct ExclusivityState {
         var needs: [(category: String, mode: ExclusivityMode)]
         var grant: GatePass
         /// Made from inside a group (or retry) that holds categories: granted as soon as
-        /// its categories are free, not behind the line, whose earlier requests may be
+        /// its categories are free, not behind the lines, whose earlier requests may be
         /// waiting for that very group (which waits for this one).
         var insideHolder = false
+    }
+
+    /// The ids waiting in one category, first from `head` on; ids no longer waiting (left)
+    /// are skipped when they come first, so that taking the first costs O(1).
+    struct Line {
+        var ids: [UInt64] = []
+        var head = 0
+
+        var isEmpty: Bool { head == ids.count }
+
+        mutating func compact() {
+            if head > 32, head * 2 > ids.count {
+                ids.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     var nextID: UInt64 = 0
     var holdings: [String: Holding] = [:]
     /// Requests not granted yet, by id.
     var waiting: [UInt64: Request] = [:]
-    /// The ids of waiting requests in the order they came, from `head` on; ids no longer
-    /// in `waiting` (granted, or left) are skipped and dropped from the front, so that
-    /// granting the first in line costs O(1), not a shift of the whole line.
-    var line: [UInt64] = []
-    var head = 0
+    /// The line of each category with waiting requests (inside-holder requests wait in none).
+    var lines: [String: Line] = [:]
+    /// Inside-holder requests waiting, by a category they name.
+    var insideHolders: [String: [UInt64]] = [:]
     /// Granted requests, until released.
     var granted: [UInt64: [(category: String, mode: ExclusivityMode)]] = [:]
-    /// How many waiting requests name each category: a grant pass stops once every such
-    /// category is blocked, so a long line costs little per release.
-    var waitingPerCategory: [String: Int] = [:]
-    /// How many waiting requests are `insideHolder`: while any is, a grant pass reads the
-    /// whole line.
-    var waitingInsideHolders = 0
 
     /// A request arrives; returns its id and the passes granted now (its own, if it is).
     mutating func request(
         _ needs: [(category: String, mode: ExclusivityMode)], pass: GatePass, insideHolder: Bool = false
     ) -> (UInt64, [GatePass]) {
         nextID += 1
-        waiting[nextID] = Request(id: nextID, needs: needs, grant: pass, insideHolder: insideHolder)
-        line.append(nextID)
-        for need in needs { waitingPerCategory[need.category, default: 0] += 1 }
-        if insideHolder { waitingInsideHolders += 1 }
-        return (nextID, grant())
+        let id = nextID
+        let request = Request(id: id, needs: needs, grant: pass, insideHolder: insideHolder)
+        // Granted at once when nothing waits before it and its categories are free.
+        var first = true
+        if !insideHolder {
+            for need in needs where self.first(in: need.category) != nil { first = false }
+        }
+        if first, isFree(request) {
+            take(request)
+            return (id, [pass])
+        }
+        waiting[id] = request
+        for need in needs {
+            if insideHolder {
+                insideHolders[need.category, default: []].append(id)
+            } else {
+                lines[need.category, default: Line()].ids.append(id)
+            }
+        }
+        return (id, [])
     }
 
-    /// A request leaves: granted ones give their categories back, waiting ones leave the
-    /// line. Returns the passes granted as a result.
+    /// A request leaves: granted ones give their categories back, waiting ones leave their
+    /// lines. Returns the passes granted as a result.
     mutating func release(_ id: UInt64) -> [GatePass] {
+        let categories: [String]
         if let needs = granted.removeValue(forKey: id) {
             for (category, _) in needs {
                 holdings[category]!.count -= 1
                 if holdings[category]!.count == 0 { holdings[category] = nil }
             }
+            categories = needs.map(\.category)
         } else if let request = waiting.removeValue(forKey: id) {
-            leaveLine(request)
+            // Its ids stay in the lines, skipped when they come first.
+            if request.insideHolder {
+                for need in request.needs { insideHolders[need.category]?.removeAll { $0 == id } }
+            }
+            categories = request.needs.map(\.category)
         } else {
             return []
         }
-        return grant()
+        return grant(startingWith: categories)
     }
 
-    /// Grants, in arrival order, every waiting request whose categories are all free for
-    /// its mode, all at once. A request that must wait blocks every later one in its
-    /// categories (FIFO per category: a waiting writer is not overtaken by later readers).
-    private mutating func grant() -> [GatePass] {
-        var blocked: Set<String> = []
-        var tickets: [GatePass] = []
-        var index = head
-        while index < line.count, blocked.count < waitingPerCategory.count || waitingInsideHolders > 0 {
-            guard let request = waiting[line[index]] else {
-                index += 1
-                continue
-            }
-            let grantable = request.needs.allSatisfy { need in
-                guard request.insideHolder || !blocked.contains(need.category) else { return false }
-                guard let holding = holdings[need.category] else { return true }
-                return need.mode == .shared && !holding.exclusive
-            }
-            index += 1
-            guard grantable else {
-                for need in request.needs { blocked.insert(need.category) }
-                continue
-            }
-            for need in request.needs {
-                var holding = holdings[need.category] ?? Holding()
-                holding.exclusive = need.mode == .exclusive
-                holding.count += 1
-                holdings[need.category] = holding
-            }
-            granted[request.id] = request.needs
-            tickets.append(request.grant)
-            waiting[request.id] = nil
-            leaveLine(request)
+    /// Whether every category of `request` is free for its mode.
+    private func isFree(_ request: Request) -> Bool {
+        request.needs.allSatisfy { need in
+            guard let holding = holdings[need.category] else { return true }
+            return need.mode == .shared && !holding.exclusive
         }
-        while head < line.count, waiting[line[head]] == nil { head += 1 }
-        if head > 64, head * 2 > line.count {
-            line.removeFirst(head)
-            head = 0
-        }
-        return tickets
     }
 
-    private mutating func leaveLine(_ request: Request) {
-        if request.insideHolder { waitingInsideHolders -= 1 }
+    private mutating func take(_ request: Request) {
         for need in request.needs {
-            let left = waitingPerCategory[need.category, default: 1] - 1
-            waitingPerCategory[need.category] = left > 0 ? left : nil
+            var holding = holdings[need.category] ?? Holding()
+            holding.exclusive = need.mode == .exclusive
+            holding.count += 1
+            holdings[need.category] = holding
         }
+        granted[request.id] = request.needs
+    }
+
+    /// The first waiting id of `category`'s line, dropping ids that left.
+    private mutating func first(in category: String) -> UInt64? {
+        guard var line = lines[category] else { return nil }
+        while !line.isEmpty, waiting[line.ids[line.head]] == nil { line.head += 1 }
+        guard !line.isEmpty else {
+            lines[category] = nil
+            return nil
+        }
+        line.compact()
+        lines[category] = line
+        return line.ids[line.head]
+    }
+
+    /// Grants what the change in `categories` allows: in each line, the first requests
+    /// that are first in all their lines and free; a grant moves other lines, which are
+    /// looked at in turn.
+    private mutating func grant(startingWith categories: [String]) -> [GatePass] {
+        var passes: [GatePass] = []
+        var pending = categories
+        while let category = pending.popLast() {
+            for id in insideHolders[category] ?? [] {
+                guard let request = waiting[id], isFree(request) else { continue }
+                waiting[id] = nil
+                for need in request.needs { insideHolders[need.category]?.removeAll { $0 == id } }
+                take(request)
+                passes.append(request.grant)
+            }
+            while let id = first(in: category), let request = waiting[id],
+                request.needs.allSatisfy({ first(in: $0.category) == id }), isFree(request)
+            {
+                waiting[id] = nil
+                for need in request.needs {
+                    lines[need.category]!.head += 1
+                    if need.category != category { pending.append(need.category) }
+                }
+                take(request)
+                passes.append(request.grant)
+            }
+        }
+        return passes
     }
 }
 
