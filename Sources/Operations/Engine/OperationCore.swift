@@ -572,11 +572,15 @@ extension OperationCore {
         var outcome: Operation.Outcome?
     }
 
-    /// The finish has been processed (dependents released, completion block run).
+    /// The finish has been processed (dependents released, completion block run). With
+    /// nothing waiting, the operation is finished now; otherwise once the waiters taken here
+    /// have been woken (see ``settle()``): a wait that begins meanwhile joins them, so that
+    /// no wait returns before every hook registered earlier (an observer's finish) has run.
     mutating func complete() -> Completion {
-        guard apply(.complete) else {
+        guard case .finishing = phase else {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
+        if finishWaiters.isEmpty { _ = apply(.complete) }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         // Taken from the side box in place (most operations have no box: one compare).
         var hidden: [Operation] = []
@@ -590,6 +594,19 @@ extension OperationCore {
         return Completion(
             waiters: finishWaiters, hiddenDependencies: hidden, startHooks: startHooks,
             outcome: hooked ? outcome : nil)
+    }
+
+    /// The waiters woken by `complete()` have run: the waiters that came meanwhile, to wake
+    /// in turn, or nil when there are none and the operation is finished now.
+    mutating func settle() -> (waiters: [FinishWaiter], outcome: Operation.Outcome?)? {
+        guard case .finishing = phase else { return nil }
+        guard !finishWaiters.isEmpty else {
+            _ = apply(.complete)
+            return nil
+        }
+        let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
+        defer { finishWaiters = [] }
+        return (finishWaiters, hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.

@@ -1,5 +1,7 @@
 /// The completion blocks running on the current thread, innermost first: a wait made from
-/// inside a completion block must not wait for that block (it would wait for itself).
+/// inside a completion block must not wait for that block (it would wait for itself). The
+/// waking of an operation's waiters runs as a scope of its own, with no queue: a wait for
+/// that operation made from a hook or an observer on this thread returns at once.
 ///
 /// `waitUntilFinished()` and queue waits return after the completion block has run; from
 /// inside the block, `waitUntilFinished()` of its own operation returns at once, and

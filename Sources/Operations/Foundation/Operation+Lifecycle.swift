@@ -44,9 +44,24 @@ extension Operation {
         // With observers, the queue counts the operation for its waits until they were told.
         let announcing = _hasObservers && finish.queue != nil
         var wakeups = _processFinish(&finish, announcing: announcing)
-        announce()
-        if announcing, let queue = finish.queue { wakeups.queueWaiters += queue._finishAnnounced() }
-        wakeups.wake()
+        let queue = finish.queue
+        func tellAndWake() {
+            announce()
+            if announcing, let queue { wakeups.queueWaiters += queue._finishAnnounced() }
+            wakeups.wake()
+        }
+        // Nothing waited: the operation is finished already, and a wait returns at once.
+        guard !wakeups.waiters.isEmpty else { return tellAndWake() }
+        // The operation is finished once its waiters have been woken: a wait that begins
+        // meanwhile joins them (it returns after the hooks registered before it, such as an
+        // observer's finish), and a wait made from this thread, from an observer or a hook,
+        // returns at once (it would wait for itself).
+        CompletionBlockScope.run({
+            tellAndWake()
+            while let more = _update({ $0.settle() }) {
+                for waiter in more.waiters { waiter.wake(more.outcome) }
+            }
+        }, of: self, in: nil)
     }
 
     /// Records the events of a finish in the queue's order (called under the lock, so that

@@ -1,4 +1,4 @@
-import Operations
+@testable import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
@@ -211,5 +211,29 @@ struct StartEventOrderTests {
         OperationQueue().addOperation(operation)
         operation.waitUntilFinished()
         #expect(log() == ["finished"])
+    }
+
+    /// Forced: a hook that runs first among the operation's waiters starts a wait on another
+    /// thread and lets the waking go on only once that wait is registered (or has returned).
+    @Test("a wait that begins while an operation's waiters are woken returns after them, an observer's finish included")
+    func lateWaitReturnsAfterHooks() {
+        let operation = BlockOperation {}
+        let log = Shared<[String]>([])
+        let returned = Shared(false)
+        let sawFinish = Shared<Bool?>(nil)
+        let done = Gate()
+        operation._onFinish { [unowned operation] _ in
+            DispatchQueue.global().async {
+                operation.waitUntilFinished()
+                sawFinish.update { $0 = log().contains("finished") }
+                returned.update { $0 = true }
+                done.open()
+            }
+            _ = eventually { returned() || operation._update { !$0.finishWaiters.isEmpty } }
+        }
+        operation.addObserver(BlockObserver(didFinish: { _, _ in log.append("finished") }))
+        OperationQueue().addOperation(operation)
+        #expect(done.wait())
+        #expect(sawFinish() == true, "the wait returned before the observer was told the finish")
     }
 }
