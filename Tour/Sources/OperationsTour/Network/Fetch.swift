@@ -6,8 +6,8 @@ import FoundationNetworking
 /// Downloads `url` with a data task, for async code; cancelling the awaiting task cancels
 /// the request.
 ///
-/// Why not `URLSession.data(from:)`: on Linux (swift-corelibs-foundation before its fix for
-/// issue #5412) cancelling a task suspended in it can deadlock. The cancellation handler
+/// Why not `URLSession.data(from:)`: with the swift-corelibs-foundation of this toolchain,
+/// cancelling a task suspended in it can deadlock. The cancellation handler
 /// runs under the task's status lock and cancels the request synchronously on the
 /// session's queue, while that queue, finishing the same request, waits for the status
 /// lock to resume the task. The tour's async chapter hit it under Address Sanitizer. Here
