@@ -32,7 +32,7 @@ struct StallReport {
         }
 
         /// What the call waits for, when the call alone says: its operation, or every
-        /// member of its queue (the hidden evaluators too: a wait held up by one names it).
+        /// member of its queue (a wait held up by one names it).
         /// Empty when the waiting code knows (the operations of a batch or a loop).
         var targets: [Operation] {
             switch self {

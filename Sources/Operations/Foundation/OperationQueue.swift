@@ -228,7 +228,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         }
         guard let semaphore else { return }
         var report = StallReport(call: .waitUntilAllOperationsAreFinished(self))
-        // Every member, the hidden evaluators too: a wait held up by one names it.
+        // Every member: a wait held up by one names it.
         report.wait(on: semaphore) { self.core.withLock { $0.members.all } }
     }
 

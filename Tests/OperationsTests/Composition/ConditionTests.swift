@@ -244,11 +244,10 @@ struct ConditionTests {
         }.map { $0.standardErrorContent.containsText("\"queued\"", "addCondition") }.check()
     }
 
-    /// Regression: the hidden evaluator of an operation's conditions and categories was
-    /// listed in `operations`, counted in `operationCount` (two operations added, four
-    /// counted), in the queue's progress and against its `capacity`.
-    @Test("the hidden evaluators are not listed, counted, or counted in progress or capacity")
-    func evaluatorsHidden() async throws {
+    /// Conditions and categories add nothing to the queue: two operations added are two in
+    /// `operations`, `operationCount`, the queue's progress and its `capacity`.
+    @Test("conditions and categories are not listed, counted, or counted in progress or capacity")
+    func conditionsAddNothingToTheQueue() async throws {
         let queue = OperationQueue()
         queue.isSuspended = true
         let guarded = BlockOperation {}
@@ -263,7 +262,7 @@ struct ConditionTests {
         await queue.waitUntilAllOperationsAreFinished()
         #expect(queue.progress.completedUnitCount == 2)
         #expect(queue.operationCount == 0)
-        // Capacity: room for two, both taken by the two operations (not by their evaluators).
+        // Capacity: room for two, both taken by the two operations.
         let limited = OperationQueue()
         limited.capacity = 2
         limited.isSuspended = true
@@ -277,7 +276,7 @@ struct ConditionTests {
             admitted.update { $0 = true }
         }
         let wasAdmitted = await eventuallyAsync { admitted() }
-        #expect(wasAdmitted, "the second producer waited: the evaluator took the place")
+        #expect(wasAdmitted, "the second producer waited: something else took the place")
         producer.cancel()
         _ = try? await producer.value
         limited.isSuspended = false

@@ -87,8 +87,8 @@ struct ExclusivityTests {
     /// on one of the composition layer's four lanes, chosen round robin, so requests made
     /// in one order reached the manager in another (a probe adding 20 operations of one
     /// category to a default queue saw them run scrambled — 0, 4, 8, … — in 187 of 200
-    /// rounds). Now the request is made on the thread that starts the operation's
-    /// evaluator, in the order the queue starts them. Forced: every lane is kept busy by
+    /// rounds). Now the request is made on the thread that consults the operation's gates,
+    /// in the order they become due. Forced: every lane is kept busy by
     /// conditions that wait on a gate; an operation with only a category must still run.
     @Test("an operation with only categories asks for them at once, without waiting for the composition lanes")
     func categoriesWithoutLanes() {
