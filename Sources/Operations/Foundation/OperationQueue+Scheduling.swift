@@ -36,7 +36,7 @@ extension OperationQueue {
         let observed = leaves && _hasObservers
         // An observed operation leaves now: the observers of its `isFinished`, told before
         // its worker's next lock, must find it gone.
-        if releasesSlot && leaves && !observed && !operation._hasObservers,
+        if releasesSlot && leaves && !observed && !announcing && !operation._hasObservers,
             WorkerContext.finishedHere(operation, queue: self)
         {
             return []
