@@ -444,4 +444,26 @@ struct StallReportTests {
             queue.waitUntilAllOperationsAreFinished()
         }
     }
+
+    @Test("an operation that waits for one behind it on its own serial queue is reported as a deadlock, naming both")
+    func waitForLaterOnOwnSerialQueue() {
+        let capture = Capture(marker: "deadlock-probe")
+        capture.during {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.name = "deadlock-probe queue"
+            let later = BlockOperation {}
+            later.name = "deadlock-probe later"
+            let first = BlockOperation { later.waitUntilFinished() }
+            first.name = "deadlock-probe first"
+            queue.isSuspended = true
+            queue.addOperations([first, later], waitUntilFinished: false)
+            queue.isSuspended = false
+            #expect(capture.reported.wait())
+            // A second slot ends it.
+            queue.maxConcurrentOperationCount = 2
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("first") && $0.contains("later") }, "\(capture.stalls)")
+    }
 }

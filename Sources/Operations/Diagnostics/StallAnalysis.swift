@@ -63,7 +63,10 @@ struct StallAnalysis {
                 stuckChild = known.cause
             } else if let index = onPath[id] {
                 let names = path[index...].map { $0.operation._stallName } + [child._stallName]
-                stuckChild = "dependency cycle \(names.joined(separator: " → ")) (each waits for the next; cancel one to break it)"
+                let inWait = path[index...].contains { BlockedWaits.targets(of: $0.operation) != nil }
+                stuckChild = inWait
+                    ? "deadlock \(names.joined(separator: " → ")) (each waits for the next: a wait inside a running operation for work that needs the slot it holds, or that it depends on)"
+                    : "dependency cycle \(names.joined(separator: " → ")) (each waits for the next; cancel one to break it)"
             } else {
                 stuckChild = begin(child, path: &path).cause
             }
@@ -78,7 +81,11 @@ struct StallAnalysis {
         var waitsFor: [Operation] = []
         for reason in operation.waitReasons {
             switch reason {
-            case .finished, .executing, .waitingForWorker, .isReadyReturnsFalse:
+            case .executing:
+                // Its work blocked in a wait: it progresses when what it waits for does.
+                guard let targets = BlockedWaits.targets(of: operation) else { return record(operation, .progresses) }
+                waitsFor += targets
+            case .finished, .waitingForWorker, .isReadyReturnsFalse:
                 return record(operation, .progresses)
             case .condition(_, let contributed?):
                 waitsFor.append(contributed)
@@ -87,7 +94,10 @@ struct StallAnalysis {
                 return record(operation, .progresses)
             case .concurrencyLimit(let queue, let limit):
                 if limit == 0 { return record(operation, .stuck("\(operation._stallName): \(Operation.WaitReason.concurrencyLimit(queue, limit: 0))")) }
-                return record(operation, .progresses)
+                // Every slot held by an operation blocked in a wait: it waits for them.
+                let holders = BlockedWaits.blocked(in: queue)
+                guard holders.count >= limit else { return record(operation, .progresses) }
+                waitsFor += holders
             case .queueSuspended, .notInQueue, .finishedWithoutAnnouncement:
                 return record(operation, .stuck("\(operation._stallName): \(reason)"))
             case .dependency(let dependency, _), .barrier(let dependency):

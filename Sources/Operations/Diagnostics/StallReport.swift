@@ -76,6 +76,11 @@ struct StallReport {
     /// Waits until `semaphore` is signalled. `targets` lists what is waited for, read when
     /// a look is due.
     mutating func wait(on semaphore: DispatchSemaphore, targets: () -> [Operation]) {
+        // A wait from inside a running operation: the analysis follows it through that one.
+        BlockedWaits.during(targets: targets) { waitReporting(on: semaphore, targets: targets) }
+    }
+
+    private mutating func waitReporting(on semaphore: DispatchSemaphore, targets: () -> [Operation]) {
         var delay = OperationDiagnostic.stallReportDelay
         if delay == .zero {
             look(targets(), waited: nil)
