@@ -121,6 +121,24 @@ struct FinishingRuleTests {
         #expect(finishedByWork())
     }
 
+    /// Forced: a finish hook (a waiter) holds the finishing worker until the count was read.
+    @Test("An operation that someone waits for has left its queue when the waits wake")
+    func waitsWakeWithTheOperationOutOfItsQueue() {
+        let queue = OperationQueue()
+        let operation = BlockOperation {}
+        let inHook = Gate(), read = Gate()
+        operation._onFinish { _ in
+            inHook.open()
+            _ = read.wait(timeout: 600)
+        }
+        queue.addOperation(operation)
+        #expect(inHook.wait())
+        let count = queue.operationCount
+        read.open()
+        #expect(count == 0, "the waits woke while the operation was still counted by its queue")
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test("Finishing inside main(), before start() returns, finishes the operation once")
     func finishingInsideMainFinishesOnce() {
         let queue = OperationQueue()

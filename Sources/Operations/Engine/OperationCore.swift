@@ -534,6 +534,9 @@ extension OperationCore {
         var completedCancellation: Bool
         /// Errors the outcome does not keep (boxed, rare), to be dropped after the lock.
         var unusedErrors: OperationExtras?
+        /// Someone waits for the operation: its queue's bookkeeping is done before they wake
+        /// (a wait returns with the operation out of its queue), not left to its worker.
+        var hasWaiters: Bool
     }
 
     /// The operation finished. Returns the work to do, once; nil when it already finished.
@@ -558,7 +561,8 @@ extension OperationCore {
         let completionBlock = extras?.completionBlock.take()
         return Finish(
             outcome: kind, dependents: dependents, completionBlock: completionBlock, queue: queue,
-            releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused)
+            releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused,
+            hasWaiters: !finishWaiters.isEmpty)
     }
 
     /// What completing hands over: the references the operation no longer needs, and the

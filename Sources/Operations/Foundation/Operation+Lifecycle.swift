@@ -123,7 +123,9 @@ extension Operation {
             _ = consume completionBlock
             queueWaiters += queue?._operationFinished(self, releasesSlot: false, leaves: true, announcing: announcing) ?? []
         } else if let queue {
-            queueWaiters = queue._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: true, announcing: announcing)
+            queueWaiters = queue._operationFinished(
+                self, releasesSlot: finish.releasesSlot, leaves: true, announcing: announcing,
+                deferrable: !finish.hasWaiters)
         }
         finish.unusedErrors = nil
         let completion = _update { $0.complete() }
@@ -139,8 +141,10 @@ struct FinishWakeups {
     var waiters: [FinishWaiter]
     var outcome: Operation.Outcome?
 
+    /// The operation's own first (hooks such as an observer's finish among them), then its
+    /// queue's: a wait for the queue returns after what the operation's end set off.
     func wake() {
-        for waiter in queueWaiters { waiter.wake() }
         for waiter in waiters { waiter.wake(outcome) }
+        for waiter in queueWaiters { waiter.wake() }
     }
 }

@@ -29,14 +29,15 @@ extension OperationQueue {
     /// `announcing`: the operation's observers are told once it has left (``_finishAnnounced(_:)``
     /// follows), and until then the queue does not count as empty for its waits.
     final func _operationFinished(
-        _ operation: Operation, releasesSlot: Bool, leaves: Bool, announcing: Bool = false
+        _ operation: Operation, releasesSlot: Bool, leaves: Bool, announcing: Bool = false,
+        deferrable: Bool = true
     ) -> [QueueWaiter] {
         // Counted before leaving, so that whoever sees the queue empty sees the progress.
         if leaves { _countProgress() }
         let observed = leaves && _hasObservers
         // An observed operation leaves now: the observers of its `isFinished`, told before
         // its worker's next lock, must find it gone.
-        if releasesSlot && leaves && !observed && !announcing && !operation._hasObservers,
+        if releasesSlot && leaves && deferrable && !observed && !announcing && !operation._hasObservers,
             WorkerContext.finishedHere(operation, queue: self)
         {
             return []
