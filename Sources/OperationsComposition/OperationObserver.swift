@@ -10,8 +10,9 @@ import Operations
 /// the thread where it happened — `start()`'s thread before `main()`, the thread that
 /// cancelled, the thread that produced, the thread that finished it (after the
 /// completion block) — unless another thread is delivering this operation's earlier
-/// events at that moment: then that thread delivers it, right after them. No lock of
-/// the library is held meanwhile. Foundation's key-value observing keeps working beside it.
+/// events at that moment: then that thread delivers it, right after them (so a wait for the
+/// operation, or for its queue, may return before a finish told that way). No lock of the
+/// library is held meanwhile. Foundation's key-value observing keeps working beside it.
 public protocol OperationObserver: Sendable {
     /// The operation's work is about to run (not called when it finishes without starting,
     /// nor for a subclass whose `start()` override never calls `super.start()`).

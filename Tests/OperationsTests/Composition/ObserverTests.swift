@@ -24,7 +24,12 @@ private final class Recorder: OperationObserver {
         case .cancelled: events.append("finish cancelled")
         case .failed(let error): events.append("finish failed \((error as? TestError)?.code ?? -1)")
         }
+        finished.open()
     }
+
+    /// Opens when the finish has been told (possibly by another thread that was delivering
+    /// this operation's earlier events: see ``OperationObserver``).
+    let finished = Gate()
 }
 
 @Suite("Lifecycle observers", .timeLimit(.minutes(1)))
@@ -127,6 +132,9 @@ struct ObserverTests {
         DispatchQueue.concurrentPerform(iterations: all.count) { index in all[index].0.cancel(with: TestError(code: index)) }
         queue.waitUntilAllOperationsAreFinished()
         for (index, (_, recorder)) in all.enumerated() {
+            // A cancel being told on another thread may tell the finish after the queue's
+            // wait returned (the documented delivery): wait for it, then check the order.
+            #expect(recorder.finished.wait())
             let events = recorder.events()
             #expect(events.last?.hasPrefix("finish") == true)
             #expect(events.filter { $0.hasPrefix("finish") }.count == 1)
