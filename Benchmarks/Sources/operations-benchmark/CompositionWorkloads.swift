@@ -59,34 +59,31 @@ enum CompositionWorkloads {
     /// N operations in one batch on a default queue, each holding one of `categories`
     /// exclusive categories (operation i holds category i % categories).
     static func categorised(_ n: Int, categories: Int) throws -> UInt64 {
-        let ran = AtomicCount()
-        let queue = Operations.OperationQueue()
         let prefix = "bench-\(UUID())-"
-        let operations = (0..<n).map { index in
-            let operation = BlockOperation { ran.increment() }
+        return try batch(n, "categories") { operation, index in
             operation.addExclusivity(prefix + String(index % categories))
-            return operation
         }
-        let start = now()
-        queue.addOperations(operations, waitUntilFinished: true)
-        let elapsed = now() - start
-        try check(ran.value == n, "categories: \(ran.value) of \(n) ran")
-        return elapsed
     }
 
     /// N operations, each with one condition that holds.
     static func conditioned(_ n: Int) throws -> UInt64 {
+        try batch(n, "conditions") { operation, _ in operation.addCondition(BlockCondition { _ in true }) }
+    }
+
+    /// N empty operations, each given what `attach` gives it, added in one batch to a default
+    /// queue; the time from the add until all ran.
+    private static func batch(_ n: Int, _ label: String, attach: (BlockOperation, Int) -> Void) throws -> UInt64 {
         let ran = AtomicCount()
         let queue = Operations.OperationQueue()
-        let operations = (0..<n).map { _ in
+        let operations = (0..<n).map { index in
             let operation = BlockOperation { ran.increment() }
-            operation.addCondition(BlockCondition { _ in true })
+            attach(operation, index)
             return operation
         }
         let start = now()
         queue.addOperations(operations, waitUntilFinished: true)
         let elapsed = now() - start
-        try check(ran.value == n, "conditions: \(ran.value) of \(n) ran")
+        try check(ran.value == n, "\(label): \(ran.value) of \(n) ran")
         return elapsed
     }
 }

@@ -61,6 +61,14 @@ struct OperationCore {
         set { extras(orNew: ()).attachments = newValue }
     }
 
+    /// The attachments, made on first use.
+    mutating func attachments(orNew: Void) -> OperationAttachments {
+        if let attachments { return attachments }
+        let fresh = OperationAttachments()
+        attachments = fresh
+        return fresh
+    }
+
     /// The error a layer above reported before finishing (an async body that threw).
     var failure: (any Error)? {
         get { extras?.failure }

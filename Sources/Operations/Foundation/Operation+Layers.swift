@@ -10,14 +10,6 @@ extension Operation {
         _update { $0.phase.isFinishingOrFinished ? nil : $0.queue }
     }
 
-    /// Whether the operation is in no queue and has not started.
-    package final var _isIdle: Bool {
-        _update { state in
-            if case .idle = state.phase, state.queue == nil { return true }
-            return false
-        }
-    }
-
     /// The reason it was cancelled with, once cancelled.
     package final var _cancellationReason: (any Error)? { _update { $0.extras?.cancellationReason } }
 

@@ -47,12 +47,7 @@ final class OperationAttachments: @unchecked Sendable {
 extension Operation {
     /// Runs `body` with the operation's attachments (made on first use), under its lock.
     private func _withAttachments<Result>(_ body: (OperationAttachments) -> Result) -> Result {
-        _update { state in
-            if let attachments = state.attachments { return body(attachments) }
-            let attachments = OperationAttachments()
-            state.attachments = attachments
-            return body(attachments)
-        }
+        _update { body($0.attachments(orNew: ())) }
     }
 
     /// The value of type `T` a layer keeps with this operation, made by `make` on first use;
@@ -60,12 +55,22 @@ extension Operation {
     package final func _withLayerValue<T: AnyObject, Result>(
         _ make: () -> T, _ body: (T) -> Result
     ) -> Result {
-        _withAttachments { attachments in
+        _withLayerValue(make, idle: { value, _ in body(value) })
+    }
+
+    /// As ``_withLayerValue(_:_:)``, and tells `body` whether the operation is in no queue and
+    /// has not started, in the same lock section.
+    package final func _withLayerValue<T: AnyObject, Result>(
+        _ make: () -> T, idle body: (T, _ isIdle: Bool) -> Result
+    ) -> Result {
+        _update { state in
+            let attachments = state.attachments(orNew: ())
             let key = ObjectIdentifier(T.self)
-            if let value = attachments.values[key] as? T { return body(value) }
-            let value = make()
+            let value = attachments.values[key] as? T ?? make()
             attachments.values[key] = value
-            return body(value)
+            var isIdle = false
+            if case .idle = state.phase, state.queue == nil { isIdle = true }
+            return body(value, isIdle)
         }
     }
 
@@ -86,23 +91,6 @@ extension Operation {
         _withAttachments { $0.preferredExecutor = executor }
     }
 
-    /// As ``_withLayerValue(_:_:)``, and tells `body` whether the operation is in no queue and
-    /// has not started, in the same lock section.
-    package final func _withLayerValue<T: AnyObject, Result>(
-        _ make: () -> T, idle body: (T, _ isIdle: Bool) -> Result
-    ) -> Result {
-        _update { state in
-            let attachments = state.attachments ?? OperationAttachments()
-            state.attachments = attachments
-            let key = ObjectIdentifier(T.self)
-            let value = attachments.values[key] as? T ?? make()
-            attachments.values[key] = value
-            var isIdle = false
-            if case .idle = state.phase, state.queue == nil { isIdle = true }
-            return body(value, isIdle)
-        }
-    }
-
     /// Runs `hook` when the work starts (on the starting thread, before `main()`); at once
     /// if it has started already (the operation's phase says so, whatever was attached
     /// then); never if the operation finishes without starting.
@@ -113,9 +101,7 @@ extension Operation {
             case .finishing, .finished: return .never
             case .executing, .awaitingFinish: return .runNow
             case .idle, .waiting, .checking, .parked, .ready, .dispatched:
-                let attachments = state.attachments ?? OperationAttachments()
-                state.attachments = attachments
-                attachments.startHooks.append(hook)
+                state.attachments(orNew: ()).startHooks.append(hook)
                 return .added
             }
         }
@@ -140,8 +126,7 @@ extension Operation {
     package final func _addLifecycleTap(_ tap: some LifecycleTap) -> Bool {
         let first = _update { state -> Bool? in
             guard !state.phase.isFinishingOrFinished else { return nil }
-            let attachments = state.attachments ?? OperationAttachments()
-            state.attachments = attachments
+            let attachments = state.attachments(orNew: ())
             attachments.taps.append(tap)
             return attachments.taps.count == 1
         }

@@ -29,7 +29,6 @@ private final class CategoryMeter: Sendable {
     var violations: Int { state().violations }
 }
 
-private func unique(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0...UInt64.max))" }
 
 @Suite("Mutual exclusivity", .timeLimit(.minutes(1)))
 struct ExclusivityTests {

@@ -101,7 +101,7 @@ struct GateTests {
             await release.wait()
             return true
         })
-        guarded.addExclusivity("gates-\(UInt64.random(in: 0...UInt64.max))")
+        guarded.addExclusivity(unique("gates"))
         queue.addOperation(guarded)
         await evaluating.wait()
         #expect(queue.operationCount == 1)
@@ -114,7 +114,7 @@ struct GateTests {
 
     @Test("a dependency added after the categories were granted gives them back until it has finished")
     func laterDependencyReleasesCategory() async {
-        let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
+        let category = unique("gates")
         // A serial queue kept busy: the guarded operation is granted its category, then
         // waits for the slot.
         let busyRelease = Gate(), busyStarted = TestGate()
@@ -148,7 +148,7 @@ struct GateTests {
 
     @Test("a dependency added while the operation waits for its category is checked by its conditions again")
     func laterDependencyCheckedByConditions() async {
-        let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
+        let category = unique("gates")
         // An outsider holds the category: the guarded operation's conditions held, and it
         // waits for the category.
         let holderStarted = TestGate(), holderRelease = Gate()
@@ -178,7 +178,7 @@ struct GateTests {
 
     @Test("a suspended queue consults no gate: categories are asked for when it resumes")
     func suspendedQueueConsultsNothing() async {
-        let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
+        let category = unique("gates")
         let queue = OperationQueue()
         queue.isSuspended = true
         let guarded = BlockOperation {}
@@ -308,7 +308,7 @@ struct GateTests {
     /// exclusivity gate: a category is not taken for work that cannot start.
     @Test("a queue suspended while a condition is evaluated takes no category")
     func suspendedDuringCondition() async {
-        let category = "gates-\(UInt64.random(in: 0...UInt64.max))"
+        let category = unique("gates")
         let evaluating = TestGate(), release = TestGate()
         let queue = OperationQueue()
         let guarded = BlockOperation {}

@@ -2,7 +2,6 @@ import Operations
 import OperationsComposition
 import Testing
 
-private func unique(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0...UInt64.max))" }
 
 /// A group (or a retry) that holds a category, with children (or attempts) in the same
 /// category: the ProcedureKit failure mode where a `GroupProcedure` and its child were both

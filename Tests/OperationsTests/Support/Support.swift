@@ -71,6 +71,9 @@ final class ConcurrencyMeter: Sendable {
 }
 
 /// Polls `condition` (for state that announces nothing) until it holds or the timeout passes.
+/// A name no other test uses (exclusivity categories are process-wide).
+func unique(_ name: String) -> String { "\(name)-\(UInt64.random(in: 0...UInt64.max))" }
+
 func eventually(timeout: TimeInterval = eventTimeout, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() {
