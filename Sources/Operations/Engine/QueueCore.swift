@@ -54,6 +54,9 @@ struct QueueCore {
     /// Operations whose gates were due while the queue was suspended: consulted when it
     /// resumes (a category is not taken, nor a condition evaluated, for work that cannot start).
     var gatedWhileSuspended: [Operation] = []
+    /// The identities in `gatedWhileSuspended`: each is kept once, however many times its
+    /// gates were found due.
+    var gatedWhileSuspendedIDs: Set<ObjectIdentifier> = []
     var name: String?
     var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.

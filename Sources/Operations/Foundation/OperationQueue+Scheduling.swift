@@ -16,7 +16,9 @@ extension OperationQueue {
     final func _mayConsultGates(of operation: Operation) -> Bool {
         core.withLock { state in
             guard state.isSuspended else { return true }
-            state.gatedWhileSuspended.append(operation)
+            if state.gatedWhileSuspendedIDs.insert(ObjectIdentifier(operation)).inserted {
+                state.gatedWhileSuspended.append(operation)
+            }
             return false
         }
     }

@@ -130,7 +130,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             var resumed: [Operation] = []
             _change("isSuspended") { state in
                 state.isSuspended = newValue
-                if !newValue { swap(&resumed, &state.gatedWhileSuspended) }
+                if !newValue {
+                    swap(&resumed, &state.gatedWhileSuspended)
+                    state.gatedWhileSuspendedIDs = []
+                }
             }
             // Their gates were left for the resumption.
             for operation in resumed { operation._consultGatesIfDue() }
