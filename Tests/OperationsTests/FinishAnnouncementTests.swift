@@ -79,6 +79,27 @@ struct FinishAnnouncementTests {
         token.invalidate()
     }
 
+    @Test("a wait that begins while the observers of isFinished are told returns after them")
+    func waitBegunDuringTheAnnouncement() {
+        // Forced: the observer itself begins a wait (a finish hook, as `await` does) while it
+        // is being told; nothing waited before, so the operation must not count as finished
+        // for waits until every observer was told.
+        let operation = BlockOperation {}
+        let events = Shared<[String]>([])
+        let token = operation.observe(\.isFinished, options: [.new]) { operation, change in
+            guard change.newValue == true else { return }
+            events.update { $0.append("told") }
+            operation._onFinish { _ in events.update { $0.append("wait returned") } }
+            events.update { $0.append("observer returned") }
+        }
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        operation.waitUntilFinished()
+        #expect(events() == ["told", "observer returned", "wait returned"])
+        token.invalidate()
+    }
+
     @Test("An asynchronous subclass that overrides isFinished and announces it")
     func overriddenIsFinished() {
         let operation = DocumentedAsyncOperation { finish in

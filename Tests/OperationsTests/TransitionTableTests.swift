@@ -14,7 +14,8 @@ struct TransitionTableTests {
     /// except to carry them along).
     static let samples: [Phase] = [
         .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing(byQueue: true),
-        .awaitingFinish(byQueue: true), .finishing(byQueue: true, .succeeded), .finished(.succeeded),
+        .awaitingFinish(byQueue: true), .finishing(byQueue: true, .succeeded), .announcing(.succeeded),
+        .finished(.succeeded),
     ]
 
     /// The legal moves; every pair not listed must be refused.
@@ -39,7 +40,8 @@ struct TransitionTableTests {
         .dispatched: [.unclaim: .parked, .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing],
         .executing: [.baseFinish: .awaitingFinish, .finish: .finishing],
         .awaitingFinish: [.finish: .finishing],
-        .finishing: [.complete: .finished],
+        .finishing: [.processed: .announcing],
+        .announcing: [.complete: .finished],
         .finished: [:],
     ]
 
@@ -71,7 +73,8 @@ struct TransitionTableTests {
             case .finishing(let finishedAfterAwaiting, _)? = Phase.awaitingFinish(byQueue: awaitedByQueue).after(.finish)
         else { Issue.record(); return }
         #expect(finishedAfterAwaiting)
-        guard case .finished(let outcome)? = Phase.finishing(byQueue: false, .cancelled).after(.complete)
+        guard case .announcing(let announced)? = Phase.finishing(byQueue: false, .cancelled).after(.processed),
+            case .finished(let outcome)? = Phase.announcing(announced).after(.complete)
         else { Issue.record(); return }
         #expect(outcome.isCancelled)
     }
@@ -95,7 +98,7 @@ struct TransitionTableTests {
         #expect(!completedLate, "the cancel thread finds it done")
         let afterFinish = state.requestCancellation()
         #expect(!afterFinish, "no cancellation after the finish")
-        _ = state.complete()
+        _ = state.complete(observersToTell: false)
         #expect(state.outcome?.isCancelled == true)
     }
 }

@@ -72,7 +72,7 @@ extension OperationExtensions where Self: Operation {
         default: break
         }
         switch snapshot.phase {
-        case .finishing, .finished: return [.finished]
+        case .finishing, .announcing, .finished: return [.finished]
         // Its own `isFinished` has not said finished yet: its work goes on.
         case .executing, .awaitingFinish: return [.executing]
         // Claimed by a worker: about to start, or an asynchronous subclass running.

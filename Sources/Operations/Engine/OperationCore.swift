@@ -170,7 +170,7 @@ struct OperationCore {
         switch phase {
         case .executing: flags |= VisibleFlags.executing
         case .awaitingFinish: flags |= VisibleFlags.finished
-        case .finishing, .finished: flags |= VisibleFlags.finished | VisibleFlags.done
+        case .finishing, .announcing, .finished: flags |= VisibleFlags.finished | VisibleFlags.done
         default: break
         }
         return flags
@@ -181,6 +181,15 @@ struct OperationCore {
         guard let next = phase.after(event) else { return false }
         phase = next
         return true
+    }
+
+    /// Applies `event`, which the caller knows the table accepts here; a refusal is a bug
+    /// in the engine and stops with the phase and the event.
+    mutating func mustApply(_ event: Phase.Event) {
+        guard let next = phase.after(event) else {
+            preconditionFailure("Operations: event \(event) refused in phase \(phase.kind)")
+        }
+        phase = next
     }
 }
 
@@ -214,8 +223,11 @@ extension OperationCore {
         /// Finished (the getters say so); the finish is being processed: dependents
         /// released, slot freed, completion block run. Happens exactly once.
         case finishing(byQueue: Bool, OutcomeKind)
-        /// Done: the finish was processed. The observers of `isFinished` are told next,
-        /// then the waiters woken.
+        /// The finish was processed; the observers of `isFinished` are being told and the
+        /// waiters woken. A wait that begins now joins them.
+        case announcing(OutcomeKind)
+        /// Done: the finish was processed, the observers told, the waiters woken. A wait
+        /// returns at once.
         case finished(OutcomeKind)
 
         /// The events that move an operation.
@@ -245,13 +257,15 @@ extension OperationCore {
             /// It finished: the base `start()` returned, a cancelled start, or `isFinished`
             /// announced by a subclass.
             case finish
-            /// The finish has been processed.
+            /// The finish has been processed; the observers are told next.
+            case processed
+            /// The observers were told and the waiters woken.
             case complete
         }
 
         /// The phase without payloads, for tables and messages.
         enum Kind: CaseIterable {
-            case idle, waiting, checking, parked, ready, dispatched, executing, awaitingFinish, finishing, finished
+            case idle, waiting, checking, parked, ready, dispatched, executing, awaitingFinish, finishing, announcing, finished
         }
 
         var kind: Kind {
@@ -265,6 +279,7 @@ extension OperationCore {
             case .executing: .executing
             case .awaitingFinish: .awaitingFinish
             case .finishing: .finishing
+            case .announcing: .announcing
             case .finished: .finished
             }
         }
@@ -286,7 +301,8 @@ extension OperationCore {
         /// | idle … ready (by hand), dispatched     | start          | executing   |
         /// | idle … executing                       | baseFinish     | awaitingFinish |
         /// | anything before finishing              | finish         | finishing   |
-        /// | finishing                              | complete       | finished    |
+        /// | finishing                              | processed      | announcing  |
+        /// | announcing                             | complete       | finished    |
         func after(_ event: Event) -> Phase? {
             switch (self, event) {
             case (.idle, .enqueue): .waiting
@@ -310,14 +326,15 @@ extension OperationCore {
                 .finishing(byQueue: byQueue, .succeeded)
             case (.idle, .finish), (.waiting, .finish), (.checking, .finish), (.parked, .finish), (.ready, .finish):
                 .finishing(byQueue: false, .succeeded)
-            case (.finishing(_, let outcome), .complete): .finished(outcome)
+            case (.finishing(_, let outcome), .processed): .announcing(outcome)
+            case (.announcing(let outcome), .complete): .finished(outcome)
             default: nil
             }
         }
 
         var isFinishingOrFinished: Bool {
             switch self {
-            case .finishing, .finished: true
+            case .finishing, .announcing, .finished: true
             default: false
             }
         }
@@ -424,7 +441,7 @@ extension OperationCore {
             return nil
         case .waiting, .checking, .parked, .ready, .dispatched: return .inAnotherQueue(nil)
         case .executing, .awaitingFinish: return .executing
-        case .finishing, .finished: return .finished
+        case .finishing, .announcing, .finished: return .finished
         }
     }
 }
@@ -453,16 +470,16 @@ extension OperationCore {
         guard case .checking = phase else { return .done }
         if generation != readinessGeneration {
             guard isInternallyReady else {
-                _ = apply(.loseReadiness)
+                mustApply(.loseReadiness)
                 return .done
             }
             return .retry(readinessGeneration)
         }
         guard isReady, let queue else {
-            _ = apply(.denyReady)
+            mustApply(.denyReady)
             return .done
         }
-        _ = apply(.confirmReady)
+        mustApply(.confirmReady)
         return .deliver(queue, effectivePriority)
     }
 
@@ -509,7 +526,7 @@ extension OperationCore {
     /// before the lock for a start by hand; nil for a start by a queue worker.
     mutating func start(reportedReady: Bool?) -> StartAction {
         switch phase {
-        case .awaitingFinish, .finishing, .finished:
+        case .awaitingFinish, .finishing, .announcing, .finished:
             // The base state says finished: as on Darwin, starting again does nothing.
             return .ignore
         case .executing:
@@ -585,14 +602,18 @@ extension OperationCore {
     }
 
     /// The finish has been processed (dependents released, completion block run). With
-    /// nothing waiting, the operation is finished now; otherwise once the waiters taken here
-    /// have been woken (see ``settle()``): a wait that begins meanwhile joins them, so that
-    /// no wait returns before every hook registered earlier (an observer's finish) has run.
-    mutating func complete() -> Completion {
+    /// nothing waiting and no observer to tell, the operation is finished now; otherwise
+    /// once the observers were told and the waiters taken here woken (see ``settle()``): a
+    /// wait that begins meanwhile joins them, so that no wait returns before the observers
+    /// of `isFinished` were told and every hook registered earlier has run.
+    mutating func complete(observersToTell: Bool) -> Completion {
         guard case .finishing = phase else {
             preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
         }
-        if finishWaiters.isEmpty { _ = apply(.complete) }
+        mustApply(.processed)
+        // The taps' finish, told with the observers, before any waiter wakes.
+        if let attachments = extras?.attachments, let outcome { attachments.post(.finished(outcome)) }
+        if finishWaiters.isEmpty, !observersToTell { mustApply(.complete) }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         // Taken from the side box in place (most operations have no box: one compare).
         var hidden: [Operation] = []
@@ -608,12 +629,12 @@ extension OperationCore {
             outcome: hooked ? outcome : nil)
     }
 
-    /// The waiters woken by `complete()` have run: the waiters that came meanwhile, to wake
+    /// The observers were told and the waiters woken by `complete(observersToTell:)` have run: the waiters that came meanwhile, to wake
     /// in turn, or nil when there are none and the operation is finished now.
     mutating func settle() -> (waiters: [FinishWaiter], outcome: Operation.Outcome?)? {
-        guard case .finishing = phase else { return nil }
+        guard case .announcing = phase else { return nil }
         guard !finishWaiters.isEmpty else {
-            _ = apply(.complete)
+            mustApply(.complete)
             return nil
         }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
@@ -625,7 +646,7 @@ extension OperationCore {
     var outcome: Operation.Outcome? {
         let kind: OutcomeKind
         switch phase {
-        case .finishing(_, let finished), .finished(let finished): kind = finished
+        case .finishing(_, let finished), .announcing(let finished), .finished(let finished): kind = finished
         default: return nil
         }
         switch kind {

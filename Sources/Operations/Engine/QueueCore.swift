@@ -137,7 +137,7 @@ struct QueueCore {
             {
                 return (refusal, nil)
             }
-            _ = state.apply(.enqueue)
+            state.mustApply(.enqueue)
             state.queue = queue
             // The edge from the barrier is registered after the lock; `held`, a dependency
             // the caller releases itself.
@@ -174,7 +174,7 @@ struct QueueCore {
             heldBehindBarrier.removeAll { $0.operation === operation }
         }
         operation._update { state in
-            _ = state.apply(.withdraw)
+            state.mustApply(.withdraw)
             state.queue = nil
             if hadBarrier { state.loseDependency() }
         }

@@ -53,7 +53,7 @@ open class BlockOperation: Operation, @unchecked Sendable {
         // the block either runs or is refused, never dropped.
         let started = _update { state -> Bool in
             switch state.phase {
-            case .executing, .awaitingFinish, .finishing, .finished: return true
+            case .executing, .awaitingFinish, .finishing, .announcing, .finished: return true
             default:
                 blocks.withLock { $0.append(block) }
                 hasBlocks.store(true, ordering: .releasing)

@@ -41,21 +41,25 @@ extension Operation {
             announce()
             return
         }
-        // With observers, the queue counts the operation for its waits until they were told.
-        let announcing = _hasObservers && finish.queue != nil
-        var wakeups = _processFinish(&finish, announcing: announcing)
+        // With observers, the queue counts the operation for its waits until they were told,
+        // and so does the operation.
+        let observed = _hasObservers
+        let announcing = observed && finish.queue != nil
+        var wakeups = _processFinish(&finish, announcing: announcing, observersToTell: observed)
         let queue = finish.queue
         func tellAndWake() {
             announce()
+            if _hasExtras { _deliverLifecycleEvents() }
             if announcing, let queue { wakeups.queueWaiters += queue._finishAnnounced() }
             wakeups.wake()
         }
-        // Nothing waited: the operation is finished already, and a wait returns at once.
-        guard !wakeups.waiters.isEmpty else { return tellAndWake() }
-        // The operation is finished once its waiters have been woken: a wait that begins
-        // meanwhile joins them (it returns after the hooks registered before it, such as an
-        // observer's finish), and a wait made from this thread, from an observer or a hook,
-        // returns at once (it would wait for itself).
+        // Nothing waited and no one to tell: the operation is finished already, and a wait
+        // returns at once.
+        guard observed || !wakeups.waiters.isEmpty else { return tellAndWake() }
+        // The operation is finished once its observers were told and its waiters woken: a
+        // wait that begins meanwhile joins them (it returns after the observers and the hooks
+        // registered before it, such as an observer's finish), and a wait made from this
+        // thread, from an observer or a hook, returns at once (it would wait for itself).
         CompletionBlockScope.run({
             tellAndWake()
             while let more = _update({ $0.settle() }) {
@@ -106,7 +110,9 @@ extension Operation {
     /// the queue slot, release the work, run the completion block, leave the queue. Returns
     /// the waits to end (after the observers of `isFinished` were told).
     /// (`inout`, so that the closures it holds are released here, not by the caller.)
-    private func _processFinish(_ finish: inout OperationCore.Finish, announcing: Bool) -> FinishWakeups {
+    private func _processFinish(
+        _ finish: inout OperationCore.Finish, announcing: Bool, observersToTell: Bool
+    ) -> FinishWakeups {
         let queue = finish.queue
         // The finished event goes out before any dependent can start.
         queue?._deliverEvents(waitingForDelivery: true)
@@ -128,7 +134,7 @@ extension Operation {
                 deferrable: !finish.hasWaiters)
         }
         finish.unusedErrors = nil
-        let completion = _update { $0.complete() }
+        let completion = _update { $0.complete(observersToTell: observersToTell) }
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
         return FinishWakeups(queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome)
     }

@@ -88,7 +88,10 @@ extension Operation {
     var _awaitsFinishAnnouncement: Bool {
         guard isFinished else { return false }
         return _update { state in
-            if case .finished = state.phase { false } else { true }
+            switch state.phase {
+            case .announcing, .finished: false
+            default: true
+            }
         }
     }
 }

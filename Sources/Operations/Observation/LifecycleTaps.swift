@@ -98,7 +98,7 @@ extension Operation {
         enum Decision { case added, runNow, never }
         let decision = _update { state -> Decision in
             switch state.phase {
-            case .finishing, .finished: return .never
+            case .finishing, .announcing, .finished: return .never
             case .executing, .awaitingFinish: return .runNow
             case .idle, .waiting, .checking, .parked, .ready, .dispatched:
                 state.attachments(orNew: ()).startHooks.append(hook)
@@ -121,20 +121,14 @@ extension Operation {
 
     /// Adds a tap; false when the operation has finished (it is told nothing). A tap is told
     /// the events that happen after it was added (the start is posted in the section that
-    /// starts the work); the first tap makes the operation post its finish.
+    /// starts the work; the finish when it has been processed, before any wait returns).
     @discardableResult
     package final func _addLifecycleTap(_ tap: some LifecycleTap) -> Bool {
-        let first = _update { state -> Bool? in
-            guard !state.phase.isFinishingOrFinished else { return nil }
-            let attachments = state.attachments(orNew: ())
-            attachments.taps.append(tap)
-            return attachments.taps.count == 1
+        _update { state -> Bool in
+            guard !state.phase.isFinishingOrFinished else { return false }
+            state.attachments(orNew: ()).taps.append(tap)
+            return true
         }
-        guard let first else { return false }
-        if first {
-            _onFinish { [weak self] outcome in self?._postLifecycleEvent(.finished(outcome)) }
-        }
-        return true
     }
 
     /// Records `event` for the taps and delivers what is recorded.

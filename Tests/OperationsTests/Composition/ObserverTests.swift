@@ -221,6 +221,19 @@ struct StartEventOrderTests {
         #expect(log() == ["finished"])
     }
 
+    @Test("a wait begun before an observer was added returns after that observer was told the finish")
+    func waitBeforeObserverReturnsAfterItsFinish() {
+        // Forced: the wait (a finish hook, as `await` uses) is registered before the
+        // operation has any observer; the first observer comes from inside the work.
+        let log = Shared<[String]>([])
+        let operation = BlockOperation {}
+        operation._onFinish { _ in log.update { $0.append("wait returned") } }
+        operation.addExecutionBlock { [unowned operation] in operation.addObserver(self.recorder(log)) }
+        OperationQueue().addOperation(operation)
+        operation.waitUntilFinished()
+        #expect(log() == ["finished", "wait returned"])
+    }
+
     /// Forced: a hook that runs first among the operation's waiters starts a wait on another
     /// thread and lets the waking go on only once that wait is registered (or has returned).
     @Test("a wait that begins while an operation's waiters are woken returns after them, an observer's finish included")
