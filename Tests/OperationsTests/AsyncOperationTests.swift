@@ -8,7 +8,7 @@ struct AsyncOperationTests {
     func finishesFromAnotherThread() {
         let release = Gate()
         let operation = DeferredOperation { op in
-            DispatchQueue.global().async {
+            onNewThread {
                 release.wait()
                 op.finish()
             }
@@ -42,7 +42,7 @@ struct AsyncOperationTests {
         queue.maxConcurrentOperationCount = 1
         let release = Gate()
         let first = DeferredOperation { op in
-            DispatchQueue.global().async { release.wait(); op.finish() }
+            onNewThread { release.wait(); op.finish() }
         }
         let secondRan = Shared(false)
         let second = BlockOperation { secondRan.update { $0 = true } }
@@ -59,7 +59,7 @@ struct AsyncOperationTests {
     @Test("Apple's documented style, with key-path and short key spellings")
     func documentedStyle() {
         let operation = DocumentedAsyncOperation { finish in
-            DispatchQueue.global().async { finish() }
+            onNewThread { finish() }
         }
         let dependent = BlockOperation {}
         dependent.addDependency(operation)
@@ -96,7 +96,7 @@ struct AsyncOperationTests {
             override var isAsynchronous: Bool { true }
             override var isFinished: Bool { done() }
             override func main() {
-                DispatchQueue.global().async { [self] in
+                onNewThread { [self] in
                     willChangeValue(forKey: "isFinished")
                     done.update { $0 = true }
                     didChangeValue(forKey: "isFinished")
@@ -115,7 +115,7 @@ struct AsyncOperationTests {
         let log = Shared<[String]>([])
         let release = Gate()
         let download = DeferredOperation { op in
-            DispatchQueue.global().async { release.wait(); log.append("downloaded"); op.finish() }
+            onNewThread { release.wait(); log.append("downloaded"); op.finish() }
         }
         let use = BlockOperation { log.append("used") }
         use.addDependency(download)

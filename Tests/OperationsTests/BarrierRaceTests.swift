@@ -30,7 +30,7 @@ struct BarrierRaceTests {
         release.open()
         #expect(firstAdded.wait())
         let finished = Gate()
-        DispatchQueue.global().async {
+        onNewThread {
             queue.waitUntilAllOperationsAreFinished()
             finished.open()
         }

@@ -66,7 +66,7 @@ struct DependentKeyTests {
         let queue = OperationQueue()
         let first = BlockOperation {}
         let stateful = StateEnumOperation { operation in
-            DispatchQueue.global().async { operation.finish() }
+            onNewThread { operation.finish() }
         }
         let dependentRan = Gate()
         let dependent = BlockOperation { dependentRan.open() }
@@ -74,7 +74,7 @@ struct DependentKeyTests {
         dependent.addDependency(stateful)
         queue.addOperations([first, stateful, dependent], waitUntilFinished: false)
         // The sample evaluates its conditions on another thread, then moves to `.ready`.
-        DispatchQueue.global().async { stateful.conditionsEvaluated() }
+        onNewThread { stateful.conditionsEvaluated() }
         #expect(dependentRan.wait(), "the queue never heard the operation become ready or finish")
         #expect(stateful.isFinished)
     }

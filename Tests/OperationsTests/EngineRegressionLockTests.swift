@@ -58,8 +58,8 @@ struct EngineRegressionLockTests {
                 x1.cancel()
             }
             let group = DispatchGroup()
-            DispatchQueue.global().async(group: group) { first.addOperation {} }
-            DispatchQueue.global().async(group: group) { second.addOperation {} }
+            onNewThread(group: group) { first.addOperation {} }
+            onNewThread(group: group) { second.addOperation {} }
             group.notify(queue: .global()) { done.open() }
             if !done.wait() { fatalError("deadlock: the two handlers wait for each other") }
             withExtendedLifetime((s1, s2)) {}
@@ -97,7 +97,7 @@ struct EventHandlerRaceTests {
         let first = queue.addEventHandler { [slow] _ in _ = slow }
         slow = nil
         let removed = Gate()
-        DispatchQueue.global().async {
+        onNewThread {
             first.cancel()
             removed.open()
         }

@@ -49,7 +49,7 @@ struct EngineRegressionRaceTests {
                 return
             }
             guard takeOnce(armed) else { return }
-            DispatchQueue.global().async {
+            onNewThread {
                 operation.cancel()
                 secondReturned.open()
             }

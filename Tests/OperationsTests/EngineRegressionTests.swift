@@ -21,7 +21,7 @@ final class FinishedWhileClaimedOperation: TutorialAsyncOperation, @unchecked Se
     override var isReady: Bool {
         if OperationQueue.current === queue, armed.update({ armed in defer { armed = false }; return armed }) {
             let finished = Gate()
-            DispatchQueue.global().async {
+            onNewThread {
                 self.finish()
                 finished.open()
             }
@@ -226,7 +226,7 @@ struct EngineRegressionTests {
             guard change.isPrior, takeOnce(armed) else { return }
             if removeOnAnotherThread {
                 let removed = Gate()
-                DispatchQueue.global().async {
+                onNewThread {
                     target.removeDependency(dependency)
                     removed.open()
                 }

@@ -103,7 +103,7 @@ struct FinishAnnouncementTests {
     @Test("An asynchronous subclass that overrides isFinished and announces it")
     func overriddenIsFinished() {
         let operation = DocumentedAsyncOperation { finish in
-            DispatchQueue.global().async { finish() }
+            onNewThread { finish() }
         }
         #expect(witness(operation) == Self.done)
     }
@@ -119,7 +119,7 @@ struct FinishAnnouncementTests {
         // `DocumentedAsyncOperation` is final and announces isExecuting before isFinished:
         // the change must still be reported once the finish was processed.
         let operation = DocumentedAsyncOperation { finish in
-            DispatchQueue.global().async { finish() }
+            onNewThread { finish() }
         }
         let queue = OperationQueue()
         let seen = Shared<[Int]>([])

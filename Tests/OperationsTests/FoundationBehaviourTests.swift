@@ -34,7 +34,7 @@ struct FoundationBehaviourTests {
         override func start() {
             if isCancelled { isFinished = true; return }
             isExecuting = true
-            DispatchQueue.global().async {
+            onNewThread {
                 self.isExecuting = false
                 self.isFinished = true
             }

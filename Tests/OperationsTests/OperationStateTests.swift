@@ -126,7 +126,7 @@ struct OperationStateTests {
         let operation = ClosureOperation { _ in release.wait() }
         OperationQueue().addOperation(operation)
         let waiterDone = Gate()
-        DispatchQueue.global().async {
+        onNewThread {
             operation.waitUntilFinished()
             waiterDone.open()
         }

@@ -33,7 +33,7 @@ struct QueueControlTests {
         let release = Gate()
         let lateRan = Shared(false)
         let asyncOperation = DeferredOperation { op in
-            DispatchQueue.global().async {
+            onNewThread {
                 release.wait()
                 queue.addOperation { usleep(1_000); lateRan.update { $0 = true } }
                 op.finish()
@@ -41,7 +41,7 @@ struct QueueControlTests {
         }
         queue.addOperation(asyncOperation)
         let waited = Gate()
-        DispatchQueue.global().async {
+        onNewThread {
             queue.waitUntilAllOperationsAreFinished()
             waited.open()
         }

@@ -36,7 +36,7 @@ struct StallReportTests {
     /// Runs `wait` on another thread; the returned gate opens when it returns.
     func waitInBackground(_ wait: @escaping @Sendable () -> Void) -> Gate {
         let returned = Gate()
-        DispatchQueue.global().async {
+        onNewThread {
             wait()
             returned.open()
         }

@@ -280,7 +280,7 @@ struct AsyncBlockOperationTests {
             override func start() {
                 if isCancelled { state = .finished; return }
                 state = .executing
-                DispatchQueue.global().async { self.state = .finished }
+                onNewThread { self.state = .finished }
             }
         }
         let operation = AsyncOperation()

@@ -244,7 +244,7 @@ struct StartEventOrderTests {
         let sawFinish = Shared<Bool?>(nil)
         let done = Gate()
         operation._onFinish { [unowned operation] _ in
-            DispatchQueue.global().async {
+            onNewThread {
                 operation.waitUntilFinished()
                 sawFinish.update { $0 = log().contains("finished") }
                 returned.update { $0 = true }

@@ -54,16 +54,6 @@ final class Protected<Value: Sendable>: @unchecked Sendable {
     func set(_ newValue: Value) { lock.withLock { value = newValue } }
 }
 
-/// Runs `body` on a thread of its own (not one of Swift's cooperative threads, which it
-/// would block) and returns its result.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
-        thread.stackSize = 8 << 20
-        thread.start()
-    }
-}
-
 /// What every operation of a round records.
 /// - Note: `@unchecked Sendable`: every access goes through `lock`.
 final class StressLedger: @unchecked Sendable {
@@ -248,7 +238,7 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
             ledger.fail("async operation \(id) started before a dependency finished")
         }
         let finish: @Sendable () -> Void = { [self] in self.finish() }
-        if finishInline { finish() } else { DispatchQueue.global().async(execute: finish) }
+        if finishInline { finish() } else { onNewThread(finish) }
     }
 }
 
@@ -371,8 +361,8 @@ struct StressRound {
             if id > 0, !startedByHand.contains(id), Int.random(in: 0..<8, using: &random) == 0 {
                 let dependency = operations[Int.random(in: max(0, id - 40)..<id, using: &random)]
                 let both = DispatchGroup()
-                DispatchQueue.global().async(group: both) { operation.addDependency(dependency) }
-                DispatchQueue.global().async(group: both) { operation.removeDependency(dependency) }
+                onNewThread(group: both) { operation.addDependency(dependency) }
+                onNewThread(group: both) { operation.removeDependency(dependency) }
                 both.wait()
             }
             operations.append(operation)
@@ -387,7 +377,7 @@ struct StressRound {
             for position in index..<end {
                 if startedByHand.contains(position) {
                     let operation = operations[position]
-                    DispatchQueue.global().async(group: handStarts) { operation.start() }
+                    onNewThread(group: handStarts) { operation.start() }
                 } else {
                     queues[placement[position]].addOperation(operations[position])
                 }
@@ -403,12 +393,12 @@ struct StressRound {
             case 6:
                 // A cancel racing whatever the operation is doing (also its finish).
                 let target = operations[Int.random(in: 0..<end, using: &random)]
-                DispatchQueue.global().async { target.cancel() }
+                onNewThread { target.cancel() }
             case 7:
                 // A classic asynchronous operation finished by hand from another thread,
                 // possibly while it sits in its queue's ready list.
                 if let target = operations[0..<end].randomElement(using: &random) as? StressAsyncOperation {
-                    DispatchQueue.global().async { target.finishIfNotStarted() }
+                    onNewThread { target.finishIfNotStarted() }
                 }
             default: break
             }
@@ -418,7 +408,7 @@ struct StressRound {
         let handStarted = startedByHand.map { operations[$0] }
         // Everything must finish: wait on another thread, with a timeout.
         let done = Gate()
-        DispatchQueue.global().async {
+        onNewThread {
             for queue in queues { queue.waitUntilAllOperationsAreFinished() }
             handStarts.wait()
             for operation in handStarted { operation.waitUntilFinished() }

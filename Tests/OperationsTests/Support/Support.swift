@@ -6,6 +6,30 @@ import Testing
 /// may be loaded (sanitizers, parallel tests); a correct run never comes near it.
 let eventTimeout: TimeInterval = 20
 
+/// Runs `body` on a thread of its own. What a test starts on another thread and then waits
+/// for runs here, never on Dispatch's global queues or Swift's cooperative pool: those
+/// pools have about one thread per processor and grow slowly (or not at all) while their
+/// threads block, so on a small, loaded machine a test blocked in one of them could wait
+/// for work queued behind it. `group`, when given, is entered now and left when `body`
+/// returns.
+func onNewThread(group: DispatchGroup? = nil, _ body: @escaping @Sendable () -> Void) {
+    group?.enter()
+    let thread = Thread {
+        body()
+        group?.leave()
+    }
+    thread.stackSize = 8 << 20
+    thread.start()
+}
+
+/// Runs `body` on a thread of its own (not one of Swift's cooperative threads, which it
+/// would block) and returns its result.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        onNewThread { continuation.resume(returning: body()) }
+    }
+}
+
 /// A one-shot event a test can wait for, with a timeout.
 final class Gate: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
