@@ -59,7 +59,8 @@ extension OperationQueueExtensions where Self: OperationQueue {
     ) async throws -> Success {
         let operation: ValueOperation<Success> = addOperation(forKey: key) { AsyncBlockOperation(body) }
         guard let outcome = await operation._outcome() else {
-            cancelOperation(forKey: key)
+            // Its own interest: the key may hold newer work by now, which others asked for.
+            _withdrawInterest(forKey: OperationKey(key), in: operation)
             throw CancellationError()
         }
         _ = outcome
@@ -79,19 +80,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// cancels it and frees the key. Returns whether it cancelled.
     @discardableResult
     public func cancelOperation(forKey key: some Hashable & Sendable) -> Bool {
-        let key = OperationKey(key)
-        let cancelled = _keyed.entries.withLock { entries -> Operation? in
-            guard var entry = entries[key] else { return nil }
-            entry.interest -= 1
-            guard entry.interest <= 0 else {
-                entries[key] = entry
-                return nil
-            }
-            entries[key] = nil
-            return entry.operation
-        }
-        cancelled?.cancel()
-        return cancelled != nil
+        _withdrawInterest(forKey: OperationKey(key), in: nil)
     }
 
     /// Sets the priority of the operation under `key` and of the unfinished operations it
@@ -131,6 +120,25 @@ extension OperationQueue {
         }
         addOperation(made)
         return made
+    }
+
+    /// Withdraws one interest in the operation under `key` — only if it is `operation`, when
+    /// given; when nobody else wants it, cancels it and frees the key. Returns whether it
+    /// cancelled.
+    @discardableResult
+    fileprivate func _withdrawInterest(forKey key: OperationKey, in operation: Operation?) -> Bool {
+        let cancelled = _keyed.entries.withLock { entries -> Operation? in
+            guard var entry = entries[key], operation.map({ $0 === entry.operation }) ?? true else { return nil }
+            entry.interest -= 1
+            guard entry.interest <= 0 else {
+                entries[key] = entry
+                return nil
+            }
+            entries[key] = nil
+            return entry.operation
+        }
+        cancelled?.cancel()
+        return cancelled != nil
     }
 
     private func _join(_ key: OperationKey) -> Operation? {

@@ -84,6 +84,43 @@ struct KeyTests {
         #expect(runs() == 1)
     }
 
+    @Test("a cancelled perform(forKey:) withdraws its interest in its own operation, not in a later one under the key")
+    func performWithdrawsFromItsOwnOperation() async throws {
+        // Forced: the leaving caller's task runs on a Dispatch queue the test suspends, so it
+        // resumes from its cancellation only after its operation finished and another caller
+        // put new work under the same key.
+        let lane = DispatchQueue(label: "leaving caller")
+        let executor = DispatchTaskExecutor(lane)
+        let queue = OperationQueue()
+        let firstGate = TestGate()
+        let leaving = Task(executorPreference: executor) {
+            try await queue.perform(forKey: "url") { () async -> Int in
+                await firstGate.wait()
+                return 1
+            }
+        }
+        await eventuallyAsyncOperation(queue, key: "url")
+        let first = try #require(queue.operation(forKey: "url"))
+        lane.suspend()
+        leaving.cancel()
+        firstGate.open()
+        await first.waitUntilFinished()
+        let secondGate = TestGate()
+        let second: ValueOperation<Int> = queue.addOperation(forKey: "url") {
+            AsyncBlockOperation { () async -> Int in
+                await secondGate.wait()
+                return 2
+            }
+        }
+        #expect(second !== first)
+        lane.resume()
+        await #expect(throws: CancellationError.self) { try await leaving.value }
+        #expect(!second.isCancelled, "the leaving caller withdrew interest in work it never asked for")
+        #expect(queue.operation(forKey: "url") === second)
+        secondGate.open()
+        #expect(try await second.value == 2)
+    }
+
     @Test("raising the priority under a key moves the operation and its dependency ahead")
     func reprioritise() {
         let queue = OperationQueue()
@@ -114,6 +151,18 @@ struct KeyTests {
             _ = queue.addOperation(forKey: "k") { ValueBlockOperation { 1 } }
             _ = queue.addOperation(forKey: "k") { ValueBlockOperation { "one" } }
         }.map { $0.standardErrorContent.containsText("under key k", "not a ValueOperation<String>") }.check()
+    }
+}
+
+/// Runs jobs on a Dispatch queue, which a test may suspend to hold a task where it is.
+final class DispatchTaskExecutor: TaskExecutor {
+    let queue: DispatchQueue
+
+    init(_ queue: DispatchQueue) { self.queue = queue }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 
