@@ -60,6 +60,7 @@ let workloads: [Workload] = [
     Workload(name: "diamond", ours: r(64_000, { try O.diamond($0) }), foundation: r(2_048, { try F.diamond($0) }), dispatch: nil, doubles: true),
     Workload(name: "cancel", ours: r(200_000, O.cancel), foundation: r(200_000, F.cancel), dispatch: r(200_000, D.cancel), doubles: false),
     Workload(name: "priority", ours: r(100_000, O.priority), foundation: r(100_000, F.priority), dispatch: nil, doubles: false),
+    Workload(name: "reprioritise", ours: r(20_000, O.reprioritise), foundation: r(20_000, F.reprioritise), dispatch: nil, doubles: true),
     Workload(name: "contended add", ours: r(200_000, O.contendedAdd), foundation: r(200_000, F.contendedAdd), dispatch: r(200_000, D.contendedAdd), doubles: false),
 ]
 
@@ -188,6 +189,8 @@ for workload in workloads {
         text = target(workload.name, result.oursGrowth <= 2.3 && result.ours <= 3 * tinyPerOp, "growth ≤ 2.3 and ≤ 3 × tiny (\(f(3 * tinyPerOp)) ns)")
     case "cancel":
         text = target(workload.name, speedup >= 5, "≥ 5 × faster than Foundation")
+    case "reprioritise":
+        text = target(workload.name, result.oursGrowth <= 2.3, "growth ≤ 2.3 (a change costs the same wherever the operation waits)")
     case "contended add":
         text = target(workload.name, speedup >= 4, "≥ 4 × faster than Foundation")
     default:

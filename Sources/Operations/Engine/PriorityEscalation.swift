@@ -35,18 +35,17 @@ extension Operation {
 
 extension QueueCore {
     /// Moves an escalated operation (or one whose `queuePriority` was set) to the band its
-    /// new priority chooses, if it is still in the ready list. It keeps its place in the
-    /// order added.
+    /// new priority chooses, if it is still in the ready list (its phase is `ready` and no
+    /// barrier holds it). It keeps its place in the order added. O(log m) for m moved
+    /// operations, wherever it waits.
     mutating func refile(_ operation: Operation) {
         let priority: Operation.QueuePriority? = operation._update { state in
             state.phase.kind == .ready ? state.effectivePriority : nil
         }
+        // Held behind a barrier, it is filed in the band it has when the barrier has run;
+        // about to be delivered, in the band read when it was found ready.
         guard let priority else { return }
-        if ready.remove(operation) {
-            ready.push(operation, priority: priority)
-        } else if let index = heldBehindBarrier.firstIndex(where: { $0.operation === operation }) {
-            heldBehindBarrier[index].priority = priority
-        }
+        ready.move(operation, to: priority)
     }
 }
 

@@ -49,8 +49,10 @@ struct QueueCore {
     /// The barriers not yet finished, oldest first (see `BarrierGate`).
     var barrierGates: [BarrierGate] = []
     /// Operations that became ready (cancelled ones) while a barrier added before them had
-    /// not run, with their band: they go to the ready list once it has.
-    var heldBehindBarrier: [(operation: Operation, priority: Operation.QueuePriority)] = []
+    /// not run: they go to the ready list once it has, in the band they have then.
+    var heldBehindBarrier: [Operation] = []
+    /// The identities in `heldBehindBarrier`.
+    var heldBehindBarrierIDs: Set<ObjectIdentifier> = []
     /// Operations whose gates were due while the queue was suspended: consulted when it
     /// resumes (a category is not taken, nor a condition evaluated, for work that cannot start).
     var gatedWhileSuspended: [Operation] = []
@@ -170,8 +172,8 @@ struct QueueCore {
     /// Undoes `admit` for an operation of a batch that is being refused.
     mutating func unadmit(_ operation: Operation, hadBarrier: Bool, wasDelivered: Bool) {
         members.remove(operation)
-        if wasDelivered, !ready.remove(operation) {
-            heldBehindBarrier.removeAll { $0.operation === operation }
+        if wasDelivered, !ready.remove(operation), heldBehindBarrierIDs.remove(ObjectIdentifier(operation)) != nil {
+            heldBehindBarrier.removeAll { $0 === operation }
         }
         operation._update { state in
             state.mustApply(.withdraw)
@@ -224,7 +226,8 @@ struct QueueCore {
     /// added before it has not run.
     mutating func deliver(_ operation: Operation, priority: Operation.QueuePriority) {
         if !barrierGates.isEmpty, isBehindBarrier(operation) {
-            heldBehindBarrier.append((operation, priority))
+            heldBehindBarrier.append(operation)
+            heldBehindBarrierIDs.insert(ObjectIdentifier(operation))
         } else {
             ready.push(operation, priority: priority)
         }
@@ -238,7 +241,8 @@ struct QueueCore {
         guard !heldBehindBarrier.isEmpty else { return }
         let held = heldBehindBarrier
         heldBehindBarrier = []
-        for (operation, priority) in held { deliver(operation, priority: priority) }
+        heldBehindBarrierIDs = []
+        for operation in held { deliver(operation, priority: operation._update { $0.effectivePriority }) }
     }
 
     // MARK: Workers
@@ -296,7 +300,7 @@ struct QueueCore {
         retiringSlot slot: Int, skipped: inout [Operation]
     ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
         if !isSuspended && executing < executionLimit && workers <= workerLimit {
-            while let operation = ready.pop() {
+            while let operation = ready.pop(dropping: &skipped) {
                 let claim = operation._update { state -> QualityOfService?? in
                     state.claimForQueue() ? .some(state.threadQuality) : nil
                 }
@@ -320,8 +324,10 @@ struct QueueCore {
     /// Not with an underlying queue: its operations start there, as its owner asked.
     mutating func nextOperation(startingWithoutBlocking skipped: inout [Operation]) -> Operation? {
         guard underlyingQueue == nil, !isSuspended, executing < executionLimit else { return nil }
-        while let operation = ready.peek(), operation._startsWithoutBlocking {
-            _ = ready.pop()
+        while let operation = ready.peek(dropping: &skipped), operation._startsWithoutBlocking {
+            guard ready.pop(dropping: &skipped) === operation else {
+                preconditionFailure("Operations: the ready list's front changed between peek and pop")
+            }
             guard operation._update({ $0.claimForQueue() }) else {
                 skipped.append(operation)
                 continue

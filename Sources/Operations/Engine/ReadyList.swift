@@ -14,6 +14,13 @@
 /// the links are on the path of every operation, and each copied reference costs a
 /// retain and a release. An operation outside the list has a nil `_nextReady` (`pop`
 /// and `remove` clear it), so `push` need not.
+///
+/// An operation whose band changes while it waits (its `queuePriority` set, or raised by
+/// escalation) is *moved*, not taken out: taking it out of a singly linked FIFO would cost
+/// O(n). It goes to one more heap, ordered by band and then add order, and its entry in
+/// the band stays behind, stale, until it reaches the front and is dropped; a side table
+/// (only for moved operations, so the common path never looks at it) tells stale entries
+/// from live ones. A move costs O(log m) for m moved operations.
 struct ReadyList {
     private struct Band {
         /// In increasing add order.
@@ -118,7 +125,33 @@ struct ReadyList {
 
     /// Indexed by priority level, lowest first.
     private var bands = [Band](repeating: Band(), count: 5)
+    /// Live entries: the operations a pop may return.
     private(set) var count = 0
+
+    /// A moved operation: which of its entries in `movedHeap` is live, and whether its
+    /// entry in a band (stale) is still there.
+    private struct Moved {
+        var generation: UInt64
+        var live: Bool
+        var staleInBand: Bool
+    }
+
+    private struct MovedEntry {
+        let operation: Operation
+        let level: Int
+        let generation: UInt64
+
+        /// Higher band first, then the operation added first.
+        func goesBefore(_ other: MovedEntry) -> Bool {
+            level != other.level ? level > other.level : operation._addSequence < other.operation._addSequence
+        }
+    }
+
+    /// By operation, for moved operations only (empty on the common path).
+    private var moved: [ObjectIdentifier: Moved] = [:]
+    /// Live and stale entries of moved operations: a heap by `goesBefore`.
+    private var movedHeap: [MovedEntry] = []
+    private var nextGeneration: UInt64 = 0
 
     static func level(of priority: Operation.QueuePriority) -> Int {
         switch priority {
@@ -131,36 +164,144 @@ struct ReadyList {
     }
 
     mutating func push(_ operation: Operation, priority: Operation.QueuePriority) {
-        bands[Self.level(of: priority)].push(operation)
         count += 1
+        operation._isFiledReady = true
+        // Its stale entry still holds its link in a band: it goes with the moved ones.
+        if !moved.isEmpty, moved[ObjectIdentifier(operation)] != nil {
+            pushMoved(operation, level: Self.level(of: priority))
+            return
+        }
+        bands[Self.level(of: priority)].push(operation)
+    }
+
+    /// Moves `operation` to the band of `priority` if it is in the list; it keeps its place
+    /// in the order added.
+    mutating func move(_ operation: Operation, to priority: Operation.QueuePriority) {
+        guard operation._isFiledReady else { return }
+        pushMoved(operation, level: Self.level(of: priority))
+    }
+
+    /// Files `operation` in the moved heap as its live entry; its earlier entries go stale.
+    private mutating func pushMoved(_ operation: Operation, level: Int) {
+        nextGeneration &+= 1
+        let generation = nextGeneration
+        let id = ObjectIdentifier(operation)
+        if moved[id] != nil {
+            moved[id]!.generation = generation
+            moved[id]!.live = true
+        } else {
+            moved[id] = Moved(generation: generation, live: true, staleInBand: true)
+        }
+        movedHeap.append(MovedEntry(operation: operation, level: level, generation: generation))
+        siftUpMoved(movedHeap.count - 1)
     }
 
     /// Removes a given operation; false when it is not in the list. O(n) in its band:
-    /// only for undoing a refused batch and for refiling an operation whose band changed.
+    /// only for undoing a refused batch, in the lock section that added it (so it has not
+    /// been moved).
     @discardableResult
     mutating func remove(_ operation: Operation) -> Bool {
+        precondition(moved[ObjectIdentifier(operation)] == nil, "Operations: a moved operation is never withdrawn")
         for level in bands.indices where bands[level].remove(operation) {
             count -= 1
+            operation._isFiledReady = false
             return true
         }
         return false
     }
 
-    /// The operation `pop()` would return, left in the list.
-    func peek() -> Operation? {
+    /// The operation `pop()` would return, left in the list. Stale entries it passes go to
+    /// `dropped`, for the caller to release after the lock.
+    mutating func peek(dropping dropped: inout [Operation]) -> Operation? {
         guard count > 0 else { return nil }
-        var level = 4
-        while bands[level].isEmpty { level -= 1 }
-        return bands[level].first
+        if !moved.isEmpty || !movedHeap.isEmpty { dropStale(into: &dropped) }
+        switch front() {
+        case .band(let level): return bands[level].first
+        case .moved: return movedHeap[0].operation
+        case nil: return nil
+        }
     }
 
-    /// The operation added first of the highest priority band.
-    mutating func pop() -> Operation? {
+    /// The operation added first of the highest priority band. Stale entries it passes go
+    /// to `dropped`, for the caller to release after the lock.
+    mutating func pop(dropping dropped: inout [Operation]) -> Operation? {
         guard count > 0 else { return nil }
+        if !moved.isEmpty || !movedHeap.isEmpty { dropStale(into: &dropped) }
+        switch front() {
+        case .band(let level):
+            count -= 1
+            let operation = bands[level].popFirst()
+            operation?._isFiledReady = false
+            return operation
+        case .moved:
+            count -= 1
+            let entry = popMoved()
+            entry.operation._isFiledReady = false
+            let id = ObjectIdentifier(entry.operation)
+            moved[id]!.live = false
+            if !moved[id]!.staleInBand { moved[id] = nil }
+            return entry.operation
+        case nil:
+            preconditionFailure("Operations: the ready list counts \(count) operations and holds none")
+        }
+    }
+
+    private enum Front { case band(Int), moved }
+
+    /// Where the next operation is, once stale entries are gone from the fronts.
+    private func front() -> Front? {
         var level = 4
-        while bands[level].isEmpty { level -= 1 }
-        count -= 1
-        return bands[level].popFirst()
+        while level >= 0, bands[level].isEmpty { level -= 1 }
+        guard let top = movedHeap.first else { return level >= 0 ? .band(level) : nil }
+        guard level >= 0, let first = bands[level].first else { return .moved }
+        if top.level != level { return top.level > level ? .moved : .band(level) }
+        return top.operation._addSequence < first._addSequence ? .moved : .band(level)
+    }
+
+    /// Drops stale entries from the front of every band and of the moved heap.
+    private mutating func dropStale(into dropped: inout [Operation]) {
+        for level in bands.indices {
+            while let first = bands[level].first, let id = Optional(ObjectIdentifier(first)), moved[id] != nil {
+                dropped.append(bands[level].popFirst()!)
+                moved[id]!.staleInBand = false
+                if !moved[id]!.live { moved[id] = nil }
+            }
+        }
+        while let top = movedHeap.first {
+            let state = moved[ObjectIdentifier(top.operation)]
+            if let state, state.live, state.generation == top.generation { break }
+            dropped.append(popMoved().operation)
+        }
+    }
+
+    private mutating func popMoved() -> MovedEntry {
+        movedHeap.swapAt(0, movedHeap.count - 1)
+        let entry = movedHeap.removeLast()
+        if !movedHeap.isEmpty { siftDownMoved(0) }
+        return entry
+    }
+
+    private mutating func siftUpMoved(_ start: Int) {
+        var index = start
+        while index > 0 {
+            let parent = (index - 1) / 2
+            guard movedHeap[index].goesBefore(movedHeap[parent]) else { return }
+            movedHeap.swapAt(index, parent)
+            index = parent
+        }
+    }
+
+    private mutating func siftDownMoved(_ start: Int) {
+        var index = start
+        while true {
+            let left = 2 * index + 1
+            guard left < movedHeap.count else { return }
+            let right = left + 1
+            let child = right < movedHeap.count && movedHeap[right].goesBefore(movedHeap[left]) ? right : left
+            guard movedHeap[child].goesBefore(movedHeap[index]) else { return }
+            movedHeap.swapAt(index, child)
+            index = child
+        }
     }
 }
 
@@ -168,15 +309,22 @@ extension Operation {
     /// The number the operation's queue gave it when it was added: operations added
     /// earlier have smaller numbers. Guarded by that queue's lock.
     ///
-    /// 48 bits, stored in two fields that fill the padding after `visible` (pending memory
-    /// is a target): it wraps after 2⁴⁸ operations added to one queue, some nine years of
-    /// a million a second.
+    /// 47 bits, stored in two fields that fill the padding after `visible` (pending memory
+    /// is a target): it wraps after 2⁴⁷ operations added to one queue, some four years of
+    /// a million a second. The high field's top bit is `_isFiledReady`.
     var _addSequence: UInt64 {
-        @inline(__always) get { UInt64(_addSequenceHigh) << 32 | UInt64(_addSequenceLow) }
+        @inline(__always) get { UInt64(_addSequenceHigh & 0x7FFF) << 32 | UInt64(_addSequenceLow) }
         @inline(__always) set {
-            _addSequenceHigh = UInt16(truncatingIfNeeded: newValue >> 32)
+            _addSequenceHigh = _addSequenceHigh & 0x8000 | UInt16(truncatingIfNeeded: newValue >> 32) & 0x7FFF
             _addSequenceLow = UInt32(truncatingIfNeeded: newValue)
         }
+    }
+
+    /// Whether the operation has a live entry in its queue's ready list (set by `push`,
+    /// cleared by `pop` and `remove`). Guarded by that queue's lock.
+    var _isFiledReady: Bool {
+        @inline(__always) get { _addSequenceHigh & 0x8000 != 0 }
+        @inline(__always) set { _addSequenceHigh = newValue ? _addSequenceHigh | 0x8000 : _addSequenceHigh & 0x7FFF }
     }
 }
 

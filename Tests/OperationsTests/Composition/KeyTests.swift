@@ -188,4 +188,31 @@ struct PriorityChangeRegressionTests {
         queue.waitUntilAllOperationsAreFinished()
         #expect(log() == ["second", "first"])
     }
+
+    @Test("priorities changed many times while waiting, newest first: each runs in its last band, in the order added")
+    func movedBackAndForth() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Shared<[Int]>([])
+        let bands: [Operation.QueuePriority] = [.veryLow, .low, .normal, .high, .veryHigh]
+        let count = 300
+        let operations = (0..<count).map { index in BlockOperation { log.update { $0.append(index) } } }
+        queue.addOperations(Array(operations[..<200]), waitUntilFinished: false)
+        // Moves of every kind: once, twice, back to where it was; then more operations
+        // join the bands the moved ones left, and some of those move too.
+        for index in stride(from: 199, through: 0, by: -1) {
+            for step in 0..<(index % 4) { operations[index].queuePriority = bands[(index + step * 2) % 5] }
+        }
+        queue.addOperations(Array(operations[200...]), waitUntilFinished: false)
+        for index in stride(from: 299, through: 150, by: -3) { operations[index].queuePriority = bands[index % 5] }
+        let expected = (0..<count).sorted { a, b in
+            let (pa, pb) = (operations[a].queuePriority.rawValue, operations[b].queuePriority.rawValue)
+            return pa != pb ? pa > pb : a < b
+        }
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == expected)
+        #expect(queue.operationCount == 0)
+    }
 }

@@ -400,6 +400,10 @@ struct StressRound {
                 if let target = operations[0..<end].randomElement(using: &random) as? StressAsyncOperation {
                     onNewThread { target.finishIfNotStarted() }
                 }
+            case 8:
+                // A band changed while the operation may wait in a ready list (moved there).
+                operations[Int.random(in: 0..<end, using: &random)].queuePriority =
+                    [.veryLow, .low, .normal, .high, .veryHigh].randomElement(using: &random)!
             default: break
             }
         }
