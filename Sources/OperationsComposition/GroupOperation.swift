@@ -90,14 +90,26 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// A group that goes away without having run lets its children go too: they wait in its
     /// suspended queue, which holds them and which they hold (as their queue), so they are
     /// cancelled and let through, and leave it.
+    ///
+    /// The children are released through the library's iterative release: groups nested
+    /// thousands deep go away without a stack frame per level.
     deinit {
         let neverRan = state.withLock { state -> Bool in
             if case .waiting = state.stage { return true }
             return false
         }
-        guard neverRan else { return }
-        childQueue.cancelAllOperations()
-        childQueue.isSuspended = false
+        if neverRan {
+            childQueue.cancelAllOperations()
+            childQueue.isSuspended = false
+        }
+        let children = state.withLock { state -> [Operation] in
+            defer {
+                state.everyChild = []
+                state.unfinished = [:]
+            }
+            return state.everyChild
+        }
+        ReleasePool.release(children)
     }
 
     // MARK: Children

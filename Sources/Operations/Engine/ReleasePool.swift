@@ -5,7 +5,7 @@
 /// the last reference to the end of a long chain would otherwise release the chain
 /// recursively, one stack frame per operation, and overflow the stack. The outermost
 /// `deinit` on a thread drains a per-thread list; nested ones only append to it.
-enum ReleasePool {
+package enum ReleasePool {
     /// The list being drained on this thread.
     /// - Note: `@unchecked Sendable`: only ever touched by the thread whose thread-local
     ///   slot points at it.
@@ -17,7 +17,7 @@ enum ReleasePool {
 
     private static let current = ThreadLocalPointer()
 
-    static func release(_ operations: consuming [Operation]) {
+    package static func release(_ operations: consuming [Operation]) {
         if let pointer = current.value {
             let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
             pending.arrays.append(consume operations)

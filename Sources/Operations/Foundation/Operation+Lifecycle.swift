@@ -23,7 +23,7 @@ extension Operation {
         _announceDidChange("isFinished")
         #else
         if changed {
-            _processFinishThenAnnounce { _announceDidChange("isFinished") }
+            _processFinishThenAnnounce { [self] in _announceDidChange("isFinished") }
         } else {
             _announceDidChange("isFinished")
         }
@@ -36,7 +36,7 @@ extension Operation {
     /// completion block run, the operation out of its queue — then `announce` tells the
     /// observers, then waits return. So an observer of `isFinished` finds the queue done
     /// with the operation, and a wait returns only after the observers were told.
-    final func _processFinishThenAnnounce(_ announce: () -> Void) {
+    final func _processFinishThenAnnounce(_ announce: @escaping () -> Void) {
         guard isFinished, var finish = _update({ $0.finish().map { self._recordFinish($0) } }) else {
             announce()
             return
@@ -60,12 +60,17 @@ extension Operation {
         // wait that begins meanwhile joins them (it returns after the observers and the hooks
         // registered before it, such as an observer's finish), and a wait made from this
         // thread, from an observer or a hook, returns at once (it would wait for itself).
-        CompletionBlockScope.run({
-            tellAndWake()
-            while let more = _update({ $0.settle() }) {
-                for waiter in more.waiters { waiter.wake(more.outcome) }
-            }
-        }, of: self, in: nil)
+        // A finish set off by this one's hooks or observers (a group's last child ends the
+        // group) is announced the same way, nested; deep nesting is handed back to the
+        // outermost announcement on this thread (see `NestedAnnouncements`).
+        NestedAnnouncements.run { [self] in
+            CompletionBlockScope.run({
+                tellAndWake()
+                while let more = _update({ $0.settle() }) {
+                    for waiter in more.waiters { waiter.wake(more.outcome) }
+                }
+            }, of: self, in: nil)
+        }
     }
 
     /// Records the events of a finish in the queue's order (called under the lock, so that
@@ -152,5 +157,56 @@ struct FinishWakeups {
     func wake() {
         for waiter in waiters { waiter.wake(outcome) }
         for waiter in queueWaiters { waiter.wake() }
+    }
+}
+
+/// Announcements of finishes nested in other announcements on one thread: the hooks and
+/// observers told that an operation finished may finish another (a group's last child
+/// ends the group, whose end ends its parent …), each inside the one before. Up to
+/// ``depthLimit`` levels run nested, as they happen; deeper ones are handed to the
+/// outermost announcement on the thread, which runs them in turn once the one it runs has
+/// returned. So nesting of any depth takes a bounded stack.
+///
+/// A handed-back announcement happens later on the same thread: until then its operation
+/// counts as finishing (a wait for it joins its waiters).
+package enum NestedAnnouncements {
+    package static let depthLimit = 16
+
+    /// The announcements of one thread.
+    /// - Note: `@unchecked Sendable`: only the thread whose thread-local slot points at it
+    ///   touches it.
+    private final class Frame: @unchecked Sendable {
+        var depth = 0
+        var handedBack: [() -> Void] = []
+        var next = 0
+    }
+
+    private static let current = ThreadLocalPointer()
+
+    static func run(_ announcement: @escaping () -> Void) {
+        if let pointer = current.value {
+            let frame = Unmanaged<Frame>.fromOpaque(pointer).takeUnretainedValue()
+            guard frame.depth < depthLimit else {
+                frame.handedBack.append(announcement)
+                return
+            }
+            frame.depth += 1
+            announcement()
+            frame.depth -= 1
+            return
+        }
+        let frame = Frame()
+        current.set(Unmanaged.passUnretained(frame).toOpaque())
+        frame.depth = 1
+        announcement()
+        // In the order handed back: each may hand back more.
+        while frame.next < frame.handedBack.count {
+            let next = frame.handedBack[frame.next]
+            frame.handedBack[frame.next] = {}
+            frame.next += 1
+            next()
+        }
+        current.set(nil)
+        withExtendedLifetime(frame) {}
     }
 }

@@ -570,3 +570,50 @@ struct UnrunGroupTests {
         #expect(eventually { weakChild == nil && weakToken == nil }, "the children of a dropped group stayed alive")
     }
 }
+
+@Suite("Deeply nested groups")
+struct DeepGroupTests {
+    /// Groups nested `depth` deep, the innermost holding one block; returns the outermost.
+    static func nested(_ depth: Int, ran: Shared<Bool>) -> GroupOperation {
+        var inner: Operation = BlockOperation { ran.update { $0 = true } }
+        for _ in 0..<depth { inner = GroupOperation(operations: [inner]) }
+        return inner as! GroupOperation
+    }
+
+    @Test("groups nested 10,000 deep finish level by level without a stack frame per level")
+    func deepFinish() async {
+        // In a child process: without the fix the stack overflows.
+        await #expect(processExitsWith: .success) {
+            let ran = Shared(false)
+            let outer = DeepGroupTests.nested(10_000, ran: ran)
+            let queue = OperationQueue()
+            queue.addOperation(outer)
+            outer.waitUntilFinished()
+            guard ran(), outer.isFinished, !outer.isCancelled else { exit(1) }
+        }
+    }
+
+    @Test("30,000 nested finished groups are released without a stack frame per level")
+    func deepRelease() async {
+        await #expect(processExitsWith: .success) {
+            let ran = Shared(false)
+            var outer: GroupOperation? = DeepGroupTests.nested(30_000, ran: ran)
+            OperationQueue().addOperation(outer!)
+            outer!.waitUntilFinished()
+            guard ran() else { exit(1) }
+            outer = nil
+        }
+    }
+
+    @Test("cancelling groups nested 10,000 deep cancels every level without a stack frame per level")
+    func deepCancel() async {
+        await #expect(processExitsWith: .success) {
+            let ran = Shared(false)
+            let outer = DeepGroupTests.nested(10_000, ran: ran)
+            outer.cancel()
+            OperationQueue().addOperation(outer)
+            outer.waitUntilFinished()
+            guard !ran(), outer.isCancelled else { exit(1) }
+        }
+    }
+}

@@ -135,7 +135,17 @@ struct CompositionRound {
                         let inner = GroupOperation(operations: (0..<2).map { _ in nextID += 1; return leaf(nextID) })
                         groups.append(inner)
                         all.append(inner)
-                        return inner
+                        // Sometimes wrapped in groups deeper than finishes are announced
+                        // nested (they are handed back to the outermost announcement).
+                        var wrapped: GroupOperation = inner
+                        if random.next() % 8 == 0 {
+                            for _ in 0..<(NestedAnnouncements.depthLimit + 1 + Int(random.next() % 24)) {
+                                wrapped = GroupOperation(operations: [wrapped])
+                                groups.append(wrapped)
+                                all.append(wrapped)
+                            }
+                        }
+                        return wrapped
                     }
                     return leaf(nextID)
                 }
