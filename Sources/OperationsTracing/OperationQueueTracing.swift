@@ -6,7 +6,9 @@ import Tracing
 ///
 /// - The span is a child of the `ServiceContext` that was current where the operation was
 ///   added (captured on the adding thread, through `OperationQueue.addEnqueueHook(_:)`).
-/// - It has an event `started` when the queue starts it (and `cancelled` when cancelled).
+/// - It has an event `started` when the queue starts its work, and `cancelled` when
+///   cancelled. An operation cancelled before it started has no `started` event: the queue
+///   passes it through `start()`, but no work runs.
 /// - It links to the spans of its dependencies that are traced (by this or another
 ///   ``OperationQueueTracing``), read when it is added.
 /// - Its status is the outcome: `ok` when it succeeded, `error` with the message
@@ -24,6 +26,9 @@ public final class OperationQueueTracing: Sendable {
     private struct Traced {
         let operation: Operation
         let span: any Span
+        /// Its `cancelled` event came before any `started`: its start runs no work.
+        var cancelledBeforeStart = false
+        var started = false
     }
 
     private let tracer: any Tracer
@@ -100,9 +105,19 @@ public final class OperationQueueTracing: Sendable {
         case .enqueued:
             return
         case .started:
-            spans.withLock { $0[identity]?.span }?.addEvent(SpanEvent(name: "started", at: instant(event.time)))
+            let span = spans.withLock { spans -> (any Span)? in
+                spans[identity]?.started = true
+                guard let traced = spans[identity], !traced.cancelledBeforeStart else { return nil }
+                return traced.span
+            }
+            span?.addEvent(SpanEvent(name: "started", at: instant(event.time)))
         case .cancelled:
-            spans.withLock { $0[identity]?.span }?.addEvent(SpanEvent(name: "cancelled", at: instant(event.time)))
+            let span = spans.withLock { spans -> (any Span)? in
+                guard let traced = spans[identity] else { return nil }
+                if !traced.started { spans[identity]?.cancelledBeforeStart = true }
+                return traced.span
+            }
+            span?.addEvent(SpanEvent(name: "cancelled", at: instant(event.time)))
         case .finished:
             guard let traced = spans.withLock({ $0.removeValue(forKey: identity) }) else { return }
             let span = traced.span
