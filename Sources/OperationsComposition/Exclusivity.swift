@@ -25,7 +25,9 @@ extension OperationExtensions where Self: Operation {
     /// conditions hold, and gets all of them at once (or waits for all): two operations
     /// with overlapping categories can never deadlock. Requests are granted first come,
     /// first served per category (a waiting exclusive request is not overtaken by later
-    /// shared ones). An operation asks once its dependencies have finished, its conditions
+    /// shared ones), in the order they ask, not the order added: a place taken when added
+    /// would make an operation still waiting for a dependency hold up later ones, forever
+    /// when it depends on one of them. An operation asks once its dependencies have finished, its conditions
     /// hold and its queue is not suspended, on the thread where that happened. Waiting
     /// blocks no thread and holds no queue slot: the categories are a gate of the
     /// operation, not an operation. It gives them back when it finishes (or when it is
