@@ -14,7 +14,8 @@
 ///
 /// Made by ``OperationQueue/results(adding:)``, the sequence owns the batch: leaving the
 /// loop early (a `break`, a thrown error) or cancelling the iterating task cancels the
-/// operations that have not finished. Made by ``init(_:)`` over operations added elsewhere,
+/// operations that have not finished, as one step, and with them the upstream of `then`
+/// and `combine` stages that nobody else wants (see ``ValueOperation``). Made by ``init(_:)`` over operations added elsewhere,
 /// it only watches them.
 ///
 /// A loop waiting for operations that cannot make progress says so once, through
@@ -49,6 +50,8 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
         let batch = Batch(remaining: operations.count)
         if operations.isEmpty { continuation.finish() }
         var hooks: [(Operation, UInt64)] = []
+        // The loop wants their values: a cancelled stage that took one as input leaves it be.
+        for operation in operations { operation._awaiting(1) }
         for operation in operations {
             let hook = operation._onFinish { [continuation] _ in
                 switch operation.result! {
@@ -70,8 +73,11 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
             // operations that have not finished. Their hooks go, so that an operation that
             // never runs does not keep the stream alive.
             for (operation, hook) in hooked { operation._removeFinishHook(hook) }
+            for operation in operations { operation._awaiting(-1) }
             if cancelsOnExit {
-                for operation in operations where !operation.isFinished { operation.cancel() }
+                // As one step, so that none starts in a slot another one freed; stages that
+                // are cancelled cancel the upstream nobody else wants.
+                Operation.cancel(operations.filter { !$0.isFinished })
             }
         }
         return AsyncIterator(

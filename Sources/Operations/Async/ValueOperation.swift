@@ -10,6 +10,12 @@
 /// (``Operation/Outcome/cancelled(reason:)``), so an error travels down a chain. A plain
 /// ``Operation/addDependency(_:)`` keeps Foundation's behaviour: the dependent runs anyway.
 ///
+/// Cancellation travels up: when such an operation is cancelled before it finished, each
+/// unfinished input that nobody else wants any more — no other operation depends on it
+/// that is neither cancelled nor finished, no task awaits its ``value``, no loop over
+/// ``OperationResults`` includes it — is cancelled too, with the same reason, and so on up
+/// the chain.
+///
 /// - Note: `@unchecked Sendable`: the work, inputs, task and value are guarded by
 ///   `storage`'s lock.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
@@ -144,9 +150,29 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     public var value: Success {
         get async throws {
+            _awaiting(1)
+            defer { _awaiting(-1) }
             guard let outcome = await _outcome() else { throw CancellationError() }
             return try _value(for: outcome)
         }
+    }
+
+    /// Counts a task (or a results loop) that wants the value, or one less.
+    final func _awaiting(_ change: Int) {
+        storage.withLock { $0.awaiting += change }
+    }
+
+    /// Whether a task awaits the value, or a loop over results includes it.
+    package final var _isValueAwaited: Bool { storage.withLock { $0.awaiting > 0 } }
+
+    /// Sets ``Operation/isCancelled``. A stage made by `then` or `combine` lets go of its
+    /// inputs: those nobody else wants any more are cancelled too (see ``ValueOperation``).
+    open override func cancel() {
+        // Read before the cancellation takes effect: once cancelled, its queue may run it
+        // through `start()` to its finish, which lets go of the inputs, at once.
+        let (inputs, wasCancelled) = storage.withLock { ($0.inputs, isCancelled) }
+        super.cancel()
+        if !inputs.isEmpty, !wasCancelled { UpstreamCancellation.stageCancelled(self, inputs: inputs) }
     }
 
     /// The value of a finished operation that succeeded, for the operations that take it

@@ -76,6 +76,9 @@ struct StallReport {
     /// Waits until `semaphore` is signalled. `targets` lists what is waited for, read when
     /// a look is due.
     mutating func wait(on semaphore: DispatchSemaphore, targets: () -> [Operation]) {
+        // Announcements this thread was handed back would otherwise run only after the wait:
+        // what it waits for may be among them.
+        NestedAnnouncements.runHandedBack()
         // A wait from inside a running operation: the analysis follows it through that one.
         BlockedWaits.during(targets: targets) { waitReporting(on: semaphore, targets: targets) }
     }

@@ -599,6 +599,9 @@ extension OperationCore {
         var startHooks: [@Sendable () -> Void]
         /// The outcome for hooks; nil when no hook waits (threads need none).
         var outcome: Operation.Outcome?
+        /// The operation is still announcing: observers or taps are to be told, or waiters
+        /// woken, before it is finished (see ``settle()``).
+        var settles: Bool
     }
 
     /// The finish has been processed (dependents released, completion block run). With
@@ -612,8 +615,13 @@ extension OperationCore {
         }
         mustApply(.processed)
         // The taps' finish, told with the observers, before any waiter wakes.
-        if let attachments = extras?.attachments, let outcome { attachments.post(.finished(outcome)) }
-        if finishWaiters.isEmpty, !observersToTell { mustApply(.complete) }
+        var tapsToTell = false
+        if let attachments = extras?.attachments, !attachments.taps.isEmpty, let outcome {
+            attachments.post(.finished(outcome))
+            tapsToTell = true
+        }
+        let settles = !finishWaiters.isEmpty || observersToTell || tapsToTell
+        if !settles { mustApply(.complete) }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         // Taken from the side box in place (most operations have no box: one compare).
         var hidden: [Operation] = []
@@ -626,7 +634,7 @@ extension OperationCore {
         }
         return Completion(
             waiters: finishWaiters, hiddenDependencies: hidden, startHooks: startHooks,
-            outcome: hooked ? outcome : nil)
+            outcome: hooked ? outcome : nil, settles: settles)
     }
 
     /// The observers were told and the waiters woken by `complete(observersToTell:)` have run: the waiters that came meanwhile, to wake

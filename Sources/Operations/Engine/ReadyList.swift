@@ -232,6 +232,7 @@ struct ReadyList {
             count -= 1
             let operation = bands[level].popFirst()
             operation?._isFiledReady = false
+            if count == 0, !movedHeap.isEmpty || !moved.isEmpty { dropAllStale(into: &dropped) }
             return operation
         case .moved:
             count -= 1
@@ -240,6 +241,7 @@ struct ReadyList {
             let id = ObjectIdentifier(entry.operation)
             moved[id]!.live = false
             if !moved[id]!.staleInBand { moved[id] = nil }
+            if count == 0 { dropAllStale(into: &dropped) }
             return entry.operation
         case nil:
             preconditionFailure("Operations: the ready list counts \(count) operations and holds none")
@@ -256,6 +258,17 @@ struct ReadyList {
         guard level >= 0, let first = bands[level].first else { return .moved }
         if top.level != level { return top.level > level ? .moved : .band(level) }
         return top.operation._addSequence < first._addSequence ? .moved : .band(level)
+    }
+
+    /// With no live entry left, every entry is stale: all go (an idle queue must not keep
+    /// finished operations alive).
+    private mutating func dropAllStale(into dropped: inout [Operation]) {
+        for level in bands.indices {
+            while let operation = bands[level].popFirst() { dropped.append(operation) }
+        }
+        dropped.append(contentsOf: movedHeap.lazy.map(\.operation))
+        movedHeap = []
+        moved = [:]
     }
 
     /// Drops stale entries from the front of every band and of the moved heap.

@@ -55,7 +55,7 @@ extension Operation {
         }
         // Nothing waited and no one to tell: the operation is finished already, and a wait
         // returns at once.
-        guard observed || !wakeups.waiters.isEmpty else { return tellAndWake() }
+        guard wakeups.settles else { return tellAndWake() }
         // The operation is finished once its observers were told and its waiters woken: a
         // wait that begins meanwhile joins them (it returns after the observers and the hooks
         // registered before it, such as an observer's finish), and a wait made from this
@@ -141,7 +141,9 @@ extension Operation {
         finish.unusedErrors = nil
         let completion = _update { $0.complete(observersToTell: observersToTell) }
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
-        return FinishWakeups(queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome)
+        return FinishWakeups(
+            queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome,
+            settles: completion.settles)
     }
 }
 
@@ -151,6 +153,8 @@ struct FinishWakeups {
     var queueWaiters: [QueueWaiter]
     var waiters: [FinishWaiter]
     var outcome: Operation.Outcome?
+    /// The operation is finished only once these were woken and its observers told.
+    var settles: Bool
 
     /// The operation's own first (hooks such as an observer's finish among them), then its
     /// queue's: a wait for the queue returns after what the operation's end set off.
@@ -168,7 +172,9 @@ struct FinishWakeups {
 /// returned. So nesting of any depth takes a bounded stack.
 ///
 /// A handed-back announcement happens later on the same thread: until then its operation
-/// counts as finishing (a wait for it joins its waiters).
+/// counts as finishing (a wait for it joins its waiters). A blocking wait on that thread
+/// runs the handed-back announcements first (``runHandedBack()``): it could be waiting
+/// for one of them.
 package enum NestedAnnouncements {
     package static let depthLimit = 16
 
@@ -199,14 +205,25 @@ package enum NestedAnnouncements {
         current.set(Unmanaged.passUnretained(frame).toOpaque())
         frame.depth = 1
         announcement()
-        // In the order handed back: each may hand back more.
+        runHandedBack(frame)
+        current.set(nil)
+        withExtendedLifetime(frame) {}
+    }
+
+    /// Runs the announcements handed back on this thread that have not run yet (a thread
+    /// about to block must not wait for one of them).
+    static func runHandedBack() {
+        guard let pointer = current.value else { return }
+        runHandedBack(Unmanaged<Frame>.fromOpaque(pointer).takeUnretainedValue())
+    }
+
+    /// In the order handed back: each may hand back more.
+    private static func runHandedBack(_ frame: Frame) {
         while frame.next < frame.handedBack.count {
             let next = frame.handedBack[frame.next]
             frame.handedBack[frame.next] = {}
             frame.next += 1
             next()
         }
-        current.set(nil)
-        withExtendedLifetime(frame) {}
     }
 }

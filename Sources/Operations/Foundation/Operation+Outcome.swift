@@ -106,4 +106,8 @@ extension Operation {
     }
 
     static let _nextHookID = Atomic<UInt64>(0)
+
+    /// How many waits (threads, tasks, hooks) wait for the operation to finish: for tests
+    /// that must know a wait has begun.
+    package final var _finishWaiterCount: Int { _update { $0.finishWaiters.count } }
 }

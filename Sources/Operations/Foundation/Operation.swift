@@ -101,10 +101,12 @@ open class Operation: NSObject, @unchecked Sendable {
     open var queuePriority: QueuePriority {
         get { _update { $0.queuePriority } ?? .normal }
         set {
-            // An operation already in its queue's ready list moves to its new band.
+            // An operation already in its queue's ready list moves to its new band (when the
+            // band it runs in changed).
             let queue = _update { state -> OperationQueue? in
+                let before = state.effectivePriority
                 state.queuePriority = newValue
-                return state.phase.kind == .ready ? state.queue : nil
+                return state.phase.kind == .ready && state.effectivePriority != before ? state.queue : nil
             }
             guard let queue else { return }
             queue.core.withLock { $0.refile(self) }

@@ -571,8 +571,15 @@ struct UnrunGroupTests {
     }
 }
 
-@Suite("Deeply nested groups")
+/// One at a time: each runs thousands of groups in a child process, which under a
+/// sanitizer takes a processor for a long while.
+@Suite("Deeply nested groups", .serialized)
 struct DeepGroupTests {
+    /// The depths are divided by this under a sanitizer (`OPERATIONS_SANITIZED=1`, set by
+    /// CI), whose instrumented runs are ten or more times slower; the plain run checks the
+    /// full depths.
+    static var scale: Int { ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 10 : 1 }
+
     /// Groups nested `depth` deep, the innermost holding one block; returns the outermost.
     static func nested(_ depth: Int, ran: Shared<Bool>) -> GroupOperation {
         var inner: Operation = BlockOperation { ran.update { $0 = true } }
@@ -585,7 +592,7 @@ struct DeepGroupTests {
         // In a child process: without the fix the stack overflows.
         await #expect(processExitsWith: .success) {
             let ran = Shared(false)
-            let outer = DeepGroupTests.nested(10_000, ran: ran)
+            let outer = DeepGroupTests.nested(10_000 / DeepGroupTests.scale, ran: ran)
             let queue = OperationQueue()
             queue.addOperation(outer)
             outer.waitUntilFinished()
@@ -597,7 +604,7 @@ struct DeepGroupTests {
     func deepRelease() async {
         await #expect(processExitsWith: .success) {
             let ran = Shared(false)
-            var outer: GroupOperation? = DeepGroupTests.nested(30_000, ran: ran)
+            var outer: GroupOperation? = DeepGroupTests.nested(30_000 / DeepGroupTests.scale, ran: ran)
             OperationQueue().addOperation(outer!)
             outer!.waitUntilFinished()
             guard ran() else { exit(1) }
@@ -609,7 +616,7 @@ struct DeepGroupTests {
     func deepCancel() async {
         await #expect(processExitsWith: .success) {
             let ran = Shared(false)
-            let outer = DeepGroupTests.nested(10_000, ran: ran)
+            let outer = DeepGroupTests.nested(10_000 / DeepGroupTests.scale, ran: ran)
             outer.cancel()
             OperationQueue().addOperation(outer)
             outer.waitUntilFinished()

@@ -189,6 +189,44 @@ struct PriorityChangeRegressionTests {
         #expect(log() == ["second", "first"])
     }
 
+    @Test("an operation moved to another band is released once finished, also when it is the last one", arguments: [false, true])
+    func movedReleased(alone: Bool) {
+        weak var released: Operation?
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        do {
+            queue.isSuspended = true
+            let operation = BlockOperation {}
+            released = operation
+            // Another operation of the band, added first: the moved one's old entry is behind it.
+            if !alone { queue.addOperation(BlockOperation {}) }
+            queue.addOperation(operation)
+            operation.queuePriority = .low
+            operation.queuePriority = .veryHigh
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(eventually { released == nil }, "a finished operation is kept by its old entry in the ready list")
+    }
+
+    @Test("a queue whose moved operation holds the queue is released")
+    func movedHoldingItsQueue() {
+        weak var released: OperationQueue?
+        do {
+            let queue = OperationQueue()
+            released = queue
+            queue.maxConcurrentOperationCount = 1
+            queue.isSuspended = true
+            queue.addOperation(BlockOperation {})
+            let operation = ClosureOperation { _ in _ = queue }
+            queue.addOperation(operation)
+            operation.queuePriority = .high
+            queue.isSuspended = false
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(eventually { released == nil }, "the queue and its finished operation keep each other")
+    }
+
     @Test("priorities changed many times while waiting, newest first: each runs in its last band, in the order added")
     func movedBackAndForth() {
         let queue = OperationQueue()

@@ -234,6 +234,33 @@ struct StartEventOrderTests {
         #expect(log() == ["finished", "wait returned"])
     }
 
+    @Test("a wait that begins while an observer is told the finish returns after it")
+    func waitWhileObserverTold() {
+        // Forced: the observer's didFinish holds its thread until the other wait began (or,
+        // wrongly, returned).
+        let entered = Gate(), release = Gate(), waitReturned = Gate()
+        let observerReturned = Shared(false)
+        let operation = BlockOperation {}
+        operation.addObserver(BlockObserver(didFinish: { _, _ in
+            entered.open()
+            release.wait()
+            observerReturned.update { $0 = true }
+        }))
+        onNewThread { operation.start() }
+        #expect(entered.wait())
+        let sawObserverReturned = Shared<Bool?>(nil)
+        onNewThread {
+            operation.waitUntilFinished()
+            sawObserverReturned.update { $0 = observerReturned() }
+            waitReturned.open()
+        }
+        // Released only once the waiting thread is registered among the waiters.
+        #expect(eventually { operation._finishWaiterCount > 0 || sawObserverReturned() != nil })
+        release.open()
+        #expect(waitReturned.wait())
+        #expect(sawObserverReturned() == true, "waitUntilFinished returned while didFinish was still running")
+    }
+
     /// Forced: a hook that runs first among the operation's waiters starts a wait on another
     /// thread and lets the waking go on only once that wait is registered (or has returned).
     @Test("a wait that begins while an operation's waiters are woken returns after them, an observer's finish included")

@@ -1,0 +1,95 @@
+// Cancellation that travels up a chain of typed operations, and batches cancelled as one
+// step.
+
+/// Cancels the inputs that cancelled stages leave unwanted, level by level, on the
+/// cancelling thread: a chain of any length takes a bounded stack (a cancel made while
+/// this thread propagates is collected, not followed at once).
+enum UpstreamCancellation {
+    /// The stages cancelled on this thread whose inputs are still to be looked at.
+    /// - Note: `@unchecked Sendable`: only the thread whose thread-local slot points at it
+    ///   touches it.
+    private final class Pending: @unchecked Sendable {
+        var stages: [(stage: Operation, inputs: [Operation])] = []
+    }
+
+    private static let current = ThreadLocalPointer()
+
+    /// `stage`, which takes `inputs`, was cancelled.
+    static func stageCancelled(_ stage: Operation, inputs: [Operation]) {
+        run { $0.stages.append((stage, inputs)) }
+    }
+
+    /// Cancels `batch` as one step (see ``Operation/cancel(_:with:)``).
+    static func cancel(_ batch: [Operation], with reason: (any Error)?) {
+        run { _ in
+            // Those not running first: a running one that stops frees its slot, which no
+            // member of the batch may take.
+            for operation in batch where !operation.isExecuting { cancel(operation, with: reason) }
+            for operation in batch where operation.isExecuting { cancel(operation, with: reason) }
+        }
+    }
+
+    private static func cancel(_ operation: Operation, with reason: (any Error)?) {
+        if let reason { operation.cancel(with: reason) } else { operation.cancel() }
+    }
+
+    /// Runs `body` with this thread's pending stages, then (outermost only) cancels, level by
+    /// level, the inputs they left unwanted.
+    private static func run(_ body: (Pending) -> Void) {
+        if let pointer = current.value {
+            body(Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue())
+            return
+        }
+        let pending = Pending()
+        current.set(Unmanaged.passUnretained(pending).toOpaque())
+        defer {
+            current.set(nil)
+            withExtendedLifetime(pending) {}
+        }
+        body(pending)
+        while !pending.stages.isEmpty {
+            let stages = pending.stages
+            pending.stages = []
+            var unwanted: [(Operation, reason: (any Error)?)] = []
+            var seen = Set<ObjectIdentifier>()
+            for (stage, inputs) in stages {
+                let reason = stage._cancellationReason
+                for input in inputs where seen.insert(ObjectIdentifier(input)).inserted {
+                    if !input._isWanted { unwanted.append((input, reason)) }
+                }
+            }
+            // As a batch: those not running first.
+            for (input, reason) in unwanted where !input.isExecuting { cancel(input, with: reason) }
+            for (input, reason) in unwanted where input.isExecuting { cancel(input, with: reason) }
+        }
+    }
+}
+
+extension Operation {
+    /// Whether someone still wants this operation to run: it has not finished nor been
+    /// cancelled, and an operation that is neither depends on it, a task awaits its value,
+    /// or a loop over results includes it. (Getters read with no lock held.)
+    var _isWanted: Bool {
+        if isFinished || isCancelled { return true }
+        if let typed = self as? any AwaitedValue, typed._isValueAwaited { return true }
+        let dependents = _update { $0.dependents.compactMap(\.operation) }
+        return dependents.contains { dependent in
+            !dependent.isCancelled && !dependent.isFinished && dependent.dependencies.contains { $0 === self }
+        }
+    }
+
+    /// Cancels every operation of `batch` as one step: those not running first, so that no
+    /// member starts in a slot that a running one frees meanwhile (cancelling them one by one
+    /// in the order added would let the queue start later members). With a `reason`, as
+    /// ``cancel(with:)``.
+    public static func cancel(_ batch: [Operation], with reason: (any Error)? = nil) {
+        UpstreamCancellation.cancel(batch, with: reason)
+    }
+}
+
+/// A typed operation's count of those awaiting its value, whatever its value type.
+protocol AwaitedValue: Operation {
+    var _isValueAwaited: Bool { get }
+}
+
+extension ValueOperation: AwaitedValue {}

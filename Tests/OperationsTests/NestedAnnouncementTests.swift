@@ -1,0 +1,56 @@
+import Operations
+import OperationsComposition
+import Testing
+
+@Suite("Finishes set off by other finishes, nested deeply on one thread")
+struct NestedAnnouncementTests {
+    /// Operations started by hand from the `isFinished` observer of the one before; the
+    /// observer at `waitAt` then waits for the operation it just started. True when the
+    /// chain ended.
+    static func chainEnds(length: Int, waitAt: Int) -> Bool {
+        let done = Gate()
+        onNewThread {
+            let operations = (0..<length).map { _ in BlockOperation {} }
+            var tokens: [NSKeyValueObservation] = []
+            for index in 0..<length {
+                tokens.append(operations[index].observe(\.isFinished, options: [.new]) { _, change in
+                    guard change.newValue == true, index + 1 < length else { return }
+                    let next = operations[index + 1]
+                    next.start()
+                    if index + 1 == waitAt { next.waitUntilFinished() }
+                })
+            }
+            operations[0].start()
+            done.open()
+            withExtendedLifetime(tokens) {}
+        }
+        return done.wait()
+    }
+
+    @Test("a wait on this thread for an operation whose announcement was handed back returns")
+    func waitForHandedBack() {
+        let limit = NestedAnnouncements.depthLimit
+        #expect(Self.chainEnds(length: limit + 4, waitAt: limit - 1), "announced nested")
+        #expect(Self.chainEnds(length: limit + 4, waitAt: limit), "handed back to the outermost announcement")
+        #expect(Self.chainEnds(length: limit + 4, waitAt: limit + 2), "handed back, deeper")
+    }
+
+    @Test("a chain of 20,000 finishes set off by observers' didFinish takes a bounded stack")
+    func observerChain() async {
+        await #expect(processExitsWith: .success) {
+            let count = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 2_000 : 20_000
+            let operations = (0..<count).map { _ in BlockOperation {} }
+            for index in 0..<(count - 1) {
+                let next = operations[index + 1]
+                operations[index].addObserver(BlockObserver(didFinish: { _, _ in next.start() }))
+            }
+            let done = DispatchSemaphore(value: 0)
+            onNewThread {
+                operations[0].start()
+                done.signal()
+            }
+            done.wait()
+            guard operations.allSatisfy({ $0.isFinished }) else { exit(1) }
+        }
+    }
+}
