@@ -466,4 +466,47 @@ struct StallReportTests {
         }
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("first") && $0.contains("later") }, "\(capture.stalls)")
     }
+
+    @Test("an async body that awaits one behind it on its own serial queue is reported as a deadlock, naming both")
+    func asyncAwaitForLaterOnOwnSerialQueue() {
+        let capture = Capture(marker: "async-deadlock-probe")
+        capture.during {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.name = "async-deadlock-probe queue"
+            let later = AsyncBlockOperation { () async -> Int in 1 }
+            later.name = "async-deadlock-probe later"
+            let first = AsyncBlockOperation { () async throws -> Int in try await later.value }
+            first.name = "async-deadlock-probe first"
+            queue.isSuspended = true
+            queue.addOperations([first, later], waitUntilFinished: false)
+            queue.isSuspended = false
+            #expect(capture.reported.wait())
+            // A second slot ends it.
+            queue.maxConcurrentOperationCount = 2
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("first") && $0.contains("later") }, "\(capture.stalls)")
+    }
+
+    @Test("an async body that awaits its own queue's waitUntilAllOperationsAreFinished() is reported as a deadlock")
+    func asyncAwaitForOwnQueue() {
+        let capture = Capture(marker: "own-queue-probe")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "own-queue-probe queue"
+            let release = Gate()
+            let waiting = AsyncBlockOperation { () async -> Int in
+                await OperationQueue.current!.waitUntilAllOperationsAreFinished()
+                return 1
+            }
+            waiting.name = "own-queue-probe waiting"
+            waiting.completionBlock = { release.open() }
+            queue.addOperation(waiting)
+            #expect(capture.reported.wait())
+            waiting.cancel()
+            _ = release.wait(timeout: 0)
+        }
+        #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("own-queue-probe waiting") }, "\(capture.stalls)")
+    }
 }

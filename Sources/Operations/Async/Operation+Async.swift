@@ -29,6 +29,13 @@ extension Operation {
         }
         let signal = AsyncSignal<Outcome?>()
         let hook = _onFinish { signal.resume(with: $0) }
+        // Inside an `async` body, the body waits for this one (for stall reports).
+        return await BlockedWaits.during(awaiting: hook == nil ? [] : [self]) {
+            await _awaitOutcome(signal: signal, hook: hook)
+        }
+    }
+
+    private func _awaitOutcome(signal: AsyncSignal<Outcome?>, hook: UInt64?) async -> Outcome? {
         // Watched only when it will suspend (no hook: it finished meanwhile).
         let watched = hook.flatMap { _ in AsyncStallWatch.shared.begin(.awaitOperation(self)) }
         defer { AsyncStallWatch.shared.end(watched) }

@@ -16,9 +16,12 @@ extension OperationQueueExtensions where Self: OperationQueue {
             return true
         }
         guard waiting else { return }
-        let watched = AsyncStallWatch.shared.begin(.awaitWaitUntilAllOperationsAreFinished(self))
-        let finished = await signal.value(orOnCancel: false)
-        AsyncStallWatch.shared.end(watched)
+        let finished = await BlockedWaits.during(awaiting: operations) {
+            let watched = AsyncStallWatch.shared.begin(.awaitWaitUntilAllOperationsAreFinished(self))
+            let finished = await signal.value(orOnCancel: false)
+            AsyncStallWatch.shared.end(watched)
+            return finished
+        }
         if finished { return }
         // Cancelled: take the hook out (dropped after the lock).
         let removed = core.withLock { state in

@@ -61,7 +61,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         let priority = TaskPriority(_startQuality(queue: queue))
         let scopes = queue?._currentTaskScopes ?? []
         let body: @Sendable () async -> Void = { [self] in
-            await OperationQueue.$_taskQueue.withValue(queue) {
+            await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self)) {
                 if scopes.isEmpty {
                     await _runAndDeliver()
                 } else {
@@ -159,9 +159,19 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
     }
 }
 
+/// What the task running an operation's `async` body knows: its queue, and the operation
+/// (for stall reports: a wait inside the body holds the operation's slot).
+struct TaskBodyContext: Sendable {
+    let queue: OperationQueue?
+    let operation: Operation?
+}
+
 extension OperationQueue {
+    /// The operation (and queue) whose `async` body the current task runs.
+    @TaskLocal static var _taskContext: TaskBodyContext?
+
     /// The queue whose operation's `async` body the current task runs.
-    @TaskLocal static var _taskQueue: OperationQueue?
+    static var _taskQueue: OperationQueue? { _taskContext?.queue }
 }
 
 /// Runs jobs on the main dispatch queue: the executor preference of the bodies of

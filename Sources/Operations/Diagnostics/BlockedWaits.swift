@@ -2,7 +2,8 @@
 // follow the chain through them (an operation that waits for one behind it on its own serial
 // queue holds the slot that one needs: a deadlock).
 
-/// The blocking waits made from inside running operations, by operation.
+/// The waits made from inside running operations — blocking waits on a queue's worker, and
+/// `await`s inside an `async` body — with what they wait for.
 enum BlockedWaits {
     /// A running operation blocked in a wait, and what it waits for.
     struct Entry {
@@ -12,28 +13,58 @@ enum BlockedWaits {
         let targets: [Operation]
     }
 
-    private static let entries = Locked<[ObjectIdentifier: Entry]>([:])
+    private struct Entries {
+        var byID: [UInt64: Entry] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private static let entries = Locked(Entries())
 
     /// Runs `wait` with the operation the current thread runs (if it is a queue's worker in
     /// an operation) registered as blocked, waiting for `targets`.
     static func during(targets: () -> [Operation], _ wait: () -> Void) {
         guard let operation = WorkerContext.current?.operation else { return wait() }
-        let key = ObjectIdentifier(operation)
-        entries.withLock { $0[key] = Entry(operation: operation, targets: targets()) }
+        let id = register(operation, targets: targets())
         wait()
+        unregister(id)
+    }
+
+    /// Runs `wait` with the operation whose `async` body the current task runs (if any)
+    /// registered as waiting for `targets`: the body keeps its slot while it awaits.
+    static func during<T>(awaiting targets: @autoclosure () -> [Operation], _ wait: () async -> T) async -> T {
+        guard let operation = OperationQueue._taskContext?.operation else { return await wait() }
+        let id = register(operation, targets: targets())
+        let result = await wait()
+        unregister(id)
+        return result
+    }
+
+    private static func register(_ operation: Operation, targets: [Operation]) -> UInt64 {
+        entries.withLock { entries in
+            entries.nextID += 1
+            entries.byID[entries.nextID] = Entry(operation: operation, targets: targets)
+            return entries.nextID
+        }
+    }
+
+    private static func unregister(_ id: UInt64) {
         // Released after the lock: the targets may be the last references.
-        let removed = entries.withLock { $0.removeValue(forKey: key) }
+        let removed = entries.withLock { $0.byID.removeValue(forKey: id) }
         _ = removed
     }
 
-    /// What `operation` waits for, if its work is blocked in a wait.
+    /// What `operation` waits for, if its work is blocked in a wait (or awaits, in its body).
     static func targets(of operation: Operation) -> [Operation]? {
-        entries.withLock { $0[ObjectIdentifier(operation)]?.targets }
+        let found = entries.withLock { entries in
+            entries.byID.values.filter { $0.operation === operation }.flatMap(\.targets)
+        }
+        return found.isEmpty ? nil : found
     }
 
     /// The operations of `queue` blocked in a wait (they hold its slots while they wait).
     static func blocked(in queue: OperationQueue) -> [Operation] {
-        let all = entries.withLock { Array($0.values) }
-        return all.map(\.operation).filter { $0._queue === queue }
+        let all = entries.withLock { Array($0.byID.values) }
+        var seen = Set<ObjectIdentifier>()
+        return all.map(\.operation).filter { $0._queue === queue && seen.insert(ObjectIdentifier($0)).inserted }
     }
 }

@@ -111,7 +111,7 @@ extension OperationQueue {
             }
             _deliverEvents()
         }
-        OperationQueue.$_taskQueue.withValue(self) { operation.start() }
+        OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: self, operation: nil)) { operation.start() }
     }
 
     /// The inline starts waiting for the outermost one on this thread (`_startInline`).
