@@ -208,3 +208,103 @@ enum AsyncWorkloads {
         return Double(state.measured.withLock { $0 } - before) / Double(n)
     }
 }
+
+// MARK: The classic asynchronous subclass
+
+/// The tutorials' asynchronous operation, written once per framework as its users write
+/// it: a `state` with announcements of `isExecuting` and `isFinished`, `start()` launching
+/// a task whose body suspends once and then finishes the operation.
+final class ClassicAsyncOperation: Operations.Operation, @unchecked Sendable {
+    private enum State { case ready, executing, finished }
+    private let lock = NSLock()
+    private var state = State.ready
+    private let inFlight: InFlight
+
+    init(_ inFlight: InFlight) { self.inFlight = inFlight }
+
+    override var isAsynchronous: Bool { true }
+    override var isExecuting: Bool { lock.withLock { state == .executing } }
+    override var isFinished: Bool { lock.withLock { state == .finished } }
+
+    override func start() {
+        if isCancelled { return move(to: .finished) }
+        move(to: .executing)
+        let inFlight = inFlight
+        Task {
+            _ = await AsyncWorkloads.body(inFlight)
+            self.move(to: .finished)
+        }
+    }
+
+    private func move(to next: State) {
+        willChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isFinished")
+        lock.withLock { state = next }
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+    }
+}
+
+/// The same class on Foundation.
+final class FoundationClassicAsyncOperation: Foundation.Operation, @unchecked Sendable {
+    private enum State { case ready, executing, finished }
+    private let lock = NSLock()
+    private var state = State.ready
+    private let inFlight: InFlight
+
+    init(_ inFlight: InFlight) { self.inFlight = inFlight }
+
+    override var isAsynchronous: Bool { true }
+    override var isExecuting: Bool { lock.withLock { state == .executing } }
+    override var isFinished: Bool { lock.withLock { state == .finished } }
+
+    override func start() {
+        if isCancelled { return move(to: .finished) }
+        move(to: .executing)
+        let inFlight = inFlight
+        Task {
+            _ = await AsyncWorkloads.body(inFlight)
+            self.move(to: .finished)
+        }
+    }
+
+    private func move(to next: State) {
+        willChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isFinished")
+        lock.withLock { state = next }
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+    }
+}
+
+extension AsyncWorkloads {
+    /// N classic asynchronous subclasses through a queue with limit 4, on Operations.
+    static func classicSubclass(_ n: Int) throws -> UInt64 {
+        let queue = Operations.OperationQueue()
+        queue.maxConcurrentOperationCount = limit
+        let inFlight = InFlight()
+        let operations = (0..<n).map { _ in ClassicAsyncOperation(inFlight) }
+        let start = now()
+        queue.addOperations(operations, waitUntilFinished: false)
+        queue.waitUntilAllOperationsAreFinished()
+        let elapsed = now() - start
+        try check(inFlight.most <= limit, "classic subclass limit 4: \(inFlight.most) at once")
+        try check(operations.allSatisfy(\.isFinished), "classic subclass: not all finished")
+        return elapsed
+    }
+
+    /// The same on Foundation.
+    static func foundationClassicSubclass(_ n: Int) throws -> UInt64 {
+        let queue = Foundation.OperationQueue()
+        queue.maxConcurrentOperationCount = limit
+        let inFlight = InFlight()
+        let operations = (0..<n).map { _ in FoundationClassicAsyncOperation(inFlight) }
+        let start = now()
+        queue.addOperations(operations, waitUntilFinished: false)
+        queue.waitUntilAllOperationsAreFinished()
+        let elapsed = now() - start
+        try check(inFlight.most <= limit, "Foundation classic subclass limit 4: \(inFlight.most) at once")
+        try check(operations.allSatisfy(\.isFinished), "Foundation classic subclass: not all finished")
+        return elapsed
+    }
+}

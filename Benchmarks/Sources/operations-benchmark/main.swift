@@ -68,6 +68,7 @@ let workloads: [Workload] = [
 let asyncProfiles: [String: (Int) throws -> UInt64] = [
     "async-limit-4": AsyncWorkloads.queueLimited, "async-limiter": AsyncWorkloads.taskGroupLimiter,
     "await-value": AsyncWorkloads.awaitValues, "then-chain": AsyncWorkloads.thenChain,
+    "classic-subclass": AsyncWorkloads.classicSubclass, "classic-subclass-foundation": AsyncWorkloads.foundationClassicSubclass,
 ]
 if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first, let run = asyncProfiles[name] {
     for _ in 0..<rounds {
@@ -226,6 +227,8 @@ do {
     let synchronous = try asyncMedian("sync limit 4 Operations", asyncN, AsyncWorkloads.queueLimitedSynchronous)
     let values = try asyncMedian("await value Operations", asyncN, AsyncWorkloads.awaitValues)
     let taskValues = try asyncMedian("await Task.value", asyncN, AsyncWorkloads.awaitTaskValues)
+    let classic = try asyncMedian("classic subclass Operations", asyncN, AsyncWorkloads.classicSubclass)
+    let classicFoundation = try asyncMedian("classic subclass Foundation", asyncN, AsyncWorkloads.foundationClassicSubclass)
     let chain = try asyncMedian("then chain", chainN, AsyncWorkloads.thenChain)
     let chain2 = try asyncMedian("then chain 2N", chainN * 2, AsyncWorkloads.thenChain)
     func childMemory(_ which: String) -> Double {
@@ -242,6 +245,10 @@ do {
     let limitText = target("async limit 4", limited <= limiter && limited <= 2 * synchronous,
         "≤ 1.0 × TaskGroup limiter (\(f(limited / limiter, 2)) ×) and ≤ 2 × synchronous (\(f(limited / synchronous, 2)) ×)")
     print("| async closures, limit 4 | \(asyncN) | \(f(limited)) | \(f(limiter)) | \(f(unlimited)) | \(f(synchronous)) | \(a("async limit 4 Operations")) / \(a("async limit 4 TaskGroup limiter")) / \(a("async TaskGroup unlimited")) / \(a("sync limit 4 Operations")) | \(limitText) |")
+    let classicSpeedup = classicFoundation / classic
+    let limitedSpeedup = classicFoundation / limited
+    print("| classic asynchronous subclass, limit 4 (Operations / Foundation) | \(asyncN) | \(f(classic)) | — | \(f(classicFoundation)) (Foundation) | — | \(a("classic subclass Operations")) / — / \(a("classic subclass Foundation")) / — | \(target("classic subclass", classicSpeedup >= 1.5, "≥ 1.5 × faster than on Foundation (\(f(classicSpeedup, 2)) ×)")) |")
+    print("| async closures against Foundation's classic subclass | \(asyncN) | \(f(limited)) | — | \(f(classicFoundation)) (Foundation) | — | — | \(target("async vs Foundation", limitedSpeedup >= 4, "≥ 4 × faster than Foundation's subclass (\(f(limitedSpeedup, 2)) ×)")) |")
     print("| await value (typed operations / tasks) | \(asyncN) | \(f(values)) | — | \(f(taskValues)) | — | \(a("await value Operations")) / — / \(a("await Task.value")) / — | — |")
     let growth = 2 * chain2 / chain
     print("| then chain | \(chainN) | \(f(chain)) | — | — | — | \(a("then chain")) / — / — / — | \(target("then chain", growth <= 2.3, "linear: growth at 2N ≤ 2.3 (\(f(growth, 2)))")) |")
