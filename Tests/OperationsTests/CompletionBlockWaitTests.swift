@@ -83,4 +83,25 @@ struct CompletionBlockWaitTests {
         #expect(waited.wait())
         #expect(sawDone() == true)
     }
+
+    @Test("waitUntilAllOperationsAreFinished() from an isFinished observer of one of the queue's operations waits for the others, not for it")
+    func queueWaitFromFinishObserver() {
+        let queue = OperationQueue()
+        let release = Gate()
+        let other = BlockOperation { release.wait() }
+        let operation = BlockOperation {}
+        let returned = Gate()
+        let sawOtherFinished = Shared<Bool?>(nil)
+        let token = operation.observe(\.isFinished, options: [.new]) { _, change in
+            guard change.newValue == true else { return }
+            onNewThread { release.open() }
+            queue.waitUntilAllOperationsAreFinished()
+            sawOtherFinished.update { $0 = other.isFinished }
+            returned.open()
+        }
+        queue.addOperations([other, operation], waitUntilFinished: false)
+        #expect(returned.wait(), "the observer's wait waited for its own operation")
+        #expect(sawOtherFinished() == true)
+        token.invalidate()
+    }
 }

@@ -48,7 +48,13 @@ extension Operation {
         var wakeups = _processFinish(&finish, announcing: announcing, observersToTell: observed)
         let queue = finish.queue
         func tellAndWake() {
-            announce()
+            if announcing, let queue {
+                // While its observers are told, the queue counts it for its waits: a queue
+                // wait made from one of them waits for the others (as from a completion block).
+                CompletionBlockScope.run(announce, of: self, in: queue)
+            } else {
+                announce()
+            }
             if _hasExtras { _deliverLifecycleEvents() }
             if announcing, let queue { wakeups.queueWaiters += queue._finishAnnounced() }
             wakeups.wake()
