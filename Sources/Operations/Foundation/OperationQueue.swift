@@ -213,6 +213,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Blocks until the queue has no operations, including operations added while waiting
     /// and asynchronous ones, and their completion blocks have run.
     ///
+    /// Called from a completion block of one of the queue's operations, or from an observer
+    /// of its `isFinished`, it waits for all the other operations (not for that one, which
+    /// would wait for itself).
+    ///
     /// When the operations cannot make progress (see ``OperationDiagnostic/stallReportDelay``),
     /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     open func waitUntilAllOperationsAreFinished() {
