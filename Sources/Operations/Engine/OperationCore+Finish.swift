@@ -1,0 +1,173 @@
+// Starting and finishing: the decisions `start()` and the finish make under the operation's
+// lock, and the waiters a finish wakes.
+
+// MARK: - Start and finish
+
+extension OperationCore {
+    enum StartAction {
+        case run, finishCancelled, ignore, misuseExecuting, misuseNotReady
+    }
+
+    /// `start()` was called. `reportedReady` is what the `isReady` getter said, read
+    /// before the lock for a start by hand; nil for a start by a queue worker.
+    mutating func start(reportedReady: Bool?) -> StartAction {
+        switch phase {
+        case .awaitingFinish, .finishing, .announcing, .finished:
+            // The base state says finished: as on Darwin, starting again does nothing.
+            return .ignore
+        case .executing:
+            return .misuseExecuting
+        case .dispatched:
+            if cancellation.isCancelled { return .finishCancelled }
+            return apply(.start) ? .run : .ignore
+        case .idle, .waiting, .checking, .parked, .ready:
+            if cancellation.isCancelled { return .finishCancelled }
+            if !(reportedReady ?? isInternallyReady) { return .misuseNotReady }
+            return apply(.start) ? .run : .ignore
+        }
+    }
+
+    /// The base `start()` is done with the operation: the base state says finished. False
+    /// when the operation finished already (a subclass announced `isFinished` from inside
+    /// `main()`, or before a cancelled start).
+    mutating func baseFinish() -> Bool {
+        apply(.baseFinish)
+    }
+
+    /// What finishing hands over to be done once the lock is released.
+    struct Finish {
+        var outcome: OutcomeKind
+        var dependents: [WeakOperation]
+        var completionBlock: (@Sendable () -> Void)?
+        var queue: OperationQueue?
+        var releasesSlot: Bool
+        /// Set when the finish also completed a cancellation that `cancel()` was announcing.
+        var completedCancellation: Bool
+        /// Errors the outcome does not keep (boxed, rare), to be dropped after the lock.
+        var unusedErrors: OperationExtras?
+        /// Someone waits for the operation: its queue's bookkeeping is done before they wake
+        /// (a wait returns with the operation out of its queue), not left to its worker.
+        var hasWaiters: Bool
+    }
+
+    /// The operation finished. Returns the work to do, once; nil when it already finished.
+    /// Decides the outcome: a cancellation (also one still being announced) wins, then a
+    /// reported failure.
+    mutating func finish() -> Finish? {
+        guard case .finishing(let byQueue, _)? = phase.after(.finish) else { return nil }
+        let completedCancellation = completeCancellation()
+        let kind: OutcomeKind = cancellation.isCancelled ? .cancelled : extras?.failure != nil ? .failed : .succeeded
+        phase = .finishing(byQueue: byQueue, kind)
+        // Errors the outcome does not keep (a reason no `cancel()` took, a failure that lost
+        // to a cancellation) go to the caller, to be dropped after the lock.
+        var unused: OperationExtras?
+        if let extras, extras.offeredCancellationReason != nil || (kind == .cancelled && extras.failure != nil) {
+            let box = OperationExtras()
+            box.offeredCancellationReason = extras.offeredCancellationReason.take()
+            if kind == .cancelled { box.failure = extras.failure.take() }
+            unused = box
+        }
+        defer { dependents = [] }
+        // Taken from the side box in place (most operations have no box: one compare).
+        let completionBlock = extras?.completionBlock.take()
+        return Finish(
+            outcome: kind, dependents: dependents, completionBlock: completionBlock, queue: queue,
+            releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused,
+            hasWaiters: !finishWaiters.isEmpty)
+    }
+
+    /// What completing hands over: the references the operation no longer needs, and the
+    /// waiters to wake. The caller drops and wakes them after the lock.
+    struct Completion {
+        var waiters: [FinishWaiter]
+        var hiddenDependencies: [Operation]
+        /// Start hooks of an operation that finished without starting (never run).
+        var startHooks: [@Sendable () -> Void]
+        /// The outcome for hooks; nil when no hook waits (threads need none).
+        var outcome: Operation.Outcome?
+        /// The operation is still announcing: observers or taps are to be told, or waiters
+        /// woken, before it is finished (see ``settle()``).
+        var settles: Bool
+    }
+
+    /// The finish has been processed (dependents released, completion block run). With
+    /// nothing waiting and no observer to tell, the operation is finished now; otherwise
+    /// once the observers were told and the waiters taken here woken (see ``settle()``): a
+    /// wait that begins meanwhile joins them, so that no wait returns before the observers
+    /// of `isFinished` were told and every hook registered earlier has run.
+    mutating func complete(observersToTell: Bool) -> Completion {
+        guard case .finishing = phase else {
+            preconditionFailure("Operations: complete() in phase \(phase.kind); the finish is processed once, after finishing")
+        }
+        mustApply(.processed)
+        // The taps' finish, told with the observers, before any waiter wakes.
+        var tapsToTell = false
+        if let attachments = extras?.attachments, !attachments.taps.isEmpty, let outcome {
+            attachments.post(.finished(outcome))
+            tapsToTell = true
+        }
+        let settles = !finishWaiters.isEmpty || observersToTell || tapsToTell
+        if !settles { mustApply(.complete) }
+        let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
+        // Taken from the side box in place (most operations have no box: one compare).
+        var hidden: [Operation] = []
+        if let extras { swap(&hidden, &extras.hiddenDependencies) }
+        let startHooks = extras?.attachments?.startHooks ?? []
+        extras?.attachments?.startHooks = []
+        defer {
+            finishWaiters = []
+            queue = nil
+        }
+        return Completion(
+            waiters: finishWaiters, hiddenDependencies: hidden, startHooks: startHooks,
+            outcome: hooked ? outcome : nil, settles: settles)
+    }
+
+    /// The observers were told and the waiters woken by `complete(observersToTell:)` have run: the waiters that came meanwhile, to wake
+    /// in turn, or nil when there are none and the operation is finished now.
+    mutating func settle() -> (waiters: [FinishWaiter], outcome: Operation.Outcome?)? {
+        guard case .announcing = phase else { return nil }
+        guard !finishWaiters.isEmpty else {
+            mustApply(.complete)
+            return nil
+        }
+        let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
+        defer { finishWaiters = [] }
+        return (finishWaiters, hooked ? outcome : nil)
+    }
+
+    /// The outcome, once the operation finished.
+    var outcome: Operation.Outcome? {
+        let kind: OutcomeKind
+        switch phase {
+        case .finishing(_, let finished), .announcing(let finished), .finished(let finished): kind = finished
+        default: return nil
+        }
+        switch kind {
+        case .succeeded: return .succeeded
+        case .cancelled: return .cancelled(reason: extras?.cancellationReason)
+        case .failed: return .failed(extras!.failure!)
+        }
+    }
+
+    /// How an operation ended, without the errors (they are in `extras`).
+    enum OutcomeKind: UInt8 {
+        case succeeded, cancelled, failed
+
+        var isCancelled: Bool { self == .cancelled }
+    }
+}
+
+/// Something waiting for an operation to finish: a blocked thread or a hook (a suspended
+/// task's continuation, a group, a timer). Each is run once, after the completion block.
+enum FinishWaiter {
+    case thread(DispatchSemaphore)
+    case hook(id: UInt64, @Sendable (Operation.Outcome) -> Void)
+
+    func wake(_ outcome: Operation.Outcome?) {
+        switch self {
+        case .thread(let semaphore): semaphore.signal()
+        case .hook(_, let hook): hook(outcome!)
+        }
+    }
+}

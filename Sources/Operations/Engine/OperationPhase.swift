@@ -1,0 +1,157 @@
+// The life of an operation as one value, and the table every change of it goes through.
+
+// MARK: - Phase and its transition table
+
+extension OperationCore {
+    /// Where an operation is in its life.
+    enum Phase {
+        /// In no queue and not started.
+        case idle
+        /// In a queue, not known to be ready (dependencies pending, or not checked yet).
+        case waiting
+        /// In a queue with its dependencies done; a thread is reading `isReady`.
+        case checking
+        /// In a queue with its dependencies done, but `isReady` read false: waits for an
+        /// `isReady` announcement.
+        case parked
+        /// In its queue's ready list.
+        case ready
+        /// Claimed by a queue worker, which calls `start()`; holds a slot of the queue.
+        /// An asynchronous subclass that overrides `start()` stays here until it finishes.
+        case dispatched
+        /// The base `start()` runs `main()` (or, for the library's own asynchronous
+        /// operations, waits for the work `main()` started).
+        case executing(byQueue: Bool)
+        /// The base `start()` returned and the base state says finished, but the subclass
+        /// overrides `isFinished` and its getter did not read true yet: the operation keeps
+        /// its queue, its slot and its dependents until it announces `isFinished` reading
+        /// true (the frameworks' pattern: `super.start()`, asynchronous work begun in `main()`).
+        case awaitingFinish(byQueue: Bool)
+        /// Finished (the getters say so); the finish is being processed: dependents
+        /// released, slot freed, completion block run. Happens exactly once.
+        case finishing(byQueue: Bool, OutcomeKind)
+        /// The finish was processed; the observers of `isFinished` are being told and the
+        /// waiters woken. A wait that begins now joins them.
+        case announcing(OutcomeKind)
+        /// Done: the finish was processed, the observers told, the waiters woken. A wait
+        /// returns at once.
+        case finished(OutcomeKind)
+
+        /// The events that move an operation.
+        enum Event: CaseIterable {
+            /// Added to a queue.
+            case enqueue
+            /// Taken out of a queue again (a refused batch is undone).
+            case withdraw
+            /// Dependencies done: a thread starts reading `isReady`.
+            case beginCheck
+            /// The check read `isReady` true: into the ready list.
+            case confirmReady
+            /// The check read `isReady` false.
+            case denyReady
+            /// It gained a dependency while being checked or in the ready list.
+            case loseReadiness
+            /// A queue worker takes it from the ready list.
+            case claim
+            /// The claiming worker found `isReady` false after all.
+            case unclaim
+            /// The base `start()` begins running `main()`.
+            case start
+            /// The base `start()` is done with the operation (`main()` returned, or it was
+            /// cancelled): the base state says finished. Whether the operation is finished is
+            /// for its `isFinished` getter to say (`finish`).
+            case baseFinish
+            /// It finished: the base `start()` returned, a cancelled start, or `isFinished`
+            /// announced by a subclass.
+            case finish
+            /// The finish has been processed; the observers are told next.
+            case processed
+            /// The observers were told and the waiters woken.
+            case complete
+        }
+
+        /// The phase without payloads, for tables and messages.
+        enum Kind: CaseIterable {
+            case idle, waiting, checking, parked, ready, dispatched, executing, awaitingFinish, finishing, announcing, finished
+        }
+
+        var kind: Kind {
+            switch self {
+            case .idle: .idle
+            case .waiting: .waiting
+            case .checking: .checking
+            case .parked: .parked
+            case .ready: .ready
+            case .dispatched: .dispatched
+            case .executing: .executing
+            case .awaitingFinish: .awaitingFinish
+            case .finishing: .finishing
+            case .announcing: .announcing
+            case .finished: .finished
+            }
+        }
+
+        /// The transition table: the phase after `event`, or nil when the event is refused
+        /// in this phase. Payloads (who started it, the outcome) are filled in by the
+        /// caller where the table cannot know them: see `startedByQueue` and `finish`.
+        ///
+        /// | from                                   | event          | to          |
+        /// |----------------------------------------|----------------|-------------|
+        /// | idle                                   | enqueue        | waiting     |
+        /// | waiting, checking, parked, ready       | withdraw       | idle        |
+        /// | waiting, parked                        | beginCheck     | checking    |
+        /// | checking                               | confirmReady   | ready       |
+        /// | checking                               | denyReady      | parked      |
+        /// | checking, parked, ready                | loseReadiness  | waiting     |
+        /// | ready                                  | claim          | dispatched  |
+        /// | dispatched                             | unclaim        | parked      |
+        /// | idle … ready (by hand), dispatched     | start          | executing   |
+        /// | idle … executing                       | baseFinish     | awaitingFinish |
+        /// | anything before finishing              | finish         | finishing   |
+        /// | finishing                              | processed      | announcing  |
+        /// | announcing                             | complete       | finished    |
+        func after(_ event: Event) -> Phase? {
+            switch (self, event) {
+            case (.idle, .enqueue): .waiting
+            case (.waiting, .withdraw), (.checking, .withdraw), (.parked, .withdraw), (.ready, .withdraw): .idle
+            case (.waiting, .beginCheck), (.parked, .beginCheck): .checking
+            case (.checking, .confirmReady): .ready
+            case (.checking, .denyReady): .parked
+            case (.checking, .loseReadiness), (.parked, .loseReadiness), (.ready, .loseReadiness): .waiting
+            case (.ready, .claim): .dispatched
+            case (.dispatched, .unclaim): .parked
+            case (.dispatched, .start): .executing(byQueue: true)
+            case (.idle, .start), (.waiting, .start), (.checking, .start), (.parked, .start), (.ready, .start):
+                .executing(byQueue: false)
+            case (.dispatched, .baseFinish): .awaitingFinish(byQueue: true)
+            case (.executing(let byQueue), .baseFinish): .awaitingFinish(byQueue: byQueue)
+            case (.idle, .baseFinish), (.waiting, .baseFinish), (.checking, .baseFinish), (.parked, .baseFinish),
+                (.ready, .baseFinish):
+                .awaitingFinish(byQueue: false)
+            case (.dispatched, .finish): .finishing(byQueue: true, .succeeded)
+            case (.executing(let byQueue), .finish), (.awaitingFinish(let byQueue), .finish):
+                .finishing(byQueue: byQueue, .succeeded)
+            case (.idle, .finish), (.waiting, .finish), (.checking, .finish), (.parked, .finish), (.ready, .finish):
+                .finishing(byQueue: false, .succeeded)
+            case (.finishing(_, let outcome), .processed): .announcing(outcome)
+            case (.announcing(let outcome), .complete): .finished(outcome)
+            default: nil
+            }
+        }
+
+        var isFinishingOrFinished: Bool {
+            switch self {
+            case .finishing, .announcing, .finished: true
+            default: false
+            }
+        }
+
+        /// Between being added to a queue and being claimed by one of its workers.
+        var isQueuedNotClaimed: Bool {
+            switch self {
+            case .waiting, .checking, .parked, .ready: true
+            default: false
+            }
+        }
+    }
+}
