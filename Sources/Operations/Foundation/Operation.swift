@@ -391,32 +391,4 @@ open class Operation: NSObject, @unchecked Sendable {
     private func _visible(_ flag: UInt8) -> Bool {
         visible.load(ordering: .acquiring) & flag != 0
     }
-
-    /// How cycle descriptions name the operation: `"name"`, or `<Type: 0x…>`.
-    package final var _shortName: String {
-        if let name { return "\"\(name)\"" }
-        return "<\(type(of: self)): \(_address)>"
-    }
-
-    /// How misuse messages name the operation.
-    package final var _misuseName: String {
-        if let name { return "operation \"\(name)\" (\(type(of: self)))" }
-        return "operation <\(type(of: self)): \(_address)>"
-    }
-}
-
-extension Operation {
-    /// The relative order in which a queue starts ready operations.
-    public enum QueuePriority: Int, Sendable {
-        /// Started after every other ready operation of its queue.
-        case veryLow = -8
-        /// Started after `.normal`, `.high` and `.veryHigh` operations.
-        case low = -4
-        /// The default.
-        case normal = 0
-        /// Started before `.normal`, `.low` and `.veryLow` operations.
-        case high = 4
-        /// Started before every other ready operation of its queue.
-        case veryHigh = 8
-    }
 }
