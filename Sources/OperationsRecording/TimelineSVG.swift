@@ -135,8 +135,9 @@ struct TimelineSVG {
             let finish = operation.finished.map(Self.ms) ?? end
             let color = TimelineStyle.colors[operation.outcome.name]!
             body += rect("bar", t0: Self.ms(started), t1: finish, y: center - 7, height: 14, fill: color, minimum: 2, title: title)
-            // Cancelled while running: when it was asked to stop, on its bar.
-            if let cancelled = operation.cancelled {
+            // Cancelled while running: when it was asked to stop, on its bar (unless it
+            // stopped then, where the mark would only hide the bar's colour).
+            if let cancelled = operation.cancelled, x(finish) - x(Self.ms(cancelled)) >= 3 {
                 let at = Self.ms(cancelled)
                 body += "<line class=\"cancel-time\" data-t0=\"\(at)\" data-t1=\"\(at)\" x1=\"\(Markup.number(x(at)))\" x2=\"\(Markup.number(x(at)))\" y1=\"\(Markup.number(center - 9))\" y2=\"\(Markup.number(center + 9))\" stroke=\"#222\" stroke-width=\"2\"><title>\(Markup.escape("\(operation.name) was cancelled at \(Markup.duration(cancelled))"))</title></line>"
             }

@@ -59,6 +59,8 @@ struct TimelineReadingTests {
         let recording = Recording.made(operations: [
             .made(0, "ignores isCancelled", enqueued: 0, started: 0, finished: 1000, cancelled: 250, outcome: .cancelled(reason: nil)),
             .made(1, "finished", enqueued: 0, started: 0, finished: 400, outcome: .succeeded),
+            // Stopped as it was cancelled: no mark over its bar's colour.
+            .made(2, "stops at once", enqueued: 0, started: 500, finished: 600, cancelled: 599.9, outcome: .cancelled(reason: nil)),
         ])
         let svg = SVGElements(page: recording.html())
         try #require(svg.error == nil)
