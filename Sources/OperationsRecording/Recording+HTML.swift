@@ -10,10 +10,10 @@ extension Recording {
         let svg = timeline.render()
         let explanation = timeline.isGrouped ? TimelineStyle.explanationGrouped : TimelineStyle.explanationPerOperation
         let colors = TimelineStyle.colors
-        let legend = ["succeeded", "cancelled", "failed", "unfinished"].map { name in
+        let legend = TimelineStyle.outcomes.map { name in
             "<span><i style=\"background:\(colors[name]!)\"></i>\(name)</span>"
         }.joined() + "<span><i class=\"waiting\"></i>waiting in the queue</span><span><b style=\"color:\(colors["cancelled"]!)\">✕</b> cancelled before it started</span>"
-            + (timeline.isGrouped ? "" : "<span>→ dependency</span>") + "<span><i class=\"limit\"></i>queue limit</span>"
+            + (timeline.isGrouped ? "" : "<span><b>|</b> cancelled while running, at that moment</span><span>→ dependency</span>") + "<span><i class=\"limit\"></i>queue limit</span>"
         return """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -62,11 +62,14 @@ extension Recording {
           svg.querySelectorAll('path.cancelled-mark').forEach(p=>{const m=p.getAttribute('transform').match(/ ([-0-9.e]+)\\)$/);
             p.setAttribute('transform','translate('+x(+p.dataset.t0)+' '+m[1]+')');});
           svg.querySelectorAll('text.label').forEach(t=>{
-            const x0=x(+t.dataset.t0),x1=Math.max(x(+t.dataset.t1),x0+2),w=t.getComputedTextLength();
-            const place=(x,anchor,fill,halo)=>{t.setAttribute('x',x);t.setAttribute('text-anchor',anchor);t.setAttribute('fill',fill);t.setAttribute('stroke',halo);};
-            if(t.dataset.inside==='true'&&w+8<=x1-x0)place(x0+4,'start','#fff','none');
-            else if(x1+4+w<=width-right)place(x1+4,'start','#222','#fff');
-            else place(x0-4,'end','#222','#fff');
+            const x0=x(+t.dataset.t0),x1=Math.max(x(+t.dataset.t1),x0+2),row=x(+t.dataset.row),w=t.getComputedTextLength();
+            const plate=t.previousElementSibling&&t.previousElementSibling.classList.contains('label-plate')?t.previousElementSibling:null;
+            const place=(x,anchor,fill,halo,onPlate)=>{t.setAttribute('x',x);t.setAttribute('text-anchor',anchor);t.setAttribute('fill',fill);t.setAttribute('stroke',halo);
+              if(plate){plate.setAttribute('visibility',onPlate?'visible':'hidden');plate.setAttribute('x',x-w-2);plate.setAttribute('width',w+4);}};
+            if(t.dataset.inside==='true'&&w+8<=x1-x0)place(x0+4,'start','#fff','none',false);
+            else if(x1+4+w<=width-right)place(x1+4,'start','#222','#fff',false);
+            else if(row-4-w>=2)place(row-4,'end','#222','#fff',false);
+            else place(Math.max(x0-4,w+4),'end','#222','#fff',true);
           });
         }
         layout();let pending=0;

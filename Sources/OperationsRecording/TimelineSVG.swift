@@ -62,19 +62,9 @@ struct TimelineSVG {
         for (index, queue) in recording.queues.enumerated() where !isGrouped {
             let operations = recording.operations.filter { $0.queueIndex == index }
             header(queue, operations: operations)
-            if isGrouped {
-                var order: [String] = []
-                var groups: [String: [Recording.Operation]] = [:]
-                for operation in operations {
-                    if groups[operation.group] == nil { order.append(operation.group) }
-                    groups[operation.group, default: []].append(operation)
-                }
-                for name in order { groupRow(name, groups[name]!) }
-            } else {
-                for operation in operations {
-                    rowCenters[operation.id] = y + TimelineStyle.rowHeight / 2
-                    operationRow(operation)
-                }
+            for operation in operations {
+                rowCenters[operation.id] = y + TimelineStyle.rowHeight / 2
+                operationRow(operation)
             }
         }
         if !isGrouped { arrows(rowCenters) }
@@ -136,7 +126,7 @@ struct TimelineSVG {
         // Waiting: added → started (or → finished, for one that never ran).
         let waitEnd = (operation.started ?? operation.finished).map(Self.ms) ?? end
         body += rect("wait", t0: enqueued, t1: waitEnd, y: center - 3, height: 6, fill: "url(#waiting)", minimum: 1, title: title)
-        var labelStart = enqueued, labelEnd = waitEnd
+        var labelStart = enqueued, labelEnd = waitEnd, hasBar = false
         if operation.wasCancelledBeforeStart {
             let at = Self.ms(operation.finished ?? operation.cancelled ?? operation.enqueued)
             body += "<path class=\"cancelled-mark\" data-t0=\"\(at)\" transform=\"translate(\(Markup.number(x(at))) \(Markup.number(center)))\" d=\"M-4,-4 L4,4 M-4,4 L4,-4\" stroke=\"\(TimelineStyle.colors["cancelled"]!)\" stroke-width=\"2.2\"><title>\(title)</title></path>"
@@ -145,10 +135,15 @@ struct TimelineSVG {
             let finish = operation.finished.map(Self.ms) ?? end
             let color = TimelineStyle.colors[operation.outcome.name]!
             body += rect("bar", t0: Self.ms(started), t1: finish, y: center - 7, height: 14, fill: color, minimum: 2, title: title)
-            labelStart = Self.ms(started)
-            labelEnd = finish
+            // Cancelled while running: when it was asked to stop, on its bar (unless it
+            // stopped then, where the mark would only hide the bar's colour).
+            if let cancelled = operation.cancelled, x(finish) - x(Self.ms(cancelled)) >= 3 {
+                let at = Self.ms(cancelled)
+                body += "<line class=\"cancel-time\" data-t0=\"\(at)\" data-t1=\"\(at)\" x1=\"\(Markup.number(x(at)))\" x2=\"\(Markup.number(x(at)))\" y1=\"\(Markup.number(center - 9))\" y2=\"\(Markup.number(center + 9))\" stroke=\"#222\" stroke-width=\"2\"><title>\(Markup.escape("\(operation.name) was cancelled at \(Markup.duration(cancelled))"))</title></line>"
+            }
+            (labelStart, labelEnd, hasBar) = (Self.ms(started), finish, true)
         }
-        body += label(operation.name, t0: labelStart, t1: labelEnd, baseline: center + 4, mayBeInside: labelStart != enqueued)
+        body += label(operation.name, t0: labelStart, t1: labelEnd, rowStart: enqueued, center: center, mayBeInside: hasBar)
         body += "</g>\n"
         y += height
     }
@@ -156,20 +151,19 @@ struct TimelineSVG {
     private mutating func groupRow(_ name: String, _ operations: [Recording.Operation]) {
         let height = TimelineStyle.groupRowHeight
         let base = y + height - 3
-        var running: [(UInt64, Int)] = [], waiting: [(UInt64, Int)] = []
+        var running: [(outcome: String, time: UInt64, change: Int)] = [], waiting: [(UInt64, Int)] = []
         for operation in operations {
-            if let started = operation.started, let finished = operation.finished, !operation.wasCancelledBeforeStart {
-                running += [(started, 1), (finished, -1)]
-            } else if let started = operation.started, operation.finished == nil {
-                running += [(started, 1), (recording.duration, -1)]
+            if let started = operation.started, !operation.wasCancelledBeforeStart {
+                let outcome = operation.finished == nil ? "unfinished" : operation.outcome.name
+                running += [(outcome, started, 1), (outcome, operation.finished ?? recording.duration, -1)]
             }
             let waitEnd = operation.started ?? operation.finished ?? recording.duration
             waiting += [(operation.enqueued, 1), (waitEnd, -1)]
         }
-        let runningSteps = Self.steps(running), waitingSteps = Self.steps(waiting)
+        let runningSteps = Self.steps(running.map { ($0.time, $0.change) }), waitingSteps = Self.steps(waiting)
         let mostRunning = runningSteps.map(\.1).max() ?? 0, mostWaiting = waitingSteps.map(\.1).max() ?? 0
         let counts = Dictionary(grouping: operations, by: \.outcome.name).mapValues(\.count)
-        let summary = ["succeeded", "cancelled", "failed", "unfinished"].compactMap { key in counts[key].map { "\($0) \(key)" } }.joined(separator: ", ")
+        let summary = TimelineStyle.outcomes.compactMap { key in counts[key].map { "\($0) \(key)" } }.joined(separator: ", ")
         let title = Markup.escape("\(name): \(operations.count) operations (\(summary)); at most \(mostRunning) running and \(mostWaiting) waiting at once")
         body += "<g class=\"group\" data-count=\"\(operations.count)\"><title>\(title)</title>"
         body += "<rect x=\"0\" y=\"\(Markup.number(y))\" width=\"100%\" height=\"\(Markup.number(height))\" fill=\"\(Int(y / height) % 2 == 0 ? "#f7f8fa" : "#ffffff")\"/>"
@@ -179,8 +173,18 @@ struct TimelineSVG {
         // Waiting on top and running below, each on its own scale: a few running
         // operations stay visible beside thousands waiting.
         body += scaled(area(waitingSteps, base: y + 13, room: 10, most: max(mostWaiting, 1), fill: "url(#waiting)", className: "waiting-area"))
-        let color = operations.contains { $0.outcome.name == "failed" } ? TimelineStyle.colors["failed"]! : TimelineStyle.colors["succeeded"]!
-        body += scaled(area(runningSteps, base: base, room: height - 20, most: max(mostRunning, 1), fill: color, className: "running-area", opacity: 0.9))
+        // Running, stacked by how the operations ended (succeeded at the bottom): each
+        // outcome's band is as tall as its operations running at the time.
+        var stack: [(UInt64, Int)] = [], layers: [(String, [(UInt64, Int)])] = []
+        for outcome in TimelineStyle.outcomes {
+            let changes = running.filter { $0.outcome == outcome }.map { ($0.time, $0.change) }
+            guard !changes.isEmpty else { continue }
+            stack += changes
+            layers.append((outcome, Self.steps(stack)))
+        }
+        for (outcome, steps) in layers.reversed() {
+            body += scaled(area(steps, base: base, room: height - 20, most: max(mostRunning, 1), fill: TimelineStyle.colors[outcome]!, className: "running-area", outcome: outcome))
+        }
         let early = operations.filter(\.wasCancelledBeforeStart)
         if !early.isEmpty {
             var ticks = ""
@@ -195,14 +199,15 @@ struct TimelineSVG {
 
     // MARK: Pieces
 
-    private func area(_ steps: [(UInt64, Int)], base: Double, room: Double, most: Int, fill: String, className: String, opacity: Double = 1) -> String {
+    private func area(_ steps: [(UInt64, Int)], base: Double, room: Double, most: Int, fill: String, className: String, outcome: String? = nil) -> String {
         guard !steps.isEmpty else { return "" }
         var path = "M0,\(Markup.number(base))"
         for (time, count) in steps {
             path += " H\(Self.ms(time)) V\(Markup.number(base - Double(count) / Double(most) * room))"
         }
         path += " H\(span) V\(Markup.number(base)) Z"
-        return "<path class=\"\(className)\" d=\"\(path)\" fill=\"\(fill)\" fill-opacity=\"\(opacity)\"/>"
+        let outcomeAttribute = outcome.map { " data-outcome=\"\($0)\"" } ?? ""
+        return "<path class=\"\(className)\"\(outcomeAttribute) d=\"\(path)\" fill=\"\(fill)\" fill-opacity=\"1\"/>"
     }
 
     /// A group in time units: the script rescales it with the window.
@@ -213,24 +218,6 @@ struct TimelineSVG {
     private func rect(_ className: String, t0: Double, t1: Double, y: Double, height: Double, fill: String, minimum: Double, title: String) -> String {
         let x0 = x(t0), width = max(x(t1) - x0, minimum)
         return "<rect class=\"\(className)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" data-min=\"\(Markup.number(minimum))\" x=\"\(Markup.number(x0))\" y=\"\(Markup.number(y))\" width=\"\(Markup.number(width))\" height=\"\(Markup.number(height))\" rx=\"2\" fill=\"\(fill)\"><title>\(title)</title></rect>"
-    }
-
-    /// A label inside its bar when it fits, beside it (right, or left near the edge) when not.
-    private func label(_ text: String, t0: Double, t1: Double, baseline: Double, mayBeInside: Bool) -> String {
-        let x0 = x(t0), x1 = max(x(t1), x0 + 2)
-        let width = Double(text.count) * TimelineStyle.characterWidth
-        let inside = mayBeInside && width + 8 <= x1 - x0
-        let position: Double, anchor: String, fill: String
-        if inside {
-            (position, anchor, fill) = (x0 + 4, "start", "#fff")
-        } else if x1 + 4 + width <= TimelineStyle.defaultWidth - TimelineStyle.right {
-            (position, anchor, fill) = (x1 + 4, "start", "#222")
-        } else {
-            (position, anchor, fill) = (x0 - 4, "end", "#222")
-        }
-        // Beside a bar, a white halo keeps the label readable over stripes and arrows.
-        let halo = inside ? "none" : "#fff"
-        return "<text class=\"label\" data-inside=\"\(mayBeInside)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" x=\"\(Markup.number(position))\" y=\"\(Markup.number(baseline))\" text-anchor=\"\(anchor)\" fill=\"\(fill)\" stroke=\"\(halo)\" stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\" pointer-events=\"none\">\(Markup.escape(text))</text>"
     }
 
     private mutating func arrows(_ centers: [Int: Double]) {

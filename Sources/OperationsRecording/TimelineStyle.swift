@@ -3,6 +3,8 @@ enum TimelineStyle {
     static let colors: [String: String] = [
         "succeeded": "#3b9c5a", "cancelled": "#e07b00", "failed": "#cf3d3d", "unfinished": "#8a8a8a",
     ]
+    /// The outcomes, in the order of the legend and of a group's running stack (bottom first).
+    static let outcomes = ["succeeded", "cancelled", "failed", "unfinished"]
     static let waitingColor = "#7f93b3"
     static let defaultWidth = 1200.0
     static let right = 16.0
@@ -13,8 +15,8 @@ enum TimelineStyle {
     /// Rough width of a character of the 11 px labels, for the layout made without a browser.
     static let characterWidth = 6.3
 
-    static let explanationPerOperation = "One row per operation, in the order added, under its queue: striped = waiting in the queue, solid = running (colour: how it ended), ✕ = cancelled before it started, arrows = dependencies. Hover for details."
-    static let explanationGrouped = "One row per group of operations named alike (numbers → #): striped band = how many waited, solid area = how many ran at once (each on its own scale), orange ticks = cancelled before they started. Hover for details."
+    static let explanationPerOperation = "One row per operation, in the order added, under its queue: striped = waiting in the queue, solid = running (colour: how it ended), | on a bar = when it was cancelled while running, ✕ = cancelled before it started, arrows = dependencies; a name too long for the space beside its row sits on a white plate. Hover for details."
+    static let explanationGrouped = "One row per group of operations named alike (numbers → #): striped band = how many waited, solid area = how many ran at once, coloured by how they ended and stacked (succeeded at the bottom; waiting and running each on its own scale), orange ticks = cancelled before they started. Hover for details."
 
     /// The SVG's shared definitions: the waiting hatch and the arrow head.
     static let definitions = """

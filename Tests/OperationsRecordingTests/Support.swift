@@ -12,11 +12,15 @@ final class SVGElements: NSObject, XMLParserDelegate {
     struct Element {
         let name: String
         let attributes: [String: String]
+        /// The `data-id` of the operation row (`g.operation`) it is in, if any.
+        let row: Int?
         var className: String? { attributes["class"] }
     }
 
     private(set) var elements: [Element] = []
     private(set) var error: Error?
+    /// The rows open around the element being parsed.
+    private var openRows: [Int?] = []
 
     /// Parses the `<svg>…</svg>` part of an HTML page.
     init(page: String) {
@@ -32,7 +36,13 @@ final class SVGElements: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
                 attributes: [String: String] = [:]) {
-        elements.append(Element(name: elementName, attributes: attributes))
+        let row = elementName == "g" && attributes["class"] == "operation" ? attributes["data-id"].flatMap(Int.init) : openRows.last ?? nil
+        elements.append(Element(name: elementName, attributes: attributes, row: row))
+        openRows.append(row)
+    }
+
+    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+        openRows.removeLast()
     }
 
     func count(_ name: String, class className: String) -> Int {

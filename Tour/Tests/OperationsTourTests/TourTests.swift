@@ -215,6 +215,13 @@ struct TourChapterTests {
         #expect(result.numbers["sign-ins"] == 1)
         #expect(result.lists["ran with an account"] == ["load messages", "load profile"])
         #expect(result.numbers["refused without an account"] == 1)
+        // The page draws what the notes say: the sign-in with the wrong password failed, and
+        // the operation that needed it was cancelled before it started.
+        let signIns = result.operations.filter { $0.name.hasPrefix("sign in for") }
+        #expect(signIns.filter { $0.outcome.name == "failed" }.map(\.name) == ["sign in for post with the wrong password"])
+        #expect(signIns.filter { $0.outcome.name == "succeeded" }.count == 2)
+        let post = try #require(result.operations.first { $0.name == "post with the wrong password" })
+        #expect(post.outcome.name == "cancelled" && post.wasCancelledBeforeStart)
         // Readers share the database (the first two met inside), writers are alone.
         #expect(result.numbers["first readers met"] == 1)
         #expect(try #require(result.numbers["most readers at once"]) >= 2)

@@ -13,12 +13,18 @@ final class Account: Sendable {
     /// How many times someone actually signed in.
     var signIns: Int { state.current.signIns }
 
-    func signIn(context: TourContext) {
+    /// Signs in, unless signed in already; throws ``WrongPassword`` when the password is wrong.
+    func signIn(context: TourContext) throws {
         guard !isSignedIn else { return }
         context.work(0.5)
-        guard password == "correct horse" else { return }
+        guard password == "correct horse" else { throw WrongPassword() }
         state.withLock { $0 = (true, $0.signIns + 1) }
     }
+}
+
+/// Why a sign-in failed: the account's password is wrong.
+struct WrongPassword: Error, CustomStringConvertible {
+    var description: String { "wrong password" }
 }
 
 /// Not signed in: the reason an operation that needs an account is cancelled.
@@ -27,8 +33,8 @@ struct NotSignedIn: Error, CustomStringConvertible {
 }
 
 /// "Only when signed in": contributes a "sign in" operation that runs first (one at a time,
-/// category "sign in", so that two operations needing an account sign in once), then holds
-/// when the account is signed in.
+/// category "sign in", so that two operations needing an account sign in once) and fails
+/// with a wrong password, then holds when the account is signed in.
 struct SignedInCondition: OperationCondition {
     let account: Account
     let context: TourContext
@@ -36,7 +42,7 @@ struct SignedInCondition: OperationCondition {
 
     func dependency(for operation: Operation) -> Operation? {
         guard !account.isSignedIn else { return nil }
-        let signIn = BlockOperation { [account, context] in account.signIn(context: context) }
+        let signIn = ValueBlockOperation<Void> { [account, context] in try account.signIn(context: context) }
         signIn.name = "sign in for \(operation.name ?? "an operation")"
         signIn.addExclusivity("sign in")
         return signIn
