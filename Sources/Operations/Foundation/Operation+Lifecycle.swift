@@ -23,7 +23,7 @@ extension Operation {
         _announceDidChange("isFinished")
         #else
         if changed {
-            _processFinishThenAnnounce { [self] in _announceDidChange("isFinished") }
+            _processFinishThenAnnounce(.announce("isFinished"))
         } else {
             _announceDidChange("isFinished")
         }
@@ -36,32 +36,20 @@ extension Operation {
     /// completion block run, the operation out of its queue — then `announce` tells the
     /// observers, then waits return. So an observer of `isFinished` finds the queue done
     /// with the operation, and a wait returns only after the observers were told.
-    final func _processFinishThenAnnounce(_ announce: @escaping () -> Void) {
+    final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement) {
         guard isFinished, var finish = _update({ $0.finish().map { self._recordFinish($0) } }) else {
-            announce()
+            _tell(announcement)
             return
         }
         // With observers, the queue counts the operation for its waits until they were told,
         // and so does the operation.
         let observed = _hasObservers
         let announcing = observed && finish.queue != nil
-        var wakeups = _processFinish(&finish, announcing: announcing, observersToTell: observed)
-        let queue = finish.queue
-        func tellAndWake() {
-            if announcing, let queue {
-                // While its observers are told, the queue counts it for its waits: a queue
-                // wait made from one of them waits for the others (as from a completion block).
-                CompletionBlockScope.run(announce, of: self, in: queue)
-            } else {
-                announce()
-            }
-            if _hasExtras { _deliverLifecycleEvents() }
-            if announcing, let queue { wakeups.queueWaiters += queue._finishAnnounced() }
-            wakeups.wake()
-        }
+        let wakeups = _processFinish(&finish, announcing: announcing, observersToTell: observed)
+        let queue = announcing ? finish.queue : nil
         // Nothing waited and no one to tell: the operation is finished already, and a wait
-        // returns at once.
-        guard wakeups.settles else { return tellAndWake() }
+        // returns at once. (No closure on this path: it is every operation's.)
+        guard wakeups.settles else { return _tellAndWake(announcement, wakeups, announcedIn: queue) }
         // The operation is finished once its observers were told and its waiters woken: a
         // wait that begins meanwhile joins them (it returns after the observers and the hooks
         // registered before it, such as an observer's finish), and a wait made from this
@@ -71,11 +59,36 @@ extension Operation {
         // outermost announcement on this thread (see `NestedAnnouncements`).
         NestedAnnouncements.run { [self] in
             CompletionBlockScope.run({
-                tellAndWake()
+                _tellAndWake(announcement, wakeups, announcedIn: queue)
                 while let more = _update({ $0.settle() }) {
                     for waiter in more.waiters { waiter.wake(more.outcome) }
                 }
             }, of: self, in: nil)
+        }
+    }
+
+    /// Tells the observers (and taps) that the operation finished, then wakes what its
+    /// finish ends. `queue`: the queue that counts the operation for its waits until its
+    /// observers were told.
+    private func _tellAndWake(_ announcement: FinishAnnouncement, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?) {
+        var wakeups = wakeups
+        if let queue {
+            // While its observers are told, the queue counts it for its waits: a queue wait
+            // made from one of them waits for the others (as from a completion block).
+            CompletionBlockScope.run({ _tell(announcement) }, of: self, in: queue)
+        } else {
+            _tell(announcement)
+        }
+        if _hasExtras { _deliverLifecycleEvents() }
+        if let queue { wakeups.queueWaiters += queue._finishAnnounced() }
+        wakeups.wake()
+    }
+
+    /// Tells the observers of the key that announced the finish.
+    private func _tell(_ announcement: FinishAnnouncement) {
+        switch announcement {
+        case .announce(let key): _announceDidChange(key)
+        case .observers(let key): _observersDidChangeValue(forKey: key)
         }
     }
 
@@ -232,4 +245,11 @@ package enum NestedAnnouncements {
             next()
         }
     }
+}
+
+/// How a processed finish is told to the observers: by announcing a key (the base class's
+/// own finish), or by passing a subclass's announcement of a key on to them.
+enum FinishAnnouncement {
+    case announce(String)
+    case observers(String)
 }

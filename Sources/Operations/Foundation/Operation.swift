@@ -343,13 +343,18 @@ open class Operation: NSObject, @unchecked Sendable {
         if canonical == "isFinished" || affected.contains("isFinished") {
             // As on Darwin, the getter decides: a subclass that overrides `isFinished` is
             // finished when it says so.
-            _processFinishThenAnnounce { super.didChangeValue(forKey: key) }
+            _processFinishThenAnnounce(.observers(key))
         } else {
             super.didChangeValue(forKey: key)
         }
         if canonical == "isReady" || affected.contains("isReady") {
             _readinessChanged()
         }
+    }
+
+    /// Tells the observers of `key` (the base `didChangeValue(forKey:)`, past the engine's).
+    final func _observersDidChangeValue(forKey key: String) {
+        super.didChangeValue(forKey: key)
     }
 
     #if !canImport(ObjectiveC)
