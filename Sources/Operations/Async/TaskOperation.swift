@@ -74,15 +74,19 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         // stored before the body can finish, so the finish always drops it. (Creating a
         // task runs no user code.) A cancel that came before the task was stored did not
         // see it: it is cancelled here.
+        //
+        // Detached: the body's task takes nothing from the thread that starts it (a queue
+        // worker, or the task of another operation's body that just ended), neither its
+        // task-local values nor an executor preference; its own are bound inside it.
         let (started, cancelled) = storage.withLock { storage -> (Task<Void, Never>, Bool) in
             let started: Task<Void, Never>
             if onMain {
                 // On the main queue, nonisolated code of the body runs on the main actor's queue too.
-                started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority) { await body() }
+                started = Task.detached(executorPreference: MainQueueTaskExecutor.shared, priority: priority, operation: body)
             } else if let executor = _preferredExecutor {
-                started = Task(executorPreference: executor, priority: priority) { await body() }
+                started = Task.detached(executorPreference: executor, priority: priority, operation: body)
             } else {
-                started = Task(priority: priority) { await body() }
+                started = Task.detached(priority: priority, operation: body)
             }
             storage.task = started
             return (started, isCancelled)

@@ -77,26 +77,29 @@ extension OperationQueue {
     /// thread runs; nested ones are handed to its loop.
     private func _startInline(_ operation: Operation) {
         if let outer = OperationQueue._inlineStarts.value {
-            Unmanaged<InlineStarts>.fromOpaque(outer).takeUnretainedValue().pending.append((self, operation))
+            outer.assumingMemoryBound(to: InlineStarts.self).pointee.pending.append((self, operation))
             return
         }
-        let starts = InlineStarts()
-        OperationQueue._inlineStarts.set(Unmanaged.passUnretained(starts).toOpaque())
-        defer { OperationQueue._inlineStarts.set(nil) }
-        var next: (OperationQueue, Operation)? = (self, operation)
-        var index = 0
-        while let (queue, operation) = next {
-            queue._startClaimed(operation)
-            if index < starts.pending.count {
-                next = starts.pending[index]
-                index += 1
-            } else {
-                next = nil
-            }
-            // Started ones are let go as the loop goes (a chain can be long).
-            if index == starts.pending.count {
-                starts.pending.removeAll(keepingCapacity: true)
-                index = 0
+        // On this thread's stack (this is every async operation's path: no allocation).
+        var starts = InlineStarts()
+        withUnsafeMutablePointer(to: &starts) { starts in
+            OperationQueue._inlineStarts.set(UnsafeMutableRawPointer(starts))
+            defer { OperationQueue._inlineStarts.set(nil) }
+            var next: (OperationQueue, Operation)? = (self, operation)
+            var index = 0
+            while let (queue, operation) = next {
+                queue._startClaimed(operation)
+                if index < starts.pointee.pending.count {
+                    next = starts.pointee.pending[index]
+                    index += 1
+                } else {
+                    next = nil
+                }
+                // Started ones are let go as the loop goes (a chain can be long).
+                if index == starts.pointee.pending.count {
+                    starts.pointee.pending.removeAll(keepingCapacity: true)
+                    index = 0
+                }
             }
         }
     }
@@ -239,8 +242,8 @@ extension OperationQueue {
     }
 }
 
-/// Operations claimed for inline starts while one was already running on this thread.
-/// - Note: `@unchecked Sendable`: only the thread that made it touches it.
-final class InlineStarts: @unchecked Sendable {
+/// Operations claimed for inline starts while one was already running on this thread (on
+/// the stack of the outermost start; only that thread reaches it).
+struct InlineStarts {
     var pending: [(OperationQueue, Operation)] = []
 }
