@@ -60,7 +60,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         let onMain = queue === OperationQueue._main
         let priority = TaskPriority(_startQuality(queue: queue))
         let scopes = queue?._currentTaskScopes ?? []
-        let body: @Sendable () async -> Void = { [self] in
+        let body: @Sendable @isolated(any) () async -> Void = { [self] in
             await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self)) {
                 if scopes.isEmpty {
                     await _runAndDeliver()
