@@ -75,12 +75,22 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         // task runs no user code.) A cancel that came before the task was stored did not
         // see it: it is cancelled here.
         //
-        // Detached: the body's task takes nothing from the thread that starts it (a queue
-        // worker, or the task of another operation's body that just ended), neither its
-        // task-local values nor an executor preference; its own are bound inside it.
+        // Started by its queue, the body's task is detached: it takes nothing from the
+        // thread that starts it (a queue worker, or the task of another operation's body
+        // that just ended), neither task-local values nor an executor preference; its own
+        // are bound inside it. Started by hand, it inherits the caller's task-local values.
+        let byQueue = WorkerContext.current != nil || OperationQueue._taskContext?.isQueueStart == true
         let (started, cancelled) = storage.withLock { storage -> (Task<Void, Never>, Bool) in
             let started: Task<Void, Never>
-            if onMain {
+            if !byQueue {
+                if onMain {
+                    started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority, operation: body)
+                } else if let executor = _preferredExecutor {
+                    started = Task(executorPreference: executor, priority: priority, operation: body)
+                } else {
+                    started = Task(priority: priority, operation: body)
+                }
+            } else if onMain {
                 // On the main queue, nonisolated code of the body runs on the main actor's queue too.
                 started = Task.detached(executorPreference: MainQueueTaskExecutor.shared, priority: priority, operation: body)
             } else if let executor = _preferredExecutor {
@@ -168,6 +178,8 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
 struct TaskBodyContext: Sendable {
     let queue: OperationQueue?
     let operation: Operation?
+    /// Bound by a queue starting an operation on the thread where another's body ended.
+    var isQueueStart = false
 }
 
 extension OperationQueue {

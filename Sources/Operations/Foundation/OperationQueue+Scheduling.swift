@@ -114,7 +114,7 @@ extension OperationQueue {
             }
             _deliverEvents()
         }
-        OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: self, operation: nil)) { operation.start() }
+        OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: self, operation: nil, isQueueStart: true)) { operation.start() }
     }
 
     /// The inline starts waiting for the outermost one on this thread (`_startInline`).

@@ -335,3 +335,25 @@ struct InlineStartTests {
         #expect(started() == 50)
     }
 }
+
+enum TaskLocalProbe {
+    @TaskLocal static var value: String?
+}
+
+@Suite("Task-local values and an async body's task")
+struct TaskLocalInheritanceTests {
+    @Test("started by hand inside a task-local scope, a body sees its values; started by its queue, none of the starting thread's")
+    func byHandAndByQueue() async throws {
+        let byHand = AsyncBlockOperation { () async -> String? in TaskLocalProbe.value }
+        TaskLocalProbe.$value.withValue("caller") { byHand.start() }
+        #expect(try await byHand.value == "caller")
+
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let first = AsyncBlockOperation { () async -> String? in TaskLocalProbe.value }
+        let second = AsyncBlockOperation { () async -> String? in TaskLocalProbe.value }
+        TaskLocalProbe.$value.withValue("adder") { queue.addOperations([first, second], waitUntilFinished: false) }
+        #expect(try await first.value == nil)
+        #expect(try await second.value == nil)
+    }
+}
