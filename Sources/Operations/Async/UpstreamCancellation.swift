@@ -55,7 +55,7 @@ enum UpstreamCancellation {
             for (stage, inputs) in stages {
                 let reason = stage._cancellationReason
                 for input in inputs where seen.insert(ObjectIdentifier(input)).inserted {
-                    if !input._isWanted { unwanted.append((input, reason)) }
+                    if input._isUnwanted { unwanted.append((input, reason)) }
                 }
             }
             // As a batch: those not running first.
@@ -66,14 +66,15 @@ enum UpstreamCancellation {
 }
 
 extension Operation {
-    /// Whether someone still wants this operation to run: it has not finished nor been
-    /// cancelled, and an operation that is neither depends on it, a task awaits its value,
-    /// or a loop over results includes it. (Getters read with no lock held.)
-    var _isWanted: Bool {
-        if isFinished || isCancelled { return true }
-        if let typed = self as? any AwaitedValue, typed._isValueAwaited { return true }
+    /// Whether nobody wants this operation any more, so that cancelling it loses nothing: it
+    /// has neither finished nor been cancelled, no operation that is neither depends on it,
+    /// no task awaits its value, and no loop over results includes it. (Getters read with
+    /// no lock held.)
+    var _isUnwanted: Bool {
+        if isFinished || isCancelled { return false }
+        if let typed = self as? any AwaitedValue, typed._isValueAwaited { return false }
         let dependents = _update { $0.dependents.compactMap(\.operation) }
-        return dependents.contains { dependent in
+        return !dependents.contains { dependent in
             !dependent.isCancelled && !dependent.isFinished && dependent.dependencies.contains { $0 === self }
         }
     }
