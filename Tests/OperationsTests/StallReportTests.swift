@@ -1,5 +1,6 @@
 import Operations
 import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 /// Stall reports and the queue-wide wait description. The diagnostics handler and the
@@ -487,6 +488,38 @@ struct StallReportTests {
             queue.waitUntilAllOperationsAreFinished()
         }
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("first") && $0.contains("later") }, "\(capture.stalls)")
+    }
+
+    @Test("a task a body spawns and does not wait for is not the body waiting: no deadlock reported")
+    func spawnedTaskIsNotTheBody() {
+        let capture = Capture(marker: "spawn-probe")
+        capture.during {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.name = "spawn-probe queue"
+            let release = TestGate(), spawnedAwaited = Gate()
+            let later = AsyncBlockOperation { () async -> Int in 1 }
+            later.name = "spawn-probe later"
+            let first = AsyncBlockOperation { () async -> Int in
+                // Fire and forget: the body does not wait for it.
+                Task {
+                    _ = try? await later.value
+                    spawnedAwaited.open()
+                }
+                await release.wait()
+                return 0
+            }
+            first.name = "spawn-probe first"
+            queue.isSuspended = true
+            queue.addOperations([first, later], waitUntilFinished: false)
+            queue.isSuspended = false
+            // The spawned task's wait has begun (and any report was made as it began).
+            #expect(eventually { later._finishWaiterCount > 0 })
+            release.open()
+            #expect(spawnedAwaited.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.isEmpty, "\(capture.stalls)")
     }
 
     @Test("an async body that awaits its own queue's waitUntilAllOperationsAreFinished() is reported as a deadlock")

@@ -50,8 +50,6 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
         let batch = Batch(remaining: operations.count)
         if operations.isEmpty { continuation.finish() }
         var hooks: [(Operation, UInt64)] = []
-        // The loop wants their values: a cancelled stage that took one as input leaves it be.
-        for operation in operations { operation._awaiting(1) }
         for operation in operations {
             let hook = operation._onFinish { [continuation] _ in
                 switch operation.result! {
@@ -73,7 +71,6 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
             // operations that have not finished. Their hooks go, so that an operation that
             // never runs does not keep the stream alive.
             for (operation, hook) in hooked { operation._removeFinishHook(hook) }
-            for operation in operations { operation._awaiting(-1) }
             if cancelsOnExit {
                 // As one step, so that none starts in a slot another one freed; stages that
                 // are cancelled cancel the upstream nobody else wants.

@@ -61,7 +61,8 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         let priority = TaskPriority(_startQuality(queue: queue))
         let scopes = queue?._currentTaskScopes ?? []
         let body: @Sendable @isolated(any) () async -> Void = { [self] in
-            await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self)) {
+            let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
+            await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask)) {
                 if scopes.isEmpty {
                     await _runAndDeliver()
                 } else {
@@ -178,6 +179,9 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
 struct TaskBodyContext: Sendable {
     let queue: OperationQueue?
     let operation: Operation?
+    /// The body's own task (`UnsafeCurrentTask`'s hash: its identity while it runs): tasks
+    /// the body spawns inherit the context, but their waits are not the body's.
+    var bodyTask: Int?
     /// Bound by a queue starting an operation on the thread where another's body ended.
     var isQueueStart = false
 }

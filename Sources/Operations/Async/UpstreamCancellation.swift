@@ -67,30 +67,26 @@ enum UpstreamCancellation {
 
 extension Operation {
     /// Whether nobody wants this operation any more, so that cancelling it loses nothing: it
-    /// has neither finished nor been cancelled, no operation that is neither depends on it,
-    /// no task awaits its value, and no loop over results includes it. (Getters read with
-    /// no lock held.)
+    /// has neither finished nor been cancelled, nothing waits for it to finish (a blocked
+    /// thread, a task awaiting its `value`, `perform` or `waitUntilFinished()`, a results
+    /// loop, a group it belongs to, a timer or a key), and no operation that is neither
+    /// cancelled nor finished depends on it (a pending barrier included). (Getters read
+    /// with no lock held.)
     var _isUnwanted: Bool {
         if isFinished || isCancelled { return false }
-        if let typed = self as? any AwaitedValue, typed._isValueAwaited { return false }
-        let dependents = _update { $0.dependents.compactMap(\.operation) }
-        return !dependents.contains { dependent in
-            !dependent.isCancelled && !dependent.isFinished && dependent.dependencies.contains { $0 === self }
+        let (waited, dependents) = _update { ($0.finishWaiters.isEmpty == false, $0.dependents) }
+        if waited { return false }
+        return !dependents.contains { weak in
+            guard let dependent = weak.operation else { return false }
+            return !dependent.isCancelled && !dependent.isFinished
         }
     }
 
-    /// Cancels every operation of `batch` as one step: those not running first, so that no
-    /// member starts in a slot that a running one frees meanwhile (cancelling them one by one
-    /// in the order added would let the queue start later members). With a `reason`, as
-    /// ``cancel(with:)``.
+    /// Cancels every operation of `batch`: those not running first, so that no member starts
+    /// in a slot that cancelling a running member frees (cancelling them one by one in the
+    /// order added would let the queue start later members; a member that finishes on its
+    /// own meanwhile still frees its slot). With a `reason`, as ``cancel(with:)``.
     public static func cancel(_ batch: [Operation], with reason: (any Error)? = nil) {
         UpstreamCancellation.cancel(batch, with: reason)
     }
 }
-
-/// A typed operation's count of those awaiting its value, whatever its value type.
-protocol AwaitedValue: Operation {
-    var _isValueAwaited: Bool { get }
-}
-
-extension ValueOperation: AwaitedValue {}

@@ -11,10 +11,13 @@
 /// ``Operation/addDependency(_:)`` keeps Foundation's behaviour: the dependent runs anyway.
 ///
 /// Cancellation travels up: when such an operation is cancelled before it finished, each
-/// unfinished input that nobody else wants any more — no other operation depends on it
-/// that is neither cancelled nor finished, no task awaits its ``value``, no loop over
-/// ``OperationResults`` includes it — is cancelled too, with the same reason, and so on up
-/// the chain.
+/// unfinished input that nobody else wants any more — no operation that is neither
+/// cancelled nor finished depends on it, and nothing waits for it to finish (a task
+/// awaiting its ``value``, `perform` or `waitUntilFinished()`, a blocked thread, a loop over
+/// ``OperationResults``, a group it belongs to) — is cancelled too, with the same reason,
+/// and so on up the chain. Whether an input is wanted is decided when the stage is
+/// cancelled; a cancel made while another cancellation is being passed up on the same
+/// thread (from an observer told of it) is passed up when that one has finished its level.
 ///
 /// - Note: `@unchecked Sendable`: the work, inputs, task and value are guarded by
 ///   `storage`'s lock.
@@ -150,20 +153,10 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     /// says so once, through ``OperationDiagnostic/handler``, and goes on waiting.
     public var value: Success {
         get async throws {
-            _awaiting(1)
-            defer { _awaiting(-1) }
             guard let outcome = await _outcome() else { throw CancellationError() }
             return try _value(for: outcome)
         }
     }
-
-    /// Counts a task (or a results loop) that wants the value, or one less.
-    final func _awaiting(_ change: Int) {
-        storage.withLock { $0.awaiting += change }
-    }
-
-    /// Whether a task awaits the value, or a loop over results includes it.
-    package final var _isValueAwaited: Bool { storage.withLock { $0.awaiting > 0 } }
 
     /// Sets ``Operation/isCancelled``. A stage made by `then` or `combine` lets go of its
     /// inputs: those nobody else wants any more are cancelled too (see ``ValueOperation``).

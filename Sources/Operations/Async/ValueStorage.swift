@@ -21,7 +21,5 @@ struct ValueStorage {
     var task: Task<Void, Never>?
     /// The value the work returned (its failure goes to the engine as the outcome).
     var value: (any Sendable)?
-    /// Tasks awaiting ``ValueOperation/value`` and loops over results that include it: while
-    /// any does, a cancelled stage that took it as input does not cancel it.
-    var awaiting = 0
+
 }

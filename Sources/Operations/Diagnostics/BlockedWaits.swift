@@ -32,7 +32,9 @@ enum BlockedWaits {
     /// Runs `wait` with the operation whose `async` body the current task runs (if any)
     /// registered as waiting for `targets`: the body keeps its slot while it awaits.
     static func during<T>(awaiting targets: @autoclosure () -> [Operation], _ wait: () async -> T) async -> T {
-        guard let operation = OperationQueue._taskContext?.operation else { return await wait() }
+        guard let context = OperationQueue._taskContext, let operation = context.operation,
+            context.bodyTask != nil, withUnsafeCurrentTask(body: { $0?.hashValue }) == context.bodyTask
+        else { return await wait() }
         let id = register(operation, targets: targets())
         let result = await wait()
         unregister(id)

@@ -1,4 +1,5 @@
 import Operations
+import OperationsComposition
 import OperationsTestSupport
 import Testing
 
@@ -77,6 +78,40 @@ struct UpstreamCancellationTests {
         await queue.waitUntilAllOperationsAreFinished()
     }
 
+    @Test("an upstream that a wait wants runs on: perform, waitUntilFinished (async and blocking), a group")
+    func waitsWantTheUpstream() async throws {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let performed = ValueBlockOperation { 1 }
+        let awaited = ValueBlockOperation { 2 }
+        let blocked = ValueBlockOperation { 3 }
+        let child = ValueBlockOperation { 4 }
+        let group = ValueGroupOperation([child])
+        let stages = [performed, awaited, blocked, child].map { input in input.then { $0 } }
+        queue.addOperations([awaited, blocked, group], waitUntilFinished: false)
+        let performing = Task { try await queue.perform(performed) }
+        let waiting = Task { await awaited.waitUntilFinished() }
+        let returned = Gate()
+        onNewThread {
+            blocked.waitUntilFinished()
+            returned.open()
+        }
+        // Each wait has begun once the operation counts it among its waiters.
+        for input in [performed, awaited, blocked] {
+            while input._finishWaiterCount == 0 { await Task.yield() }
+        }
+        for stage in stages { stage.cancel() }
+        #expect(!performed.isCancelled, "perform's caller wants it")
+        #expect(!awaited.isCancelled, "a task awaits waitUntilFinished()")
+        #expect(!blocked.isCancelled, "a thread is blocked in waitUntilFinished()")
+        #expect(!child.isCancelled, "its group wants it")
+        queue.isSuspended = false
+        #expect(try await performing.value == 1)
+        await waiting.value
+        #expect(returned.wait())
+        #expect(try await group.values == [4])
+    }
+
     @Test("a chain cancelled at its end stops every stage before it, one level at a time, however long")
     func longChain() {
         let queue = OperationQueue()
@@ -126,6 +161,6 @@ struct UpstreamCancellationTests {
 
     /// Waits until a task awaits `operation`'s value.
     private func waitUntilAwaited(_ operation: ValueOperation<Int>) async {
-        while !operation._isValueAwaited { await Task.yield() }
+        while operation._finishWaiterCount == 0 { await Task.yield() }
     }
 }
