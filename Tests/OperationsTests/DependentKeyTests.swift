@@ -59,7 +59,7 @@ class StateEnumOperation: Operation, @unchecked Sendable {
     func finish() { state = .finished }
 }
 
-@Suite("Dependent keys: keyPathsForValuesAffectingValue(forKey:) (rule 22)")
+@Suite("Dependent keys: keyPathsForValuesAffectingValue(forKey:)")
 struct DependentKeyTests {
     @Test("a PSOperations-style operation that announces only \"state\" runs in a queue and releases its dependent")
     func stateOnlyOperationInQueue() {

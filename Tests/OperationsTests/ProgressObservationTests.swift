@@ -2,7 +2,7 @@ import Operations
 import OperationsComposition
 import Testing
 
-@Suite("Progress is observable on Linux (rule 22)")
+@Suite("Progress is observable on Linux")
 struct ProgressObservationTests {
     @Test("initializers called on our class return our class")
     func ourClass() {

@@ -171,8 +171,8 @@ private func eventuallyAsyncOperation(_ queue: OperationQueue, key: String) asyn
     _ = await eventuallyAsync { queue.operation(forKey: key) != nil }
 }
 
-@Suite("Regression: queuePriority changed while waiting in the ready list")
-struct PriorityChangeRegressionTests {
+@Suite("queuePriority changed while an operation waits in the ready list")
+struct PriorityChangeTests {
     @Test("raising the priority of an operation already waiting in its queue makes it start first")
     func refiledOnChange() {
         let queue = OperationQueue()

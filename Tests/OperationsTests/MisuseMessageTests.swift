@@ -2,8 +2,8 @@ import Operations
 import OperationsComposition
 import Testing
 
-@Suite("Engine regressions: programmer errors, messages, QoS order")
-struct EngineRegressionMessageTests {
+@Suite("Programmer errors name the operation and the rule; QoS order")
+struct MisuseMessageTests {
     // MARK: 12. Self-dependency
 
     /// Bug 12. Forced: no race. `op.addDependency(op)` is a programmer error whatever

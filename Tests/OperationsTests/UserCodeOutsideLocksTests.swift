@@ -3,8 +3,8 @@ import OperationsComposition
 import Testing
 
 /// Engine bugs where user code ran under a lock; each test failed before its fix.
-@Suite("Engine regressions: user code outside locks")
-struct EngineRegressionLockTests {
+@Suite("User code runs outside the library's locks")
+struct UserCodeOutsideLocksTests {
     /// An error whose `deinit` reads its operation's state (takes the operation's lock).
     final class LockTouchingError: Error, @unchecked Sendable {
         let operation: Operation

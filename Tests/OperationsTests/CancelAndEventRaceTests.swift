@@ -19,8 +19,8 @@ final class AddsBlockWhenReadOperation: BlockOperation, @unchecked Sendable {
     }
 }
 
-@Suite("Engine regressions: cancel, events, KVO values, blocks")
-struct EngineRegressionRaceTests {
+@Suite("Cancel, events, KVO values and blocks when threads race")
+struct CancelAndEventRaceTests {
     typealias Recorder = EventTests.Recorder
 
     // MARK: 8. cancel() checks and sets in two lock sections

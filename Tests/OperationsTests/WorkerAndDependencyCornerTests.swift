@@ -100,8 +100,8 @@ func takeOnce(_ flag: Shared<Bool>) -> Bool {
     }
 }
 
-@Suite("Engine regressions: workers, locks, dependencies")
-struct EngineRegressionTests {
+@Suite("Workers, locks and dependencies in their corners")
+struct WorkerAndDependencyCornerTests {
     // MARK: 1. A worker spins forever
 
     /// Bug 1. Forced: the queue is suspended when the operation is added (so the admission

@@ -17,8 +17,8 @@ private final class SlowCancel: BlockOperation, @unchecked Sendable {
 }
 
 /// Bugs of the composition layer, each forced; each test failed before its fix.
-@Suite("Composition: regressions", .timeLimit(.minutes(1)))
-struct CompositionRegressionTests {
+@Suite("Composition: corners", .timeLimit(.minutes(1)))
+struct CompositionCornerTests {
     /// `cancel()` takes the children under the group's lock and cancels them after
     /// it; a start in between found "already being cancelled", cancelled nobody and opened
     /// the queue, so a child not reached yet ran. Forced: the first child cancelled (the

@@ -5,8 +5,8 @@ import Testing
 private let underlyingKey = DispatchSpecificKey<Int>()
 
 /// Bugs of the async layer, each reproduced; each test failed before its fix.
-@Suite("Async layer: regressions", .timeLimit(.minutes(2)))
-struct AsyncRegressionTests {
+@Suite("Async layer: corners", .timeLimit(.minutes(2)))
+struct AsyncCornerTests {
     @Test("a 20,000-stage then chain whose head fails does not overflow the stack")
     func longFailingChain() async {
         // Each stage is cancelled at start (its input failed) and finished at once; the

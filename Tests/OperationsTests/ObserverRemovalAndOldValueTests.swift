@@ -19,7 +19,7 @@ final class ClosureObserver: NSObject, @unchecked Sendable {
     }
 }
 
-@Suite("Observation v2: removal inside deinit (rule 22)")
+@Suite("Observers removed inside deinit")
 struct ObservationDeinitRemovalTests {
     @Test("an object that observes itself removes the observation in its own deinit")
     func observedRemovesInDeinit() async {
@@ -80,7 +80,7 @@ struct ObservationDeinitRemovalTests {
     }
 }
 
-@Suite("Observation v2: old values per thread (rule 22)")
+@Suite("Old values of key-value observing, per thread")
 struct ObservationPerThreadTests {
     /// Thread A announces `willChange`, then B does; A's `didChange` comes first, then B's.
     /// Each `didChange` must report the old value its own `willChange` read.
