@@ -31,7 +31,7 @@ struct CancelAndEventRaceTests {
     /// engine may make the second cancel wait for the first, or return at once). Today both
     /// passed the check before either set the flag: two `isCancelled` notifications and two
     /// `.cancelled` events.
-    @Test("8a: two concurrent cancels announce the cancellation once")
+    @Test("two concurrent cancels announce the cancellation once")
     func concurrentCancelsAnnounceOnce() {
         let queue = OperationQueue()
         queue.isSuspended = true
@@ -76,7 +76,7 @@ struct CancelAndEventRaceTests {
     /// operation: the completion block saw false, later reads say true. A finished
     /// operation never becomes cancelled: whichever order a fixed engine picks, the flag
     /// the completion block saw is the flag for good.
-    @Test("8b: a cancel racing the finish never cancels a finished operation")
+    @Test("a cancel racing the finish never cancels a finished operation")
     func cancelRacingFinish() {
         let operation = BlockOperation {}
         let sawCancelled = Shared<Bool?>(nil)
@@ -103,7 +103,7 @@ struct CancelAndEventRaceTests {
     /// it releases `first` and waits (bounded: a fixed engine may hold `second` back until
     /// its `.enqueued` event is out) for `second` to run on the same worker. Today
     /// `.enqueued` of `second` is emitted only after that: [started, finished, enqueued].
-    @Test("9: per operation, .enqueued comes before .started and .finished")
+    @Test("per operation, .enqueued comes before .started and .finished")
     func enqueuedComesFirst() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
@@ -138,7 +138,7 @@ struct CancelAndEventRaceTests {
     /// Bug 10, `start()`. Forced: no race; an observer with `.old`/`.new` of `isExecuting`.
     /// Today the phase changes before `willChange("isExecuting")`, so the first change
     /// reads old = true, new = true.
-    @Test("10a: start() reports isExecuting false → true, then true → false")
+    @Test("start() reports isExecuting false → true, then true → false")
     func startOldValues() {
         let operation = BlockOperation {}
         let observer = StateObserver()
@@ -153,7 +153,7 @@ struct CancelAndEventRaceTests {
     /// Bug 10, `addDependency`. Forced: no race; an observer with `.old`/`.new` of `isReady`.
     /// Today the count rises before `willChange("isReady")`, so adding an unfinished
     /// dependency reads old = false, new = false.
-    @Test("10b: addDependency reports isReady true → false; the dependency's finish false → true")
+    @Test("addDependency reports isReady true → false; the dependency's finish false → true")
     func addDependencyOldValues() {
         let operation = BlockOperation {}
         let dependency = BlockOperation {}
@@ -176,7 +176,7 @@ struct CancelAndEventRaceTests {
     ///
     /// What public hooks can force: `start()` by hand reads the (overridden) `isReady`
     /// before it starts; a block added there must run.
-    @Test("11a: a block added while start() reads isReady runs")
+    @Test("a block added while start() reads isReady runs")
     func blockAddedFromIsReadyRuns() {
         let ran = Shared<[String]>([])
         let operation = AddsBlockWhenReadOperation { ran.append("late") }
@@ -191,7 +191,7 @@ struct CancelAndEventRaceTests {
     /// `start()` adds a block. Either it is accepted and runs, or the call stops the process
     /// with the misuse message; never silently dropped. The child exits with code 3 when
     /// the block was accepted and ran, 4 when it was dropped.
-    @Test("11b: a block added in isExecuting's prior notification at start runs or traps")
+    @Test("a block added in isExecuting's prior notification at start runs or traps")
     func blockAddedInPriorNotificationRunsOrTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let ran = Shared<[String]>([])
@@ -211,7 +211,7 @@ struct CancelAndEventRaceTests {
 
     /// Bug 11, just started. Forced: as 11b, in the plain notification of `isExecuting`
     /// (the operation is executing; its blocks may not have been taken yet).
-    @Test("11c: a block added in isExecuting's notification at start runs or traps")
+    @Test("a block added in isExecuting's notification at start runs or traps")
     func blockAddedInNotificationRunsOrTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let ran = Shared<[String]>([])

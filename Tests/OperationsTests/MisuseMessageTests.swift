@@ -9,7 +9,7 @@ struct MisuseMessageTests {
     /// Bug 12. Forced: no race. `op.addDependency(op)` is a programmer error whatever
     /// `trapsOnDependencyCycles` says (it is off here). Today it only warns and leaves the
     /// operation stuck.
-    @Test("12: an operation depending on itself stops the process, even without trapsOnDependencyCycles")
+    @Test("an operation depending on itself stops the process, even without trapsOnDependencyCycles")
     func selfDependencyAlwaysTraps() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = false
@@ -22,7 +22,7 @@ struct MisuseMessageTests {
     // MARK: 13. Misuse messages
 
     /// Bug 13, a batch listing one operation twice names the call that was made.
-    @Test("13a: a duplicate in addOperations is reported by addOperations")
+    @Test("a duplicate in addOperations is reported by addOperations")
     func duplicateInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -32,7 +32,7 @@ struct MisuseMessageTests {
     }
 
     /// Bug 13, any refusal inside a batch is reported by `addOperations`.
-    @Test("13b: a finished operation in addOperations is reported by addOperations")
+    @Test("a finished operation in addOperations is reported by addOperations")
     func finishedInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let finished = Operation()
@@ -43,7 +43,7 @@ struct MisuseMessageTests {
     }
 
     /// Bug 13, adding to a second queue names both queues.
-    @Test("13c: adding to a second queue names the queue it is in and the one it was added to")
+    @Test("adding to a second queue names the queue it is in and the one it was added to")
     func secondQueueIsNamed() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -62,7 +62,7 @@ struct MisuseMessageTests {
 
     /// Bug 13, a queue whose limit is 0 starts nothing; the description says so (not
     /// "already runs 0 operations").
-    @Test("13d: waitDescription names a concurrency limit of 0")
+    @Test("waitDescription names a concurrency limit of 0")
     func limitZeroDescription() {
         let queue = OperationQueue()
         queue.name = "zero"
@@ -80,7 +80,7 @@ struct MisuseMessageTests {
 
     /// Bug 13, a two-operation cycle reads in the direction the edges were written:
     /// `a.addDependency(b)` then `b.addDependency(a)`.
-    @Test("13e: a two-operation cycle message reads in the direction written")
+    @Test("a two-operation cycle message reads in the direction written")
     func twoCycleDirection() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -96,7 +96,7 @@ struct MisuseMessageTests {
     }
 
     /// Bug 13, a three-operation cycle: `a → b`, `b → c` written, then `c → a` closes it.
-    @Test("13f: a three-operation cycle message reads in the direction written")
+    @Test("a three-operation cycle message reads in the direction written")
     func threeCycleDirection() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -144,14 +144,14 @@ struct MisuseMessageTests {
 
     /// Bug 14 (seed experiment): on a limit-2 queue, a `.userInitiated` operation added
     /// after six at the default QoS (queuePriority never set) starts in the first batch.
-    @Test("14a: a userInitiated operation starts in the first batch of a limit-2 queue")
+    @Test("a userInitiated operation starts in the first batch of a limit-2 queue")
     func userInitiatedJumpsAhead() {
         let batch = firstBatch(queue: OperationQueue(), defaults: 6, urgent: .userInitiated)
         #expect(batch.contains("urgent"), "first batch: \(batch.sorted())")
     }
 
     /// Bug 14: the same on a `.background` queue, for a `.userInteractive` operation.
-    @Test("14b: a userInteractive operation starts in the first batch of a background limit-2 queue")
+    @Test("a userInteractive operation starts in the first batch of a background limit-2 queue")
     func userInteractiveJumpsAheadOnBackgroundQueue() {
         let queue = OperationQueue()
         queue.qualityOfService = .background
@@ -162,7 +162,7 @@ struct MisuseMessageTests {
     /// Bug 14, the counterpart (passes today; must keep passing): on a serial queue QoS
     /// does not jump the line. Forced: all are ready in the suspended queue before any
     /// starts.
-    @Test("14c: on a serial queue a userInitiated operation does not jump the line")
+    @Test("on a serial queue a userInitiated operation does not jump the line")
     func serialQueueStaysFIFO() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
@@ -214,7 +214,7 @@ struct MisuseMessageTests {
     /// Bug 14, the mapping when `queuePriority` was never set (queue not serial):
     /// userInteractive → veryHigh, userInitiated → high, default → normal, utility → low,
     /// background → veryLow. Added lowest first, they must run highest first.
-    @Test("14d: QoS gives the priority band when queuePriority was never set")
+    @Test("QoS gives the priority band when queuePriority was never set")
     func qualityOfServiceBands() {
         let order = runOrder([
             ("background", .background, nil), ("utility", .utility, nil), ("default", .default, nil),
@@ -225,7 +225,7 @@ struct MisuseMessageTests {
 
     /// Bug 14, the counterpart (passes today; must keep passing): a `queuePriority` that
     /// was set wins over the QoS, even when set to `.normal`.
-    @Test("14e: an explicit queuePriority wins over the QoS")
+    @Test("an explicit queuePriority wins over the QoS")
     func explicitPriorityWins() {
         let order = runOrder([
             ("plain", nil, nil), ("interactive-normal", .userInteractive, .normal),

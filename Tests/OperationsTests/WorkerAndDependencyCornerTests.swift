@@ -111,7 +111,7 @@ struct WorkerAndDependencyCornerTests {
     /// worker's un-claim fails (the operation is no longer dispatched) and it loops
     /// forever, so the serial queue never runs the next operation. The child detects the
     /// hang with a bounded wait and exits with a failure.
-    @Test("1: an operation finished while a worker confirms its readiness does not stall the worker")
+    @Test("an operation finished while a worker confirms its readiness does not stall the worker")
     func finishedWhileClaimedDoesNotSpin() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -137,7 +137,7 @@ struct WorkerAndDependencyCornerTests {
     /// one. Resuming makes a worker pop it, refuse it (finished), and drop it. Its `deinit`
     /// reads `queue.operationCount`; today that runs inside the queue's lock and traps
     /// ("Recursive call to lock Mutex").
-    @Test("2: an operation released by the queue runs its deinit outside the queue's lock")
+    @Test("an operation released by the queue runs its deinit outside the queue's lock")
     func deinitOutsideQueueLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -165,7 +165,7 @@ struct WorkerAndDependencyCornerTests {
     /// leaves the queue, so the barrier's hidden dependency is its last reference; the
     /// barrier completes and drops it. The member's `deinit` reads the barrier's `name` and
     /// `dependencies`; today that runs inside the barrier's lock and traps.
-    @Test("3: a barrier releases the operations it waited for outside its own lock")
+    @Test("a barrier releases the operations it waited for outside its own lock")
     func barrierReleasesMembersOutsideItsLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -203,14 +203,14 @@ struct WorkerAndDependencyCornerTests {
     /// Whatever order a fixed engine chooses (the removal before or after the addition),
     /// the state must agree with `dependencies`: listed → not ready and runs once the
     /// dependency finishes; not listed → ready and runs at once.
-    @Test("4a: removeDependency inside addDependency's isReady announcement leaves no phantom count")
+    @Test("removeDependency inside addDependency's isReady announcement leaves no phantom count")
     func addRemoveRaceSameThread() {
         checkAddRemoveRace(removeOnAnotherThread: false)
     }
 
     /// Bug 4, two threads: as 4a, but the prior callback runs `removeDependency` on another
     /// thread and waits for it to return.
-    @Test("4b: removeDependency on another thread during addDependency leaves no phantom count")
+    @Test("removeDependency on another thread during addDependency leaves no phantom count")
     func addRemoveRaceTwoThreads() {
         checkAddRemoveRace(removeOnAnotherThread: true)
     }
@@ -259,7 +259,7 @@ struct WorkerAndDependencyCornerTests {
     /// (overridden `isExecuting`, base phase untouched) that never finishes, then it is
     /// added to a queue. Darwin refuses it: it is executing. Today it is admitted (and the
     /// queue calls its `start()` a second time).
-    @Test("5: an asynchronous operation started by hand cannot be added to a queue")
+    @Test("an asynchronous operation started by hand cannot be added to a queue")
     func startedByHandAsyncIsRefused() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let starts = Shared(0)
@@ -281,7 +281,7 @@ struct WorkerAndDependencyCornerTests {
     /// cycle that only releasing the blocks breaks), the operation is cancelled and
     /// started by hand, so `main()` never runs. Today the blocks are released only in
     /// `main()`, so `executionBlocks` stays full and the operation leaks.
-    @Test("6a: a cancelled BlockOperation releases its blocks when it finishes (start by hand)")
+    @Test("a cancelled BlockOperation releases its blocks when it finishes (start by hand)")
     func cancelledBlockOperationReleasesBlocksByHand() {
         weak var weakOperation: BlockOperation?
         do {
@@ -299,7 +299,7 @@ struct WorkerAndDependencyCornerTests {
     /// Bug 6, through a queue: as 6a, but the cancelled operation is added to a queue and
     /// finishes there. The release of the last reference by the worker is waited for with
     /// a bounded poll (it happens just after `waitUntilAllOperationsAreFinished` returns).
-    @Test("6b: a cancelled BlockOperation releases its blocks when it finishes (through a queue)")
+    @Test("a cancelled BlockOperation releases its blocks when it finishes (through a queue)")
     func cancelledBlockOperationReleasesBlocksInQueue() {
         weak var weakOperation: BlockOperation?
         let queue = OperationQueue()
@@ -322,7 +322,7 @@ struct WorkerAndDependencyCornerTests {
     /// cancelled and started by hand (so it finished without waiting for `d`); then `d` is
     /// made to depend on `x`. `x` has finished, so there is no cycle; today the graph still
     /// has the edge `d → x` and reports one (and traps).
-    @Test("7a: a finished operation closes no dependency cycle (trapsOnDependencyCycles)")
+    @Test("a finished operation closes no dependency cycle (trapsOnDependencyCycles)")
     func noFalseCycleWithTrap() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -340,7 +340,7 @@ struct WorkerAndDependencyCornerTests {
     }
 
     /// Bug 7, default setting: as 7a without the trap; no "cycle" warning may be printed.
-    @Test("7b: a finished operation closes no dependency cycle (no warning)")
+    @Test("a finished operation closes no dependency cycle (no warning)")
     func noFalseCycleWarning() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let x = ClosureOperation(name: "x"), d = ClosureOperation(name: "d")
