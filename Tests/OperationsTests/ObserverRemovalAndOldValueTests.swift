@@ -2,23 +2,6 @@ import Operations
 import OperationsComposition
 import Testing
 
-/// An observer that hands every notification to a closure.
-final class ClosureObserver: NSObject, @unchecked Sendable {
-    // @unchecked Sendable: `body` is immutable and itself Sendable.
-    private let body: @Sendable (String?, [NSKeyValueChangeKey: Any]?) -> Void
-
-    init(_ body: @escaping @Sendable (String?, [NSKeyValueChangeKey: Any]?) -> Void) {
-        self.body = body
-    }
-
-    override func observeValue(
-        forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
-        context: UnsafeMutableRawPointer?
-    ) {
-        body(keyPath, change)
-    }
-}
-
 @Suite("Observers removed inside deinit")
 struct ObservationDeinitRemovalTests {
     @Test("an object that observes itself removes the observation in its own deinit")
@@ -90,13 +73,13 @@ struct ObservationPerThreadTests {
         operation.name = "a0"
         let aWilled = Gate(), bWilled = Gate(), aDid = Gate(), bDone = Gate(), aDone = Gate()
         let results = Shared<[String: String]>([:])
-        let observer = ClosureObserver { _, change in
-            let old = change?[.oldKey].map { "\($0)" } ?? "nil"
-            if change?[.notificationIsPriorKey] as? Bool == true {
+        let observer = CallbackObserver { _, change in
+            let old = change[.oldKey].map { "\($0)" } ?? "nil"
+            if change[.notificationIsPriorKey] as? Bool == true {
                 if old == "a0" { aWilled.open(); #expect(bWilled.wait()) }
                 if old == "b0" { bWilled.open(); #expect(aDid.wait()) }
             } else {
-                let new = change?[.newKey].map { "\($0)" } ?? "nil"
+                let new = change[.newKey].map { "\($0)" } ?? "nil"
                 results.update { $0[new] = old }
             }
         }
@@ -129,12 +112,12 @@ struct ObservationPerThreadTests {
         operation.name = "a0"
         let aWilled = Gate(), bDid = Gate(), aDone = Gate(), bDone = Gate()
         let results = Shared<[String: String]>([:])
-        let observer = ClosureObserver { _, change in
-            let old = change?[.oldKey].map { "\($0)" } ?? "nil"
-            if change?[.notificationIsPriorKey] as? Bool == true {
+        let observer = CallbackObserver { _, change in
+            let old = change[.oldKey].map { "\($0)" } ?? "nil"
+            if change[.notificationIsPriorKey] as? Bool == true {
                 if old == "a0" { aWilled.open(); #expect(bDid.wait()) }
             } else {
-                let new = change?[.newKey].map { "\($0)" } ?? "nil"
+                let new = change[.newKey].map { "\($0)" } ?? "nil"
                 results.update { $0[new] = old }
             }
         }

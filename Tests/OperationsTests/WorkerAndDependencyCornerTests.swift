@@ -63,25 +63,6 @@ final class WeakOperationBox: @unchecked Sendable {
     }
 }
 
-/// An observer that calls `body` with each change of the keys it observes.
-final class CallbackObserver: NSObject, @unchecked Sendable {
-    let body: @Sendable (String, [NSKeyValueChangeKey: Any]) -> Void
-
-    init(_ body: @escaping @Sendable (String, [NSKeyValueChangeKey: Any]) -> Void) {
-        self.body = body
-    }
-
-    override func observeValue(
-        forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
-        context: UnsafeMutableRawPointer?
-    ) {
-        body(keyPath ?? "", change ?? [:])
-    }
-}
-
-extension [NSKeyValueChangeKey: Any] {
-    var isPrior: Bool { self[.notificationIsPriorKey] as? Bool ?? false }
-}
 
 extension Optional where Wrapped == ExitTest.Result {
     /// Records an issue, showing the child's standard error, unless it printed nothing.

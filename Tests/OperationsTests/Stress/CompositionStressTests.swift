@@ -37,17 +37,6 @@ struct CompositionStressTests {
     }
 }
 
-/// A small seeded generator (SplitMix64): the same seed gives the same round.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Holders per category, and the failures seen.
 final class CompositionLedger: Sendable {
@@ -82,7 +71,7 @@ struct CompositionRound {
     let seed: UInt64
 
     func run() -> [String] {
-        var random = SplitMix(state: seed)
+        var random = SplitMix64(seed: seed)
         let ledger = CompositionLedger()
         let categories = (0..<3).map { "stress-\(seed)-\($0)" }
         let queues = (0..<3).map { _ in OperationQueue() }

@@ -44,16 +44,6 @@ struct StressTests {
     }
 }
 
-/// A value read and written from several threads.
-/// - Note: `@unchecked Sendable`: every access goes through `lock`.
-final class Protected<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    var current: Value { lock.withLock { value } }
-    func set(_ newValue: Value) { lock.withLock { value = newValue } }
-}
-
 /// What every operation of a round records.
 /// - Note: `@unchecked Sendable`: every access goes through `lock`.
 final class StressLedger: @unchecked Sendable {
@@ -148,11 +138,11 @@ final class StressTaskOperation: TaskOperation<Int>, @unchecked Sendable {
     }
 
     /// How far the body got, for the report of a round that did not finish.
-    let bodyProgress = Protected("not entered")
+    let bodyProgress = Shared("not entered")
 
     override func run() async throws -> Int {
-        bodyProgress.set("entered")
-        defer { bodyProgress.set("returned") }
+        bodyProgress.update { $0 = "entered" }
+        defer { bodyProgress.update { $0 = "returned" } }
         ledger.workStarted(id, queue: queueIndex, limit: limit)
         defer { ledger.workEnded(queue: queueIndex) }
         for dependency in dependencies where !dependency.isFinished {
@@ -160,7 +150,7 @@ final class StressTaskOperation: TaskOperation<Int>, @unchecked Sendable {
         }
         if OperationQueue.current == nil { ledger.fail("async operation \(id): no current queue in its body") }
         for index in 0..<suspensions {
-            bodyProgress.set("suspended (\(index + 1) of \(suspensions))")
+            bodyProgress.update { $0 = "suspended (\(index + 1) of \(suspensions))" }
             await Task.yield()
         }
         try Task.checkCancellation()
@@ -422,7 +412,7 @@ struct StressRound {
         if !done.wait(timeout: 60) {
             failures.append("waitUntilAllOperationsAreFinished did not return within 60 s")
             for operation in operations where !operation.isFinished {
-                let body = (operation as? StressTaskOperation).map { "; its body: \($0.bodyProgress.current)" } ?? ""
+                let body = (operation as? StressTaskOperation).map { "; its body: \($0.bodyProgress())" } ?? ""
                 failures.append("  stuck: " + operation.waitDescription + body)
             }
             return Result(operations: count, failures: failures)

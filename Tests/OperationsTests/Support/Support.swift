@@ -117,3 +117,37 @@ final class ClosureOperation: Operation, @unchecked Sendable {
     }
     override func main() { body(self) }
 }
+
+/// A small seeded generator (SplitMix64): the same seed gives the same sequence, so that a
+/// failing case can be rerun.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// An observer that calls `body` with each change of the keys it observes.
+final class CallbackObserver: NSObject, @unchecked Sendable {
+    let body: @Sendable (String, [NSKeyValueChangeKey: Any]) -> Void
+
+    init(_ body: @escaping @Sendable (String, [NSKeyValueChangeKey: Any]) -> Void) {
+        self.body = body
+    }
+
+    override func observeValue(
+        forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
+        context: UnsafeMutableRawPointer?
+    ) {
+        body(keyPath ?? "", change ?? [:])
+    }
+}
+
+extension [NSKeyValueChangeKey: Any] {
+    var isPrior: Bool { self[.notificationIsPriorKey] as? Bool ?? false }
+}
