@@ -81,23 +81,18 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         // that just ended), neither task-local values nor an executor preference; its own
         // are bound inside it. Started by hand, it inherits the caller's task-local values.
         let byQueue = WorkerContext.current != nil || OperationQueue._taskContext?.isQueueStart == true
+        // On the main queue, nonisolated code of the body runs on the main actor's queue too.
+        // (Read before the storage lock: it takes the operation's.)
+        let executor: (any TaskExecutor)? = onMain ? MainQueueTaskExecutor.shared : _preferredExecutor
         let (started, cancelled) = storage.withLock { storage -> (Task<Void, Never>, Bool) in
+            // Without a preference, the plain spellings: passing a nil preference costs a
+            // step on every start.
             let started: Task<Void, Never>
-            if !byQueue {
-                if onMain {
-                    started = Task(executorPreference: MainQueueTaskExecutor.shared, priority: priority, operation: body)
-                } else if let executor = _preferredExecutor {
-                    started = Task(executorPreference: executor, priority: priority, operation: body)
-                } else {
-                    started = Task(priority: priority, operation: body)
-                }
-            } else if onMain {
-                // On the main queue, nonisolated code of the body runs on the main actor's queue too.
-                started = Task.detached(executorPreference: MainQueueTaskExecutor.shared, priority: priority, operation: body)
-            } else if let executor = _preferredExecutor {
-                started = Task.detached(executorPreference: executor, priority: priority, operation: body)
-            } else {
-                started = Task.detached(priority: priority, operation: body)
+            switch (byQueue, executor) {
+            case (true, nil): started = Task.detached(priority: priority, operation: body)
+            case (true, let executor?): started = Task.detached(executorPreference: executor, priority: priority, operation: body)
+            case (false, nil): started = Task(priority: priority, operation: body)
+            case (false, let executor?): started = Task(executorPreference: executor, priority: priority, operation: body)
             }
             storage.task = started
             return (started, isCancelled)

@@ -21,12 +21,14 @@ enum UpstreamCancellation {
 
     /// Cancels `batch` as one step (see ``Operation/cancel(_:with:)``).
     static func cancel(_ batch: [Operation], with reason: (any Error)?) {
-        run { _ in
-            // Those not running first: a running one that stops frees its slot, which no
-            // member of the batch may take.
-            for operation in batch where !operation.isExecuting { cancel(operation, with: reason) }
-            for operation in batch where operation.isExecuting { cancel(operation, with: reason) }
-        }
+        run { _ in cancelNotRunningFirst(batch.map { ($0, reason) }) }
+    }
+
+    /// Cancels each operation with its reason: those not running first, so that a running
+    /// one that stops frees its slot only when none of the others can take it.
+    private static func cancelNotRunningFirst(_ members: [(Operation, reason: (any Error)?)]) {
+        for (operation, reason) in members where !operation.isExecuting { cancel(operation, with: reason) }
+        for (operation, reason) in members where operation.isExecuting { cancel(operation, with: reason) }
     }
 
     private static func cancel(_ operation: Operation, with reason: (any Error)?) {
@@ -58,9 +60,7 @@ enum UpstreamCancellation {
                     if input._isUnwanted { unwanted.append((input, reason)) }
                 }
             }
-            // As a batch: those not running first.
-            for (input, reason) in unwanted where !input.isExecuting { cancel(input, with: reason) }
-            for (input, reason) in unwanted where input.isExecuting { cancel(input, with: reason) }
+            cancelNotRunningFirst(unwanted)
         }
     }
 }

@@ -53,8 +53,6 @@ struct QueueCore {
     /// Operations that became ready (cancelled ones) while a barrier added before them had
     /// not run: they go to the ready list once it has, in the band they have then.
     var heldBehindBarrier: [Operation] = []
-    /// The identities in `heldBehindBarrier`.
-    var heldBehindBarrierIDs: Set<ObjectIdentifier> = []
     /// Operations whose gates were due while the queue was suspended: consulted when it
     /// resumes (a category is not taken, nor a condition evaluated, for work that cannot start).
     var gatedWhileSuspended: [Operation] = []
@@ -174,7 +172,7 @@ struct QueueCore {
     /// Undoes `admit` for an operation of a batch that is being refused.
     mutating func unadmit(_ operation: Operation, hadBarrier: Bool, wasDelivered: Bool) {
         members.remove(operation)
-        if wasDelivered, !ready.remove(operation), heldBehindBarrierIDs.remove(ObjectIdentifier(operation)) != nil {
+        if wasDelivered, !ready.remove(operation) {
             heldBehindBarrier.removeAll { $0 === operation }
         }
         operation._update { state in
@@ -229,7 +227,6 @@ struct QueueCore {
     mutating func deliver(_ operation: Operation, priority: Operation.QueuePriority) {
         if !barrierGates.isEmpty, isBehindBarrier(operation) {
             heldBehindBarrier.append(operation)
-            heldBehindBarrierIDs.insert(ObjectIdentifier(operation))
         } else {
             ready.push(operation, priority: priority)
         }
@@ -243,7 +240,6 @@ struct QueueCore {
         guard !heldBehindBarrier.isEmpty else { return }
         let held = heldBehindBarrier
         heldBehindBarrier = []
-        heldBehindBarrierIDs = []
         for operation in held { deliver(operation, priority: operation._update { $0.effectivePriority }) }
     }
 
