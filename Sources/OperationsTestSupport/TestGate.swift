@@ -35,6 +35,16 @@ public final class TestGate: Sendable {
 
     /// Suspends until the gate opens. A cancelled task stops waiting (and returns).
     public func wait() async {
+        await wait(returningOnCancel: true)
+    }
+
+    /// Suspends until the gate opens, cancelled or not: how a test holds a body that must
+    /// not notice its cancellation.
+    public func waitIgnoringCancellation() async {
+        await wait(returningOnCancel: false)
+    }
+
+    private func wait(returningOnCancel: Bool) async {
         let id = state.withLock { state -> Int in
             state.nextID += 1
             return state.nextID
@@ -42,13 +52,14 @@ public final class TestGate: Sendable {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    if state.isOpen || Task.isCancelled { return true }
+                    if state.isOpen || (returningOnCancel && Task.isCancelled) { return true }
                     state.waiters[id] = continuation
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
+            guard returningOnCancel else { return }
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume()
         }

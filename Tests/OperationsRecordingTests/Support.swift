@@ -54,14 +54,6 @@ final class SVGElements: NSObject, XMLParserDelegate {
     }
 }
 
-/// A one-shot event a test can wait for.
-final class Gate: Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    func open() { semaphore.signal() }
-    @discardableResult
-    func wait(timeout: TimeInterval = 20) -> Bool { semaphore.wait(timeout: .now() + timeout) == .success }
-}
-
 extension Operation {
     func named(_ name: String) -> Self {
         self.name = name

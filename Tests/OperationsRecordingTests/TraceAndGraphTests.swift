@@ -63,8 +63,8 @@ struct TraceAndGraphTests {
     func liveStates() {
         struct NotNeeded: Error, CustomStringConvertible { var description: String { "not needed" } }
         let queue = OperationQueue()
-        let release = Gate(), started = Gate()
-        let running = BlockOperation { started.open(); release.wait() }.named("running")
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let running = BlockOperation { started.signal(); release.wait() }.named("running")
         let done = BlockOperation {}.named("done")
         let dropped = BlockOperation {}.named("dropped")
         let waiting = BlockOperation {}.named("waiting")
@@ -75,9 +75,9 @@ struct TraceAndGraphTests {
         dropped.cancel(with: NotNeeded())
         dropped.start()
         queue.addOperation(running)
-        #expect(started.wait())
+        #expect(started.wait(timeout: .now() + 20) == .success)
         let graph = OperationGraph([waiting], title: "Live")
-        release.open()
+        release.signal()
         #expect(graph.nodes.map(\.name) == ["waiting", "running", "done", "dropped"])
         #expect(graph.nodes.map(\.state) == ["pending", "executing", "finished", "finished"])
         let dot = graph.dot()

@@ -1,5 +1,6 @@
 @testable import Operations
 @testable import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 @Suite("AsyncBlockOperation and TaskOperation: async bodies in a queue", .timeLimit(.minutes(1)))
@@ -35,14 +36,14 @@ struct AsyncBlockOperationTests {
     func slotHeldWhileSuspended() async throws {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let gate = AsyncGate()
+        let gate = TestGate()
         let entered = AsyncCounter()
         let meter = ConcurrencyMeter()
         let operations = (0..<6).map { _ in
             AsyncBlockOperation {
                 meter.enter()
                 entered.increment()
-                await gate.wait()
+                await gate.waitIgnoringCancellation()
                 meter.leave()
             }
         }
@@ -62,15 +63,15 @@ struct AsyncBlockOperationTests {
 
     @Test("cancel() cancels the task; a CancellationError then counts as cancelled")
     func cancelCancelsTask() async {
-        let entered = AsyncGate()
+        let entered = TestGate()
         let operation = AsyncBlockOperation {
             entered.open()
-            await AsyncGate().wait(orCancel: true)
+            await TestGate().wait()
             try Task.checkCancellation()
             return 1
         }
         OperationQueue().addOperation(operation)
-        await entered.wait()
+        await entered.waitIgnoringCancellation()
         operation.cancel()
         await operation.waitUntilFinished()
         #expect(operation.outcome?.isCancelled == true)
@@ -79,14 +80,14 @@ struct AsyncBlockOperationTests {
 
     @Test("cancel(with:) gives the reason; value throws it")
     func cancelWithReason() async {
-        let entered = AsyncGate()
+        let entered = TestGate()
         let operation = AsyncBlockOperation {
             entered.open()
-            await AsyncGate().wait(orCancel: true)
+            await TestGate().wait()
             try Task.checkCancellation()
         }
         OperationQueue().addOperation(operation)
-        await entered.wait()
+        await entered.waitIgnoringCancellation()
         operation.cancel(with: TestError(code: 3))
         await #expect(throws: TestError(code: 3)) { try await operation.value }
     }
@@ -109,15 +110,15 @@ struct AsyncBlockOperationTests {
     func cancelAll() async {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let entered = AsyncGate()
+        let entered = TestGate()
         let first = AsyncBlockOperation {
             entered.open()
-            await AsyncGate().wait(orCancel: true)
+            await TestGate().wait()
             try Task.checkCancellation()
         }
         let second = AsyncBlockOperation {}
         queue.addOperations([first, second], waitUntilFinished: false)
-        await entered.wait()
+        await entered.waitIgnoringCancellation()
         queue.cancelAllOperations()
         await queue.waitUntilAllOperationsAreFinished()
         #expect(first.outcome?.isCancelled == true)
@@ -149,12 +150,12 @@ struct AsyncBlockOperationTests {
             operation.observe(\.isExecuting, options: [.new]) { _, change in changes.append("executing \(change.newValue!)") },
             operation.observe(\.isFinished, options: [.new]) { _, change in changes.append("finished \(change.newValue!)") },
         ]
-        let completed = AsyncGate()
+        let completed = TestGate()
         let runs = Shared(0)
         operation.completionBlock = { runs.increment(); completed.open() }
         OperationQueue().addOperation(operation)
         await operation.waitUntilFinished()
-        await completed.wait()
+        await completed.waitIgnoringCancellation()
         #expect(changes() == ["executing true", "executing false", "finished true"])
         #expect(runs() == 1)
         #expect(operation.completionBlock == nil)
@@ -199,13 +200,13 @@ struct AsyncBlockOperationTests {
         // Read through a gate: awaiting `value` from this (medium) task would escalate it.
         func priority(own: QualityOfService?, queue queueQuality: QualityOfService?) async -> TaskPriority? {
             let seen = Shared<TaskPriority?>(nil)
-            let done = AsyncGate()
+            let done = TestGate()
             let operation = AsyncBlockOperation { seen.update { $0 = Task.currentPriority }; done.open() }
             if let own { operation.qualityOfService = own }
             let queue = OperationQueue()
             if let queueQuality { queue.qualityOfService = queueQuality }
             queue.addOperation(operation)
-            await done.wait()
+            await done.waitIgnoringCancellation()
             return seen()
         }
         #expect(await priority(own: .userInitiated, queue: nil) == .high)
@@ -216,11 +217,11 @@ struct AsyncBlockOperationTests {
 
     @Test("waitReasons says a suspended body is executing")
     func waitReasonsOfRunningBody() async {
-        let gate = AsyncGate()
-        let entered = AsyncGate()
-        let operation = AsyncBlockOperation { entered.open(); await gate.wait() }
+        let gate = TestGate()
+        let entered = TestGate()
+        let operation = AsyncBlockOperation { entered.open(); await gate.waitIgnoringCancellation() }
         OperationQueue().addOperation(operation)
-        await entered.wait()
+        await entered.waitIgnoringCancellation()
         #expect(operation.waitReasons == [.executing])
         gate.open()
         await operation.waitUntilFinished()
@@ -229,8 +230,8 @@ struct AsyncBlockOperationTests {
 
     @Test("started by hand outside a queue, it runs and finishes after start() returned")
     func startedByHand() async throws {
-        let gate = AsyncGate()
-        let operation = AsyncBlockOperation { await gate.wait(); return "done" }
+        let gate = TestGate()
+        let operation = AsyncBlockOperation { await gate.waitIgnoringCancellation(); return "done" }
         operation.start()
         #expect(operation.isExecuting)
         #expect(!operation.isFinished)
@@ -297,8 +298,8 @@ struct InlineStartTests {
     func synchronousNextRunsOnWorker() async {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let gate = AsyncGate()
-        let first = AsyncBlockOperation { await gate.wait() }
+        let gate = TestGate()
+        let first = AsyncBlockOperation { await gate.waitIgnoringCancellation() }
         let sawQueue = Shared<Bool?>(nil)
         let second = BlockOperation { sawQueue.update { $0 = OperationQueue.current === queue } }
         let third = AsyncBlockOperation { OperationQueue.current === queue }

@@ -1,5 +1,6 @@
 @testable import Operations
 @testable import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 private let underlyingKey = DispatchSpecificKey<Int>()
@@ -45,7 +46,7 @@ struct AsyncCornerTests {
             let running = (0..<4).map { _ in
                 AsyncBlockOperation {
                     entered.increment()
-                    await AsyncGate().wait(orCancel: true)
+                    await TestGate().wait()
                 }
             }
             queue.addOperations(running, waitUntilFinished: false)
@@ -62,12 +63,12 @@ struct AsyncCornerTests {
         let first = AsyncBlockOperation { 0 }
         let rest = (0..<2).map { _ in
             AsyncBlockOperation { () async throws -> Int in
-                await AsyncGate().wait(orCancel: true)
+                await TestGate().wait()
                 try Task.checkCancellation()
                 return 1
             }
         }
-        let gotFirst = AsyncGate()
+        let gotFirst = TestGate()
         let consumer = Task { () async throws -> [Int] in
             var values: [Int] = []
             for try await value in queue.results(adding: [first] + rest) {
@@ -76,7 +77,7 @@ struct AsyncCornerTests {
             }
             return values
         }
-        await gotFirst.wait()
+        await gotFirst.waitIgnoringCancellation()
         consumer.cancel()
         await #expect(throws: CancellationError.self) { try await consumer.value }
         await queue.waitUntilAllOperationsAreFinished()

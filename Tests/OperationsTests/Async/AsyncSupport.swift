@@ -2,44 +2,6 @@ import Operations
 import OperationsComposition
 import Testing
 
-/// A gate that tasks await until it opens (at once if it is open).
-final class AsyncGate: Sendable {
-    private let state = Shared<(isOpen: Bool, next: Int, waiters: [Int: CheckedContinuation<Void, Never>])>((false, 0, [:]))
-
-    func open() {
-        let waiters = state.update { state in
-            state.isOpen = true
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    var isOpen: Bool { state().isOpen }
-
-    /// Waits until the gate opens; with `orCancel`, also returns when the task is cancelled.
-    func wait(orCancel: Bool = false) async {
-        let id = state.update { state in
-            state.next += 1
-            return state.next
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resumeNow = state.update { state in
-                    if state.isOpen || (orCancel && Task.isCancelled) { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            guard orCancel else { return }
-            let waiter = state.update { $0.waiters.removeValue(forKey: id) }
-            waiter?.resume()
-        }
-    }
-}
-
 /// A count that tasks can await reaching a value.
 final class AsyncCounter: Sendable {
     private let state = Shared<(count: Int, waiters: [(Int, CheckedContinuation<Void, Never>)])>((0, []))

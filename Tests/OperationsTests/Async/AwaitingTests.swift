@@ -1,5 +1,6 @@
 @testable import Operations
 @testable import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 @Suite("Awaiting operations and queues without blocking", .timeLimit(.minutes(1)))
@@ -28,12 +29,12 @@ struct AwaitingTests {
         queue.isSuspended = true
         let operation = AsyncBlockOperation { 5 }
         queue.addOperation(operation)
-        let waiting = AsyncGate()
+        let waiting = TestGate()
         let waiter = Task {
             waiting.open()
             return try await operation.value
         }
-        await waiting.wait()
+        await waiting.waitIgnoringCancellation()
         // The hook is registered before the waiter suspends; wait until it is there.
         #expect(await eventuallyAsync { hookCount(operation) == 1 })
         waiter.cancel()
@@ -65,8 +66,8 @@ struct AwaitingTests {
     @Test("a cancelled queue waiter leaves, and the queue's later waiters still wake")
     func cancelledQueueWaiter() async {
         let queue = OperationQueue()
-        let release = AsyncGate()
-        queue.addOperation { await release.wait() }
+        let release = TestGate()
+        queue.addOperation { await release.waitIgnoringCancellation() }
         let waiter = Task { await queue.waitUntilAllOperationsAreFinished() }
         #expect(await eventuallyAsync { queue.core.withLock { $0.waiters.count } == 1 })
         waiter.cancel()
@@ -105,15 +106,15 @@ struct AwaitingTests {
     @Test("cancelling the task that awaits perform cancels the operation")
     func performCancels() async {
         let queue = OperationQueue()
-        let entered = AsyncGate()
+        let entered = TestGate()
         let operation = AsyncBlockOperation {
             entered.open()
-            await AsyncGate().wait(orCancel: true)
+            await TestGate().wait()
             try Task.checkCancellation()
             return 1
         }
         let caller = Task { try await queue.perform(operation) }
-        await entered.wait()
+        await entered.waitIgnoringCancellation()
         caller.cancel()
         await #expect(throws: CancellationError.self) { try await caller.value }
         #expect(operation.isFinished)

@@ -1,5 +1,6 @@
 @testable import Operations
 @testable import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 private let mainQueueKey = DispatchSpecificKey<Int>()
@@ -63,10 +64,10 @@ struct MainActorAndEscalationTests {
         let early = BlockOperation { order.append("early") }
         let late = AsyncBlockOperation { order.append("late") }
         queue.addOperations([early, late], waitUntilFinished: false)
-        let gate = AsyncGate()
+        let gate = TestGate()
         late.completionBlock = { gate.open() }
         queue.isSuspended = false
-        await gate.wait()
+        await gate.waitIgnoringCancellation()
         await queue.waitUntilAllOperationsAreFinished()
         #expect(order() == ["early", "late"])
     }
@@ -101,16 +102,16 @@ struct MainActorAndEscalationTests {
     func runningBodyEscalates() async throws {
         let queue = OperationQueue()
         queue.qualityOfService = .utility
-        let entered = AsyncGate()
-        let gate = AsyncGate()
+        let entered = TestGate()
+        let gate = TestGate()
         let operation = AsyncBlockOperation { () async -> (TaskPriority, TaskPriority) in
             let before = Task.currentPriority
             entered.open()
-            await gate.wait()
+            await gate.waitIgnoringCancellation()
             return (before, Task.currentPriority)
         }
         queue.addOperation(operation)
-        await entered.wait()
+        await entered.waitIgnoringCancellation()
         let waiter = Task(priority: .high) { try await operation.value }
         #expect(await eventuallyAsync { operation._update { $0.escalatedQuality } == .userInitiated })
         gate.open()

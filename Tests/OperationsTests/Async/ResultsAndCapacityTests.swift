@@ -1,5 +1,6 @@
 @testable import Operations
 @testable import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 @Suite("Results as they complete, and back-pressure", .timeLimit(.minutes(1)))
@@ -7,10 +8,10 @@ struct ResultsAndCapacityTests {
     @Test("results(adding:) yields values in the order the operations finish")
     func completionOrder() async throws {
         let queue = OperationQueue()
-        let gates = (0..<4).map { _ in AsyncGate() }
+        let gates = (0..<4).map { _ in TestGate() }
         let operations = (0..<4).map { index in
             AsyncBlockOperation { () async -> Int in
-                await gates[index].wait()
+                await gates[index].waitIgnoringCancellation()
                 return index
             }
         }
@@ -39,10 +40,10 @@ struct ResultsAndCapacityTests {
         }
         await queue.waitUntilAllOperationsAreFinished()
 
-        let gate = AsyncGate()
+        let gate = TestGate()
         let slow = (0..<3).map { _ in
             AsyncBlockOperation { () async throws -> Int in
-                await gate.wait(orCancel: true)
+                await gate.wait()
                 try Task.checkCancellation()
                 return 0
             }
@@ -63,7 +64,7 @@ struct ResultsAndCapacityTests {
         let operations = (0..<3).map { _ in
             AsyncBlockOperation { () async throws -> Int in
                 entered.increment()
-                await AsyncGate().wait(orCancel: true)
+                await TestGate().wait()
                 try Task.checkCancellation()
                 return 0
             }
@@ -116,8 +117,8 @@ struct ResultsAndCapacityTests {
     func producersInLine() async throws {
         let queue = OperationQueue()
         queue.capacity = 1
-        let release = AsyncGate()
-        try await queue.enqueue { await release.wait() }
+        let release = TestGate()
+        try await queue.enqueue { await release.waitIgnoringCancellation() }
         let order = Shared<[Int]>([])
         let waiting = { queue.core.withLock { $0.capacityWaiters.count } }
         let first = Task { try await queue.enqueue(BlockOperation { order.update { $0.append(1) } }) }

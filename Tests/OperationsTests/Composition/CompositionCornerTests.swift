@@ -1,5 +1,6 @@
 import Operations
 import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 /// A child whose first `cancel()` stops inside, after the base cancel, until released.
@@ -89,7 +90,7 @@ struct CompositionCornerTests {
     /// contributed operation is held on a gate.
     @Test("a retry finishes after what its attempts' conditions contributed, and cancels it with itself")
     func retryWaitsForContributed() async {
-        let started = AsyncGate(), release = Gate()
+        let started = TestGate(), release = Gate()
         let prerequisite = BlockOperation {
             started.open()
             _ = release.wait(timeout: 600)
@@ -100,7 +101,7 @@ struct CompositionCornerTests {
             return attempt
         }
         OperationQueue().addOperation(retry)
-        await started.wait()
+        await started.waitIgnoringCancellation()
         retry.cancel()
         #expect(prerequisite.isCancelled)
         let finishedEarly = await eventuallyAsync(timeout: 1) { retry.isFinished }
@@ -115,16 +116,16 @@ struct CompositionCornerTests {
     /// queue.
     @Test("a queue whose only pending work is a condition of a cancelled operation counts as empty for underlyingQueue")
     func underlyingQueueWithPendingCondition() async {
-        let evaluating = AsyncGate(), release = AsyncGate()
+        let evaluating = TestGate(), release = TestGate()
         let operation = BlockOperation {}
         operation.addCondition(BlockCondition { _ in
             evaluating.open()
-            await release.wait()
+            await release.waitIgnoringCancellation()
             return true
         })
         let queue = OperationQueue()
         queue.addOperation(operation)
-        await evaluating.wait()
+        await evaluating.waitIgnoringCancellation()
         operation.cancel()
         await operation.waitUntilFinished()
         // It leaves the queue just after it finished.

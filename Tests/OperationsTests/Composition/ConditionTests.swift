@@ -1,5 +1,6 @@
 import Operations
 import OperationsComposition
+import OperationsTestSupport
 import Testing
 
 /// A condition that throws a given error.
@@ -99,19 +100,19 @@ struct ConditionTests {
 
     @Test("an async condition holds the operation back without holding a thread")
     func asyncCondition() async {
-        let gate = AsyncGate()
-        let evaluating = AsyncGate()
+        let gate = TestGate()
+        let evaluating = TestGate()
         let ran = Shared(0)
         let operation = BlockOperation { ran.increment() }
         operation.addCondition(BlockCondition { _ in
             evaluating.open()
-            await gate.wait()
+            await gate.waitIgnoringCancellation()
             return true
         })
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
         queue.addOperation(operation)
-        await evaluating.wait()
+        await evaluating.waitIgnoringCancellation()
         #expect(operation.waitReasons.contains(.condition("BlockCondition", waitsFor: nil)))
         // Other work still runs on the queue meanwhile.
         let other = queue.addOperation { () async -> Int in 1 }
