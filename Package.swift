@@ -20,7 +20,8 @@ let package = Package(
         // Recordings of queues: HTML timelines, Perfetto traces, dependency graphs.
         .library(name: "OperationsRecording", targets: ["OperationsRecording"]),
         // Adapters to the server ecosystem, each its own product: a package that uses only
-        // `Operations` (or `OperationsRecording`) neither fetches nor compiles their packages.
+        // `Operations` (or `OperationsRecording`) does not compile their packages (SwiftPM
+        // still fetches them).
         .library(name: "OperationsTracing", targets: ["OperationsTracing"]),
         .library(name: "OperationsMetrics", targets: ["OperationsMetrics"]),
         .library(name: "OperationsLogging", targets: ["OperationsLogging"]),
