@@ -11,9 +11,68 @@ import Operations
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
 final class ConditionGate: OperationGate, @unchecked Sendable {
+    /// A condition, kept without an existential box when it is a `BlockCondition` (the
+    /// common case), and whether it can decide without suspending known when it was added.
+    private enum Stored {
+        case block(BlockCondition)
+        case immediate(any ImmediateCondition)
+        case general(any OperationCondition)
+    }
+
     private struct Entry {
-        var condition: any OperationCondition
+        var stored: Stored
         var contributed: Operation?
+
+        var name: String {
+            switch stored {
+            case .block(let condition): condition.name
+            case .immediate(let condition): condition.name
+            case .general(let condition): condition.name
+            }
+        }
+
+        /// The decision, when it needs no suspension.
+        func decideWithoutSuspending(for operation: Operation) -> Result<Void, any Error>? {
+            switch stored {
+            case .block(let condition): condition.decideWithoutSuspending(for: operation)
+            case .immediate(let condition): condition.decideWithoutSuspending(for: operation)
+            case .general: nil
+            }
+        }
+
+        func evaluate(for operation: Operation) async throws {
+            switch stored {
+            case .block(let condition): try await condition.evaluate(for: operation)
+            case .immediate(let condition): try await condition.evaluate(for: operation)
+            case .general(let condition): try await condition.evaluate(for: operation)
+            }
+        }
+    }
+
+    /// The entries in the order added: the first inline (most operations have one).
+    private struct Entries {
+        private var first: Entry?
+        private var others: [Entry] = []
+
+        var count: Int { first == nil ? 0 : 1 + others.count }
+
+        var all: [Entry] { first.map { [$0] + others } ?? [] }
+
+        mutating func append(_ entry: Entry) {
+            if first == nil { first = entry } else { others.append(entry) }
+        }
+
+        func forEach(_ body: (Entry) -> Void) {
+            guard let first else { return }
+            body(first)
+            for entry in others { body(entry) }
+        }
+
+        var contributed: [Operation] {
+            guard let first else { return [] }
+            if others.isEmpty { return first.contributed.map { [$0] } ?? [] }
+            return ConditionGate._distinct(all.compactMap(\.contributed))
+        }
     }
 
     /// One consultation: what is left to decide and what to stop when it ends.
@@ -26,7 +85,7 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
     }
 
     private struct State {
-        var entries: [Entry] = []
+        var entries = Entries()
         var current: Round?
         /// The guarded operation's interest in its contributed operations is counted (at the
         /// first consultation).
@@ -42,21 +101,29 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
     /// Consulted before any other gate: categories are asked for only once the conditions hold.
     var rank: Int { 0 }
 
-    func append(_ condition: any OperationCondition, contributed: Operation?) {
-        state.withLock { $0.entries.append(Entry(condition: condition, contributed: contributed)) }
+    func append<Condition: OperationCondition>(_ condition: Condition, contributed: Operation?) {
+        let stored: Stored
+        if let block = condition as? BlockCondition {
+            stored = .block(block)
+        } else if let immediate = condition as? any ImmediateCondition {
+            stored = .immediate(immediate)
+        } else {
+            stored = .general(condition)
+        }
+        state.withLock { $0.entries.append(Entry(stored: stored, contributed: contributed)) }
     }
 
     func consult(_ pass: GatePass) {
         let guarded = pass.operation
         // One section decides the round, and counts the interest in the contributed
         // operations with it, so that a release cannot fall between the two.
-        let decided = state.withLock { state -> (entries: [Entry], joining: [Operation])? in
+        let decided = state.withLock { state -> (entries: Entries, joining: [Operation])? in
             guard !state.hasEnded, !state.releasedRounds.contains(pass.round) else { return nil }
             state.current = Round(round: pass.round, remaining: state.entries.count)
             var joining: [Operation] = []
             if !state.hasCountedInterest {
                 state.hasCountedInterest = true
-                for operation in Self._distinct(state.entries.compactMap(\.contributed)) {
+                for operation in state.entries.contributed {
                     let joins = operation._withLayerValue(ConditionInterest.init) { interest, isIdle -> Bool in
                         interest.count += 1
                         // The first guarded operation to find it in no queue makes it join.
@@ -71,16 +138,16 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
         }
         guard let (entries, joining) = decided else { return }
         if !joining.isEmpty { Self._join(joining, for: guarded) }
-        if entries.isEmpty {
+        if entries.count == 0 {
             pass.admit()
             return
         }
-        for entry in entries {
+        entries.forEach { entry in
             guard let contributed = entry.contributed else {
-                _evaluate(entry.condition, pass)
-                continue
+                _evaluate(entry, pass)
+                return
             }
-            let hook = contributed._onFinish { [self] _ in _evaluate(entry.condition, pass) }
+            let hook = contributed._onFinish { [self] _ in _evaluate(entry, pass) }
             if let hook {
                 let kept = state.withLock { state -> Bool in
                     guard state.current?.round == pass.round, state.current?.isDecided == false else { return false }
@@ -92,7 +159,7 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
         }
     }
 
-    private static func _distinct(_ operations: [Operation]) -> [Operation] {
+    fileprivate static func _distinct(_ operations: [Operation]) -> [Operation] {
         var distinct: [Operation] = []
         for operation in operations where !distinct.contains(where: { $0 === operation }) { distinct.append(operation) }
         return distinct
@@ -114,10 +181,10 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
 
     /// Evaluates one condition for `pass`'s round, on the calling thread when it can be
     /// decided without suspending, else in a task on the composition lanes.
-    private func _evaluate(_ condition: any OperationCondition, _ pass: GatePass) {
+    private func _evaluate(_ entry: Entry, _ pass: GatePass) {
         let guarded = pass.operation
         guard state.withLock({ $0.current?.round == pass.round && $0.current?.isDecided == false }) else { return }
-        if let immediate = condition as? any ImmediateCondition, let result = immediate.decideWithoutSuspending(for: guarded) {
+        if let result = entry.decideWithoutSuspending(for: guarded) {
             switch result {
             case .success: _decided(pass, failure: nil)
             case .failure(let error): _decided(pass, failure: error)
@@ -126,7 +193,7 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
         }
         let task = Task(executorPreference: CompositionExecutor.shared) { [self] in
             do {
-                try await condition.evaluate(for: guarded)
+                try await entry.evaluate(for: guarded)
                 _decided(pass, failure: nil)
             } catch {
                 _decided(pass, failure: error)
@@ -181,7 +248,7 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
             // Counted down in the section that ends, as they were counted in the one that
             // began: no join can fall between.
             var unneeded: [Operation] = []
-            for operation in Self._distinct(state.entries.compactMap(\.contributed)) {
+            for operation in state.entries.contributed {
                 let lastInterest = operation._withLayerValue(ConditionInterest.init) { interest -> Bool in
                     interest.count -= 1
                     return interest.count == 0 && interest.joinedForConditions
@@ -202,13 +269,13 @@ final class ConditionGate: OperationGate, @unchecked Sendable {
 
     /// The first condition not known to hold, and the contributed operation it waits for.
     func waitReason(for operation: Operation) -> Operation.WaitReason {
-        let entries = state.withLock { $0.entries }
+        let entries = state.withLock { $0.entries.all }
         for entry in entries {
             if let contributed = entry.contributed, !contributed._isFinishing {
-                return .condition(entry.condition.name, waitsFor: contributed)
+                return .condition(entry.name, waitsFor: contributed)
             }
         }
-        return .condition(entries.first?.condition.name ?? "?", waitsFor: nil)
+        return .condition(entries.first?.name ?? "?", waitsFor: nil)
     }
 }
 

@@ -69,6 +69,9 @@ let asyncProfiles: [String: (Int) throws -> UInt64] = [
     "async-limit-4": AsyncWorkloads.queueLimited, "async-limiter": AsyncWorkloads.taskGroupLimiter,
     "await-value": AsyncWorkloads.awaitValues, "then-chain": AsyncWorkloads.thenChain,
     "classic-subclass": AsyncWorkloads.classicSubclass, "classic-subclass-foundation": AsyncWorkloads.foundationClassicSubclass,
+    "plain-batch": CompositionWorkloads.plain, "condition": CompositionWorkloads.conditioned,
+    "one-category": { try CompositionWorkloads.categorised($0, categories: 1) },
+    "64-categories": { try CompositionWorkloads.categorised($0, categories: 64) },
 ]
 if let name = arguments.drop(while: { $0 != "--profile" }).dropFirst().first, let run = asyncProfiles[name] {
     for _ in 0..<rounds {

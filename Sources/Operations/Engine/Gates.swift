@@ -65,7 +65,7 @@ package struct GatePass: Sendable {
 /// includes it), so everything that asks whether an operation is ready as far as the engine
 /// goes needs no look at them; they are consulted when that unit is the only one left.
 struct GateState {
-    var gates: [any OperationGate] = []
+    var gates = GateList()
     var round: UInt32 = 0
     /// Gates that admitted the operation in this round.
     var passed = 0
@@ -79,9 +79,57 @@ struct GateState {
     var isEnded = false
 
     /// The consultations under way or done in this round.
-    func consultedInRound(_ operation: Operation) -> [(any OperationGate, GatePass)] {
-        let count = min(passed + (isConsulting ? 1 : 0), gates.count)
-        return (0..<count).map { (gates[$0], GatePass(operation: operation, round: round, index: $0)) }
+    var consultedInRound: GateConsultations {
+        GateConsultations(gates: gates, count: min(passed + (isConsulting ? 1 : 0), gates.count), round: round)
+    }
+}
+
+/// An operation's gates, by rank: the first kept inline (most operations with gates have
+/// one), the others in an array.
+struct GateList {
+    private var first: (any OperationGate)?
+    private var others: [any OperationGate] = []
+
+    var count: Int { first == nil ? 0 : 1 + others.count }
+
+    subscript(index: Int) -> any OperationGate { index == 0 ? first! : others[index - 1] }
+
+    /// Every gate, in order.
+    var all: [any OperationGate] { first.map { [$0] + others } ?? [] }
+
+    /// The gate of type `G`, if there is one.
+    func first<G: OperationGate>(of type: G.Type) -> G? {
+        if let gate = first as? G { return gate }
+        return others.lazy.compactMap { $0 as? G }.first
+    }
+
+    /// Adds `gate` after the gates of its rank or lower.
+    mutating func insert(_ gate: any OperationGate) {
+        guard first != nil else {
+            first = gate
+            return
+        }
+        var gates = all
+        gates.insert(gate, at: gates.firstIndex { $0.rank > gate.rank } ?? gates.endIndex)
+        first = gates.removeFirst()
+        others = gates
+    }
+}
+
+/// Consultations to release after the lock: the first `count` gates of a list, with one
+/// round's passes. (It holds the list itself: no array is made per release.)
+struct GateConsultations {
+    var gates = GateList()
+    var count = 0
+    var round: UInt32 = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Tells each gate that its consultation of `operation` is over.
+    func release(of operation: Operation, because reason: GateRelease) {
+        for index in 0..<count {
+            gates[index].release(GatePass(operation: operation, round: round, index: index), because: reason)
+        }
     }
 }
 
@@ -90,15 +138,14 @@ extension OperationCore {
     /// nil when the operation is in a queue or has started.
     mutating func gate<G: OperationGate>(_ type: G.Type, orAdd make: () -> G) -> G? {
         guard case .idle = phase, queue == nil else { return nil }
-        if let existing = extras?.gates?.gates.lazy.compactMap({ $0 as? G }).first { return existing }
+        if let existing = extras?.gates?.gates.first(of: G.self) { return existing }
         if extras?.gates == nil {
             extras(orNew: ()).gates = GateState()
             // The closed gates' unit.
             gainDependency()
         }
         let gate = make()
-        let position = extras!.gates!.gates.firstIndex { $0.rank > gate.rank } ?? extras!.gates!.gates.endIndex
-        extras!.gates!.gates.insert(gate, at: position)
+        extras!.gates!.gates.insert(gate)
         return gate
     }
 
@@ -151,10 +198,10 @@ extension OperationCore {
     /// The operation gained a dependency (counted in the same lock section): before it
     /// started, that ends the round and closes the gates again; returns the consultations
     /// of the round, to release. (After the start it is too late to matter, as on Darwin.)
-    mutating func gatesGainedDependency(for operation: Operation) -> [(any OperationGate, GatePass)] {
-        guard let gates = extras?.gates, !gates.isEnded, phase.isQueuedNotClaimed || phase.kind == .idle else { return [] }
-        let consulted = gates.consultedInRound(operation)
-        guard !consulted.isEmpty || gates.isOpen else { return [] }
+    mutating func gatesGainedDependency() -> GateConsultations {
+        guard let gates = extras?.gates, !gates.isEnded, phase.isQueuedNotClaimed || phase.kind == .idle else { return GateConsultations() }
+        let consulted = gates.consultedInRound
+        guard !consulted.isEmpty || gates.isOpen else { return GateConsultations() }
         extras!.gates!.round &+= 1
         extras!.gates!.passed = 0
         extras!.gates!.isConsulting = false
@@ -168,15 +215,13 @@ extension OperationCore {
     /// The operation was cancelled (`.cancelled`, only before it started: after, its finish
     /// ends them) or finished: the gates are done with it. Returns every gate ever consulted
     /// with this round's pass, to release, once.
-    mutating func endGates(for operation: Operation, because reason: GateRelease) -> [(any OperationGate, GatePass)] {
-        guard let gates = extras?.gates, !gates.isEnded else { return [] }
-        if reason == .cancelled, !(phase.isQueuedNotClaimed || phase.kind == .idle) { return [] }
+    mutating func endGates(because reason: GateRelease) -> GateConsultations {
+        guard let gates = extras?.gates, !gates.isEnded else { return GateConsultations() }
+        if reason == .cancelled, !(phase.isQueuedNotClaimed || phase.kind == .idle) { return GateConsultations() }
         extras!.gates!.isEnded = true
         extras!.gates!.isConsulting = false
         extras!.gates!.round &+= 1
-        return (0..<gates.everConsulted).map {
-            (gates.gates[$0], GatePass(operation: operation, round: gates.round, index: $0))
-        }
+        return GateConsultations(gates: gates.gates, count: gates.everConsulted, round: gates.round)
     }
 
     /// Why the operation waits at its gates, while it does: the gate being consulted (or
@@ -198,7 +243,7 @@ extension Operation {
     /// The operation's gates, in the order added.
     package final var _gates: [any OperationGate] {
         guard _visibleGated else { return [] }
-        return _update { $0.extras?.gates?.gates ?? [] }
+        return _update { $0.extras?.gates?.gates.all ?? [] }
     }
 
     /// Consults the next gate when only the gates are left and its queue is not suspended
@@ -236,7 +281,7 @@ extension Operation {
     /// took or are deciding.
     final func _endGates(because reason: GateRelease) {
         guard _visibleGated else { return }
-        let consulted = _update { $0.endGates(for: self, because: reason) }
-        for (gate, pass) in consulted { gate.release(pass, because: reason) }
+        let consulted = _update { $0.endGates(because: reason) }
+        consulted.release(of: self, because: reason)
     }
 }

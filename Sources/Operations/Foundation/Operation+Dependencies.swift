@@ -18,7 +18,7 @@ extension Operation {
         // the dependency (and what it waits for) is escalated after the locks.
         var escalation: QualityOfService?
         // Consultations of gates the new dependency ends (see `gatesGainedDependency`).
-        var released: [(any OperationGate, GatePass)] = []
+        var released = GateConsultations()
         if operation._isFinishingFlag || _isFinishingFlag {
             _ = _link(from: operation, visible: visible, escalation: &escalation, released: &released)
         } else {
@@ -35,7 +35,7 @@ extension Operation {
         if observed { _announceDidChange("isReady") }
         if let escalation { operation._escalate(to: escalation) }
         // Gates are consulted after every dependency, also one added after they admitted.
-        for (gate, pass) in released { gate.release(pass, because: .dependencyAdded) }
+        released.release(of: self, because: .dependencyAdded)
     }
 
     enum Link: Equatable, Sendable {
@@ -52,7 +52,7 @@ extension Operation {
     /// (`released`), so that the dependency cannot finish in between.
     private func _link(
         from dependency: Operation, visible: Bool, escalation: inout QualityOfService?,
-        released: inout [(any OperationGate, GatePass)]
+        released: inout GateConsultations
     ) -> Link {
         let me = Unmanaged.passUnretained(self), them = Unmanaged.passUnretained(dependency)
         return Operation._withBothLocked(self, dependency) { mine, theirs in
@@ -64,7 +64,7 @@ extension Operation {
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
             theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
             mine.gainDependency()
-            if mine.extras?.gates != nil { released = mine.gatesGainedDependency(for: me.takeUnretainedValue()) }
+            if mine.extras?.gates != nil { released = mine.gatesGainedDependency() }
             // Two byte compares in the common case (neither quality of service set). A barrier
             // (a hidden edge) raises nothing: it has its queue's quality of service, and the
             // operations before it keep the order their own priorities give them.
