@@ -1,5 +1,5 @@
-/// Minimal programs on which the two implementations once disagreed (fixed in `Operations`
-/// since), and the patterns of the finishing rule: run in every test, compared whole.
+/// Minimal programs for the patterns where the two implementations could disagree, and the
+/// patterns of the finishing rule: run in every test, compared whole.
 public enum NamedPrograms {
     public static var all: [Program] {
         [

@@ -40,7 +40,7 @@ struct DifferentialTests {
         }
     }
 
-    @Test("named programs: the divergences fixed before and the patterns of the finishing rule agree")
+    @Test("named programs: the minimal divergence patterns and the patterns of the finishing rule agree")
     func namedPrograms() throws {
         let report = try Self.compare(NamedPrograms.all, filtered: false, replay: false)
         for program in NamedPrograms.all where report.foundationFailures.contains(program.identifier) {

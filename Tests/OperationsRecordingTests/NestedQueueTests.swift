@@ -61,9 +61,9 @@ struct NestedQueueTests {
 
 @Suite("Recording a queue that already has operations")
 struct RecordingStartTests {
-    /// An operation already in the queue that finished between the
-    /// recorder subscribing and its look at the queue lost its finish (the event named an
-    /// operation not yet entered) and was entered afterwards as never finished. Forced: the
+    /// An operation already in the queue that finishes between the recorder subscribing
+    /// and its look at the queue must not lose its finish (the event names an operation
+    /// not yet entered) and be entered afterwards as never finished. Forced: the
     /// recorder's seam between the two lets the operation finish there.
     @Test("an operation that finishes while recording starts is recorded as finished")
     func finishesWhileRecordingStarts() {

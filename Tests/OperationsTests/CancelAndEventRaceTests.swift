@@ -2,7 +2,7 @@ import Operations
 import OperationsComposition
 import Testing
 
-/// Bug 11: a `BlockOperation` that, the first time `isReady` is read after `armed` is
+/// A `BlockOperation` that, the first time `isReady` is read after `armed` is
 /// set, adds a block (user code called by `start()` before it starts).
 final class AddsBlockWhenReadOperation: BlockOperation, @unchecked Sendable {
     let armed = Shared(false)
@@ -23,14 +23,14 @@ final class AddsBlockWhenReadOperation: BlockOperation, @unchecked Sendable {
 struct CancelAndEventRaceTests {
     typealias Recorder = EventTests.Recorder
 
-    // MARK: 8. cancel() checks and sets in two lock sections
+    // MARK: cancel() decides and sets the flag once
 
-    /// Bug 8, two cancels. Forced: a `.prior` observer of `isCancelled`; the first
-    /// `cancel()` announces `willChange("isCancelled")`, and in that callback a second
-    /// `cancel()` runs on another thread while the callback waits for it (bounded: a fixed
-    /// engine may make the second cancel wait for the first, or return at once). Today both
-    /// passed the check before either set the flag: two `isCancelled` notifications and two
-    /// `.cancelled` events.
+    /// Two cancels: only one may pass the "not cancelled yet" check, so `isCancelled` is
+    /// announced once and one `.cancelled` event is emitted, not two of each. Forced: a
+    /// `.prior` observer of `isCancelled`; the first `cancel()` announces
+    /// `willChange("isCancelled")`, and in that callback a second `cancel()` runs on
+    /// another thread while the callback waits for it (bounded: the second cancel may wait
+    /// for the first, or return at once).
     @Test("two concurrent cancels announce the cancellation once")
     func concurrentCancelsAnnounceOnce() {
         let queue = OperationQueue()
@@ -69,13 +69,12 @@ struct CancelAndEventRaceTests {
         subscription.cancel()
     }
 
-    /// Bug 8, cancel racing the finish. Forced: a `.prior` observer of `isCancelled`; in the
-    /// first prior callback (after `cancel()` decided to cancel, before it set the flag)
-    /// the operation is started by hand and finishes, running its completion block, which
-    /// records `isCancelled`. Today `cancel()` then sets the flag on the finished
-    /// operation: the completion block saw false, later reads say true. A finished
-    /// operation never becomes cancelled: whichever order a fixed engine picks, the flag
-    /// the completion block saw is the flag for good.
+    /// A cancel racing the finish must not leave a finished operation cancelled: the flag
+    /// the completion block saw is the flag for good, whichever of the two takes effect
+    /// first (a completion block that saw false must not be followed by reads of true).
+    /// Forced: a `.prior` observer of `isCancelled`; in the first prior callback (after
+    /// `cancel()` decided to cancel, before it set the flag) the operation is started by
+    /// hand and finishes, running its completion block, which records `isCancelled`.
     @Test("a cancel racing the finish never cancels a finished operation")
     func cancelRacingFinish() {
         let operation = BlockOperation {}
@@ -95,14 +94,15 @@ struct CancelAndEventRaceTests {
         operation.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
-    // MARK: 9. .enqueued after .started/.finished
+    // MARK: .enqueued before .started and .finished
 
-    /// Bug 9. Forced: a serial queue runs `first`, which waits on a gate, so its worker is
-    /// busy. An observer of the queue's `operationCount` fires on the adding thread once
-    /// `second` is in the queue (after the queue's lock, before `addOperation` returns):
-    /// it releases `first` and waits (bounded: a fixed engine may hold `second` back until
-    /// its `.enqueued` event is out) for `second` to run on the same worker. Today
-    /// `.enqueued` of `second` is emitted only after that: [started, finished, enqueued].
+    /// An operation that runs and finishes before `addOperation` returns still has its
+    /// `.enqueued` event first, never [started, finished, enqueued]. Forced: a serial queue
+    /// runs `first`, which waits on a gate, so its worker is busy. An observer of the
+    /// queue's `operationCount` fires on the adding thread once `second` is in the queue
+    /// (after the queue's lock, before `addOperation` returns): it releases `first` and
+    /// waits for `second` to run on the same worker (bounded: the queue may hold `second`
+    /// back until its `.enqueued` event is out).
     @Test("per operation, .enqueued comes before .started and .finished")
     func enqueuedComesFirst() {
         let queue = OperationQueue()
@@ -133,11 +133,11 @@ struct CancelAndEventRaceTests {
         subscription.cancel()
     }
 
-    // MARK: 10. KVO old values
+    // MARK: KVO old values
 
-    /// Bug 10, `start()`. Forced: no race; an observer with `.old`/`.new` of `isExecuting`.
-    /// Today the phase changes before `willChange("isExecuting")`, so the first change
-    /// reads old = true, new = true.
+    /// `start()`: the phase changes after `willChange("isExecuting")`, so the first change
+    /// reads old = false, new = true (not old = true). Forced: no race; an observer with
+    /// `.old`/`.new` of `isExecuting`.
     @Test("start() reports isExecuting false → true, then true → false")
     func startOldValues() {
         let operation = BlockOperation {}
@@ -150,9 +150,9 @@ struct CancelAndEventRaceTests {
         operation.removeObserver(observer, forKeyPath: "isExecuting")
     }
 
-    /// Bug 10, `addDependency`. Forced: no race; an observer with `.old`/`.new` of `isReady`.
-    /// Today the count rises before `willChange("isReady")`, so adding an unfinished
-    /// dependency reads old = false, new = false.
+    /// `addDependency`: the count rises after `willChange("isReady")`, so adding an
+    /// unfinished dependency reads old = true, new = false (not old = false). Forced: no
+    /// race; an observer with `.old`/`.new` of `isReady`.
     @Test("addDependency reports isReady true → false; the dependency's finish false → true")
     func addDependencyOldValues() {
         let operation = BlockOperation {}
@@ -166,13 +166,12 @@ struct CancelAndEventRaceTests {
         operation.removeObserver(observer, forKeyPath: "isReady")
     }
 
-    // MARK: 11. addExecutionBlock racing the start
+    // MARK: addExecutionBlock racing the start
 
-    /// Bug 11, before the start decides. The interleaving of the bug itself (a pause
-    /// between `addExecutionBlock`'s "started?" check and its append, while `start()`
-    /// takes the blocks) has no user-code hook: nothing in between calls user code. Needs
-    /// an internal hook (see the report), or goes away structurally when the check and the
-    /// append happen under the lock that `start()` takes the blocks under.
+    /// Before the start decides. A pause between `addExecutionBlock`'s "started?" check and
+    /// its append, while `start()` takes the blocks, has no user-code hook: nothing in
+    /// between calls user code, and the check and the append happen under the lock that
+    /// `start()` takes to begin, so a block either runs or is refused, never dropped.
     ///
     /// What public hooks can force: `start()` by hand reads the (overridden) `isReady`
     /// before it starts; a block added there must run.
@@ -187,7 +186,7 @@ struct CancelAndEventRaceTests {
         #expect(ran().sorted() == ["first", "late"])
     }
 
-    /// Bug 11, at the start. Forced: the `.prior` notification of `isExecuting` during
+    /// At the start. Forced: the `.prior` notification of `isExecuting` during
     /// `start()` adds a block. Either it is accepted and runs, or the call stops the process
     /// with the misuse message; never silently dropped. The child exits with code 3 when
     /// the block was accepted and ran, 4 when it was dropped.
@@ -209,7 +208,7 @@ struct CancelAndEventRaceTests {
         checkRanOrTrapped(result)
     }
 
-    /// Bug 11, just started. Forced: as 11b, in the plain notification of `isExecuting`
+    /// Just started. Forced: as the test above, in the plain notification of `isExecuting`
     /// (the operation is executing; its blocks may not have been taken yet).
     @Test("a block added in isExecuting's notification at start runs or traps")
     func blockAddedInNotificationRunsOrTraps() async {

@@ -4,11 +4,11 @@ import Testing
 
 @Suite("Programmer errors name the operation and the rule; QoS order")
 struct MisuseMessageTests {
-    // MARK: 12. Self-dependency
+    // MARK: Self-dependency
 
-    /// Bug 12. Forced: no race. `op.addDependency(op)` is a programmer error whatever
-    /// `trapsOnDependencyCycles` says (it is off here). Today it only warns and leaves the
-    /// operation stuck.
+    /// `op.addDependency(op)` is a programmer error whatever `trapsOnDependencyCycles` says
+    /// (it is off here): it stops the process rather than warning and leaving the operation
+    /// stuck. Forced: no race.
     @Test("an operation depending on itself stops the process, even without trapsOnDependencyCycles")
     func selfDependencyAlwaysTraps() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -19,9 +19,9 @@ struct MisuseMessageTests {
         }.map { $0.standardErrorContent.containsText("addDependency: ", "\"narcissus\"", "cannot depend on itself") }.check()
     }
 
-    // MARK: 13. Misuse messages
+    // MARK: Misuse messages
 
-    /// Bug 13, a batch listing one operation twice names the call that was made.
+    /// A batch listing one operation twice names the call that was made.
     @Test("a duplicate in addOperations is reported by addOperations")
     func duplicateInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -31,7 +31,7 @@ struct MisuseMessageTests {
         }.map { $0.standardErrorContent.containsText("addOperations: ", "\"dup\"", "more than once", "only once") }.check()
     }
 
-    /// Bug 13, any refusal inside a batch is reported by `addOperations`.
+    /// Any refusal inside a batch is reported by `addOperations`.
     @Test("a finished operation in addOperations is reported by addOperations")
     func finishedInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -42,7 +42,7 @@ struct MisuseMessageTests {
         }.map { $0.standardErrorContent.containsText("addOperations: ", "\"finished-one\"", "has finished") }.check()
     }
 
-    /// Bug 13, adding to a second queue names both queues.
+    /// Adding to a second queue names both queues.
     @Test("adding to a second queue names the queue it is in and the one it was added to")
     func secondQueueIsNamed() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -60,7 +60,7 @@ struct MisuseMessageTests {
         }.check()
     }
 
-    /// Bug 13, a queue whose limit is 0 starts nothing; the description says so (not
+    /// A queue whose limit is 0 starts nothing; the description says so (not
     /// "already runs 0 operations").
     @Test("waitDescription names a concurrency limit of 0")
     func limitZeroDescription() {
@@ -78,7 +78,7 @@ struct MisuseMessageTests {
         queue.waitUntilAllOperationsAreFinished()
     }
 
-    /// Bug 13, a two-operation cycle reads in the direction the edges were written:
+    /// A two-operation cycle reads in the direction the edges were written:
     /// `a.addDependency(b)` then `b.addDependency(a)`.
     @Test("a two-operation cycle message reads in the direction written")
     func twoCycleDirection() async {
@@ -95,7 +95,7 @@ struct MisuseMessageTests {
         }.check()
     }
 
-    /// Bug 13, a three-operation cycle: `a → b`, `b → c` written, then `c → a` closes it.
+    /// A three-operation cycle: `a → b`, `b → c` written, then `c → a` closes it.
     @Test("a three-operation cycle message reads in the direction written")
     func threeCycleDirection() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -113,7 +113,7 @@ struct MisuseMessageTests {
         }.check()
     }
 
-    // MARK: 14. QoS orders a concurrent queue
+    // MARK: QoS orders a concurrent queue
 
     /// Adds `qualities.count` held operations (named by index, or "urgent" for `urgent`) to
     /// a suspended queue of limit 2, resumes it, and returns the names of the first two to
@@ -142,7 +142,7 @@ struct MisuseMessageTests {
         return batch
     }
 
-    /// Bug 14 (seed experiment): on a limit-2 queue, a `.userInitiated` operation added
+    /// On a limit-2 queue, a `.userInitiated` operation added
     /// after six at the default QoS (queuePriority never set) starts in the first batch.
     @Test("a userInitiated operation starts in the first batch of a limit-2 queue")
     func userInitiatedJumpsAhead() {
@@ -150,7 +150,7 @@ struct MisuseMessageTests {
         #expect(batch.contains("urgent"), "first batch: \(batch.sorted())")
     }
 
-    /// Bug 14: the same on a `.background` queue, for a `.userInteractive` operation.
+    /// The same on a `.background` queue, for a `.userInteractive` operation.
     @Test("a userInteractive operation starts in the first batch of a background limit-2 queue")
     func userInteractiveJumpsAheadOnBackgroundQueue() {
         let queue = OperationQueue()
@@ -159,8 +159,7 @@ struct MisuseMessageTests {
         #expect(batch.contains("urgent"), "first batch: \(batch.sorted())")
     }
 
-    /// Bug 14, the counterpart (passes today; must keep passing): on a serial queue QoS
-    /// does not jump the line. Forced: all are ready in the suspended queue before any
+    /// The counterpart: on a serial queue QoS does not jump the line. Forced: all are ready in the suspended queue before any
     /// starts.
     @Test("on a serial queue a userInitiated operation does not jump the line")
     func serialQueueStaysFIFO() {
@@ -211,7 +210,7 @@ struct MisuseMessageTests {
         return order()
     }
 
-    /// Bug 14, the mapping when `queuePriority` was never set (queue not serial):
+    /// The mapping when `queuePriority` was never set (queue not serial):
     /// userInteractive → veryHigh, userInitiated → high, default → normal, utility → low,
     /// background → veryLow. Added lowest first, they must run highest first.
     @Test("QoS gives the priority band when queuePriority was never set")
@@ -223,8 +222,8 @@ struct MisuseMessageTests {
         #expect(order == ["userInteractive", "userInitiated", "default", "utility", "background"])
     }
 
-    /// Bug 14, the counterpart (passes today; must keep passing): a `queuePriority` that
-    /// was set wins over the QoS, even when set to `.normal`.
+    /// The counterpart: a `queuePriority` that was set wins over the QoS, even when set to
+    /// `.normal`.
     @Test("an explicit queuePriority wins over the QoS")
     func explicitPriorityWins() {
         let order = runOrder([

@@ -4,7 +4,7 @@ import Testing
 
 /// Releasing a closure can run user code (the deinit of what it captured). The library
 /// releases the closures it replaces or removes after its locks, so that such a deinit may
-/// use the same object again. (Before, each of these re-entered a lock and trapped.)
+/// use the same object again (under a lock, each of these would re-enter it and trap).
 @Suite("Closures are released outside the library's locks")
 struct ReleaseOutsideLockTests {
     /// Calls `body` when it dies.

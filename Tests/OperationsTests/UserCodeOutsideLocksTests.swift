@@ -2,7 +2,8 @@ import Operations
 import OperationsComposition
 import Testing
 
-/// Engine bugs where user code ran under a lock; each test failed before its fix.
+/// User code the engine calls (a `deinit`, an event handler) runs with none of the
+/// library's locks held; each test forces the call at the point where a lock could be held.
 @Suite("User code runs outside the library's locks")
 struct UserCodeOutsideLocksTests {
     /// An error whose `deinit` reads its operation's state (takes the operation's lock).
@@ -19,8 +20,8 @@ struct UserCodeOutsideLocksTests {
     }
 
     /// Forced: the offered reason is the error's only owner when `start()` finishes the
-    /// operation; before the fix the finish dropped it under the operation's lock and the
-    /// error's `deinit` trapped ("Recursive call to lock Mutex").
+    /// operation; the finish must drop it after the operation's lock, or the error's
+    /// `deinit` traps ("Recursive call to lock Mutex").
     @Test("an error the finish gives up is released after the lock")
     func errorReleasedOutsideLock() async {
         await #expect(processExitsWith: .success) {
@@ -32,8 +33,8 @@ struct UserCodeOutsideLocksTests {
 
     /// Forced: two queues' handlers, each delivering its own queue's events (a rendezvous
     /// makes both be inside a handler at once), each cancel an operation of the other
-    /// queue. Before the fix, recording an event waited for the other queue's deliverer:
-    /// each waited for the other for good.
+    /// queue. Recording an event must not wait for the other queue's deliverer, or each
+    /// waits for the other for good.
     @Test("handlers of two queues that act on each other's operations do not deadlock")
     func crossQueueHandlers() async {
         await #expect(processExitsWith: .success) {
@@ -86,9 +87,10 @@ struct EventHandlerRaceTests {
     }
 
     /// Forced: the removed handler's capture blocks in its `deinit` (which runs when the
-    /// removal drops the handler); meanwhile a new handler is added. Before the fix the
-    /// removal then stored "nobody listens" over the new handler's "listening", and the new
-    /// handler heard nothing, ever (seen in release builds, where the drop happens early).
+    /// removal drops the handler); meanwhile a new handler is added. The removal must not
+    /// then store "nobody listens" over the new handler's "listening", which would leave
+    /// the new handler hearing nothing, ever (in release builds the drop happens early, so
+    /// the window is wide there).
     @Test("a handler added during the removal of the last one hears every event")
     func addedDuringRemoval() {
         let queue = OperationQueue()

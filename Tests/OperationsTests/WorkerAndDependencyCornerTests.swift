@@ -2,12 +2,12 @@ import Operations
 import OperationsComposition
 import Testing
 
-// Regression tests for the engine bugs of the "engine rewrite" issue (numbers refer to it).
+// Workers, locks and dependencies where user code runs in the middle of the engine's work.
 // Each interleaving is forced through user code the engine calls (getters, KVO callbacks,
 // deinits, a suspended queue), never by timing. Bounded waits only detect a hang.
 // Anything that traps or hangs a thread runs as an exit test (in a child process).
 
-/// Bug 1: the tutorial's asynchronous operation (`isReady` = `super.isReady && state ==
+/// The tutorial's asynchronous operation (`isReady` = `super.isReady && state ==
 /// .ready`) that, the first time a worker of `queue` reads `isReady`, is finished from
 /// another thread; the getter waits for that finish before it answers (false).
 final class FinishedWhileClaimedOperation: TutorialAsyncOperation, @unchecked Sendable {
@@ -34,7 +34,7 @@ final class FinishedWhileClaimedOperation: TutorialAsyncOperation, @unchecked Se
     override func main() { finish() }
 }
 
-/// Bugs 2 and 3: a tutorial asynchronous operation whose `deinit` runs `body` (user code
+/// A tutorial asynchronous operation whose `deinit` runs `body` (user code
 /// that touches a queue or another operation) and then opens `died`.
 final class DeinitProbeOperation: TutorialAsyncOperation, @unchecked Sendable {
     let died: Gate
@@ -83,15 +83,16 @@ func takeOnce(_ flag: Shared<Bool>) -> Bool {
 
 @Suite("Workers, locks and dependencies in their corners")
 struct WorkerAndDependencyCornerTests {
-    // MARK: 1. A worker spins forever
+    // MARK: An operation finished while a worker confirms its readiness
 
-    /// Bug 1. Forced: the queue is suspended when the operation is added (so the admission
-    /// reads `isReady` on the test thread and puts it in the ready list); after resuming,
-    /// the worker claims it and reads `isReady`, and the override finishes the operation
-    /// from another thread and waits for that finish before answering false. Today the
-    /// worker's un-claim fails (the operation is no longer dispatched) and it loops
-    /// forever, so the serial queue never runs the next operation. The child detects the
-    /// hang with a bounded wait and exits with a failure.
+    /// A worker that confirms an operation's readiness and finds it finished meanwhile
+    /// must give it up and go on: it must not keep trying to un-claim an operation that is
+    /// no longer dispatched, so the serial queue runs the next operation. Forced: the queue
+    /// is suspended when the operation is added (so the admission reads `isReady` on the
+    /// test thread and puts it in the ready list); after resuming, the worker claims it and
+    /// reads `isReady`, and the override finishes the operation from another thread and
+    /// waits for that finish before answering false. The child detects a hang with a
+    /// bounded wait and exits with a failure.
     @Test("an operation finished while a worker confirms its readiness does not stall the worker")
     func finishedWhileClaimedDoesNotSpin() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -110,14 +111,15 @@ struct WorkerAndDependencyCornerTests {
         }.expectQuietChild()
     }
 
-    // MARK: 2. A user deinit under the queue's lock
+    // MARK: A user deinit and the queue's lock
 
-    /// Bug 2. Forced: the queue is suspended, so the ready operation waits in the ready
-    /// list; it is then finished by hand (the tutorial's `finish()`), which takes it out of
-    /// the queue's members, and the test drops its reference: the ready list holds the last
-    /// one. Resuming makes a worker pop it, refuse it (finished), and drop it. Its `deinit`
-    /// reads `queue.operationCount`; today that runs inside the queue's lock and traps
-    /// ("Recursive call to lock Mutex").
+    /// An operation the queue drops runs its `deinit` outside the queue's lock: a `deinit`
+    /// that reads `queue.operationCount` must not trap ("Recursive call to lock Mutex").
+    /// Forced: the queue is suspended, so the ready operation waits in the ready list; it
+    /// is then finished by hand (the tutorial's `finish()`), which takes it out of the
+    /// queue's members, and the test drops its reference: the ready list holds the last
+    /// one. Resuming makes a worker pop it, refuse it (finished), and drop it, and its
+    /// `deinit` reads `queue.operationCount`.
     @Test("an operation released by the queue runs its deinit outside the queue's lock")
     func deinitOutsideQueueLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -138,14 +140,15 @@ struct WorkerAndDependencyCornerTests {
         }.expectQuietChild()
     }
 
-    // MARK: 3. A user deinit under an operation's lock
+    // MARK: A user deinit and an operation's lock
 
-    /// Bug 3. Forced: on a suspended serial queue, `member` is added, then a barrier; the
-    /// barrier is found as the last of `queue.operations` and handed to the member, and the
-    /// test drops its reference to the member. After resuming, the member finishes and
-    /// leaves the queue, so the barrier's hidden dependency is its last reference; the
-    /// barrier completes and drops it. The member's `deinit` reads the barrier's `name` and
-    /// `dependencies`; today that runs inside the barrier's lock and traps.
+    /// A barrier drops the operations it waited for outside its own lock: a `deinit` of
+    /// such an operation that reads the barrier's properties must not trap. Forced: on a
+    /// suspended serial queue, `member` is added, then a barrier; the barrier is found as
+    /// the last of `queue.operations` and handed to the member, and the test drops its
+    /// reference to the member. After resuming, the member finishes and leaves the queue,
+    /// so the barrier's hidden dependency is its last reference; the barrier completes and
+    /// drops it. The member's `deinit` reads the barrier's `name` and `dependencies`.
     @Test("a barrier releases the operations it waited for outside its own lock")
     func barrierReleasesMembersOutsideItsLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -172,16 +175,16 @@ struct WorkerAndDependencyCornerTests {
         }.expectQuietChild()
     }
 
-    // MARK: 4. addDependency racing removeDependency
+    // MARK: addDependency racing removeDependency
 
-    /// Bug 4, same thread. Forced: `target` has a `.prior` observer of `isReady`;
-    /// `addDependency` announces `willChange("isReady")` while it adds the edge, and the
-    /// observer's first prior callback calls `removeDependency` for that same dependency.
-    /// Today the edge is counted, the removal finds no registered edge (nothing is
-    /// decremented) and the edge is registered afterwards: `target` lists no dependency
-    /// but is not ready, and never runs while the dependency never runs.
+    /// `removeDependency` on the same thread, inside `addDependency`. Forced: `target` has a
+    /// `.prior` observer of `isReady`; `addDependency` announces `willChange("isReady")`
+    /// while it adds the edge, and the observer's first prior callback calls
+    /// `removeDependency` for that same dependency. The hazard: the edge counted, the
+    /// removal finding no registered edge (nothing decremented), and the edge registered
+    /// afterwards, so that `target` lists no dependency but is not ready, and never runs.
     ///
-    /// Whatever order a fixed engine chooses (the removal before or after the addition),
+    /// Whichever order the two take effect in (the removal before or after the addition),
     /// the state must agree with `dependencies`: listed → not ready and runs once the
     /// dependency finishes; not listed → ready and runs at once.
     @Test("removeDependency inside addDependency's isReady announcement leaves no phantom count")
@@ -189,8 +192,8 @@ struct WorkerAndDependencyCornerTests {
         checkAddRemoveRace(removeOnAnotherThread: false)
     }
 
-    /// Bug 4, two threads: as 4a, but the prior callback runs `removeDependency` on another
-    /// thread and waits for it to return.
+    /// `removeDependency` on another thread: as the test above, but the prior callback runs
+    /// `removeDependency` on another thread and waits for it to return.
     @Test("removeDependency on another thread during addDependency leaves no phantom count")
     func addRemoveRaceTwoThreads() {
         checkAddRemoveRace(removeOnAnotherThread: true)
@@ -234,12 +237,13 @@ struct WorkerAndDependencyCornerTests {
         target.removeObserver(observer, forKeyPath: "isReady")
     }
 
-    // MARK: 5. An asynchronous operation started by hand
+    // MARK: An asynchronous operation started by hand
 
-    /// Bug 5. Forced: no race; `start()` is called by hand on an asynchronous operation
-    /// (overridden `isExecuting`, base phase untouched) that never finishes, then it is
-    /// added to a queue. Darwin refuses it: it is executing. Today it is admitted (and the
-    /// queue calls its `start()` a second time).
+    /// An asynchronous operation that executes is refused by a queue, as on Darwin: the
+    /// queue must not admit it and call its `start()` a second time. Forced: no race;
+    /// `start()` is called by hand on an asynchronous operation (overridden `isExecuting`,
+    /// base phase untouched) that never finishes, then it is added to a queue. Should it
+    /// be admitted, the child reports whether `start()` ran twice and exits normally.
     @Test("an asynchronous operation started by hand cannot be added to a queue")
     func startedByHandAsyncIsRefused() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -256,12 +260,13 @@ struct WorkerAndDependencyCornerTests {
         }.map { $0.standardErrorContent.containsText("\"by-hand\"", "is executing") }.check()
     }
 
-    // MARK: 6. A cancelled BlockOperation keeps its blocks
+    // MARK: A cancelled BlockOperation releases its blocks
 
-    /// Bug 6, by hand. Forced: no race; a block captures its own operation (a retain
-    /// cycle that only releasing the blocks breaks), the operation is cancelled and
-    /// started by hand, so `main()` never runs. Today the blocks are released only in
-    /// `main()`, so `executionBlocks` stays full and the operation leaks.
+    /// Started by hand: a cancelled `BlockOperation` releases its blocks when it finishes,
+    /// not only in `main()`, which it never runs; otherwise `executionBlocks` stays full
+    /// and the operation leaks. Forced: no race; a block captures its own operation (a
+    /// retain cycle that only releasing the blocks breaks), the operation is cancelled and
+    /// started by hand.
     @Test("a cancelled BlockOperation releases its blocks when it finishes (start by hand)")
     func cancelledBlockOperationReleasesBlocksByHand() {
         weak var weakOperation: BlockOperation?
@@ -277,8 +282,8 @@ struct WorkerAndDependencyCornerTests {
         #expect(weakOperation == nil, "the cancelled operation leaked through its own block")
     }
 
-    /// Bug 6, through a queue: as 6a, but the cancelled operation is added to a queue and
-    /// finishes there. The release of the last reference by the worker is waited for with
+    /// Through a queue: as the test above, but the cancelled operation is added to a queue
+    /// and finishes there. The release of the last reference by the worker is waited for with
     /// a bounded poll (it happens just after `waitUntilAllOperationsAreFinished` returns).
     @Test("a cancelled BlockOperation releases its blocks when it finishes (through a queue)")
     func cancelledBlockOperationReleasesBlocksInQueue() {
@@ -297,12 +302,12 @@ struct WorkerAndDependencyCornerTests {
         #expect(eventually { weakOperation == nil }, "the cancelled operation leaked through its own block")
     }
 
-    // MARK: 7. A false dependency cycle
+    // MARK: No false dependency cycle
 
-    /// Bug 7, with `trapsOnDependencyCycles`. Forced: no race; `x` depends on `d`, is
-    /// cancelled and started by hand (so it finished without waiting for `d`); then `d` is
-    /// made to depend on `x`. `x` has finished, so there is no cycle; today the graph still
-    /// has the edge `d → x` and reports one (and traps).
+    /// With `trapsOnDependencyCycles`: an edge out of a finished operation closes no cycle,
+    /// so the graph must not keep `d → x` after `x` finished and report one (and trap).
+    /// Forced: no race; `x` depends on `d`, is cancelled and started by hand (so it
+    /// finished without waiting for `d`); then `d` is made to depend on `x`.
     @Test("a finished operation closes no dependency cycle (trapsOnDependencyCycles)")
     func noFalseCycleWithTrap() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -320,7 +325,8 @@ struct WorkerAndDependencyCornerTests {
         }.map { !$0.standardErrorContent.containsText("cycle") }.check()
     }
 
-    /// Bug 7, default setting: as 7a without the trap; no "cycle" warning may be printed.
+    /// Default setting: as the test above without the trap; no "cycle" warning may be
+    /// printed.
     @Test("a finished operation closes no dependency cycle (no warning)")
     func noFalseCycleWarning() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -330,7 +336,7 @@ struct WorkerAndDependencyCornerTests {
             x.start()
             d.addDependency(x)
             guard d.isReady else { fatalError("d waits for the finished x") }
-            d.removeDependency(x)  // breaks the retain cycle (see 7a)
+            d.removeDependency(x)  // breaks the retain cycle (see the test above)
         }.map { !$0.standardErrorContent.containsText("cycle") }.check()
     }
 }

@@ -5,14 +5,15 @@ import Testing
 
 private let underlyingKey = DispatchSpecificKey<Int>()
 
-/// Bugs of the async layer, each reproduced; each test failed before its fix.
+/// Corners of the async layer: long chains, large batches, cancelled loops, where the next
+/// body starts. Each case is forced by its setup, not by timing.
 @Suite("Async layer: corners", .timeLimit(.minutes(2)))
 struct AsyncCornerTests {
     @Test("a 20,000-stage then chain whose head fails does not overflow the stack")
     func longFailingChain() async {
-        // Each stage is cancelled at start (its input failed) and finished at once; the
-        // thread that ended one body used to start the next inside that finish: one stack
-        // frame group per stage, a crash at a few thousand.
+        // Each stage is cancelled at start (its input failed) and finished at once. The
+        // thread that ended one body must not start the next inside that finish: that would
+        // take one stack frame group per stage, a crash at a few thousand.
         await #expect(processExitsWith: .success) {
             struct Boom: Error {}
             let queue = OperationQueue()
@@ -29,7 +30,7 @@ struct AsyncCornerTests {
     @Test("a 200,000-stage then chain that never ran is released without recursion")
     func abandonedChainReleased() async {
         // Each stage holds its input (for its value) besides listing it as a dependency:
-        // dropping the last stage released the chain one nested deinit per stage.
+        // dropping the last stage must not release the chain one nested deinit per stage.
         await #expect(processExitsWith: .success) {
             var last: ValueOperation<Int> = ValueBlockOperation { 0 }
             for _ in 0..<200_000 { last = last.then { $0 + 1 } }

@@ -17,13 +17,15 @@ private final class SlowCancel: BlockOperation, @unchecked Sendable {
     }
 }
 
-/// Bugs of the composition layer, each forced; each test failed before its fix.
+/// Corners of the composition layer: groups, contributed operations, retries. Each
+/// interleaving is forced (a child held inside its `cancel()`, a gate), not timed.
 @Suite("Composition: corners", .timeLimit(.minutes(1)))
 struct CompositionCornerTests {
-    /// `cancel()` takes the children under the group's lock and cancels them after
-    /// it; a start in between found "already being cancelled", cancelled nobody and opened
-    /// the queue, so a child not reached yet ran. Forced: the first child cancelled (the
-    /// newest) stops inside its `cancel()` while the suspended queue is resumed.
+    /// `cancel()` takes the children under the group's lock and cancels them after it; a
+    /// start in between must not take "already being cancelled" as done, cancel nobody
+    /// and open the queue: a child not reached yet must not run. Forced: the first child
+    /// cancelled (the newest) stops inside its `cancel()` while the suspended queue is
+    /// resumed.
     @Test("a group started while another thread is still cancelling its children runs none of them")
     func startDuringChildCancellation() {
         let ran = Shared(false)
@@ -67,7 +69,7 @@ struct CompositionCornerTests {
     }
 
     /// A contributed operation that fails is its condition's business (a condition
-    /// may accept stale data); it no longer fails the group.
+    /// may accept stale data); it does not fail the group.
     @Test("a contributed operation's failure does not fail the group; the condition decides")
     func contributedFailureIsTheConditions() {
         let refresh = ValueBlockOperation<Int> { throw TestError(code: 7) }
@@ -81,11 +83,11 @@ struct CompositionCornerTests {
         #expect(group.outcome?.isSucceeded == true, "\(String(describing: group.outcome))")
     }
 
-    /// (The holds below outlast any starvation of the test: with the 20 s default, a
-    /// starved test under Thread Sanitizer saw the hold expire and the retry finish.)
+    /// (The holds below outlast any starvation of the test: with a 20 s hold, a test
+    /// starved under Thread Sanitizer can see the hold expire and the retry finish.)
     ///
-    /// A retry finished when its attempt did, while an operation the attempt's
-    /// condition contributed still ran (holding a category scoped to the retry). Now the
+    /// A retry must not finish when its attempt does while an operation the attempt's
+    /// condition contributed still runs (holding a category scoped to the retry): the
     /// retry cancels and waits for everything in its attempts' queue. Deterministic: the
     /// contributed operation is held on a gate.
     @Test("a retry finishes after what its attempts' conditions contributed, and cancels it with itself")

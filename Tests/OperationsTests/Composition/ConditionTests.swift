@@ -213,7 +213,7 @@ struct ConditionTests {
         #expect(log() == ["0", "1", "3", "4"])
     }
 
-    @Test("many guarded operations on busy queues: none is left waiting (PSOperations #93)")
+    @Test("many guarded operations on busy queues: none is left waiting")
     func noneStuck() {
         let queues = (0..<3).map { _ in OperationQueue() }
         let count = 600

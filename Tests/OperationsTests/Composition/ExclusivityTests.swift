@@ -82,13 +82,12 @@ struct ExclusivityTests {
         #expect(Array(log().suffix(2)) == ["writer", "late reader"])
     }
 
-    /// Regression: an operation without conditions asked for its categories from a task
-    /// on one of the composition layer's four lanes, chosen round robin, so requests made
-    /// in one order reached the manager in another (a probe adding 20 operations of one
-    /// category to a default queue saw them run scrambled — 0, 4, 8, … — in 187 of 200
-    /// rounds). Now the request is made on the thread that consults the operation's gates,
-    /// in the order they become due. Forced: every lane is kept busy by
-    /// conditions that wait on a gate; an operation with only a category must still run.
+    /// An operation without conditions asks for its categories on the thread that consults
+    /// its gates, in the order they become due, not from a task on one of the composition
+    /// layer's four lanes: lanes chosen round robin would let requests made in one order
+    /// reach the manager in another (20 operations of one category on a default queue
+    /// running scrambled — 0, 4, 8, …). Forced: every lane is kept busy by conditions that
+    /// wait on a gate; an operation with only a category must still run.
     @Test("an operation with only categories asks for them at once, without waiting for the composition lanes")
     func categoriesWithoutLanes() {
         let category = unique("no-lanes")

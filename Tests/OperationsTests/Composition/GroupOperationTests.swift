@@ -256,11 +256,11 @@ struct GroupOperationTests {
         }.map { $0.standardErrorContent.containsText("\"closed group\"", "cannot join") }.check()
     }
 
-    /// Regression (composition stress seed 8851043401332 in CI): a group cancelled while it
-    /// was being started finished at once, without its children; they stayed in its
-    /// suspended queue forever. Forced: a `.prior` observer of the group's `isExecuting`
-    /// cancels the group when `start()` announces that it begins executing, so the
-    /// cancellation lands after the start's checks read "not cancelled".
+    /// A group cancelled while it is being started must not finish at once, without its
+    /// children, leaving them in its suspended queue forever: it finishes after them.
+    /// Forced: a `.prior` observer of the group's `isExecuting` cancels the group when
+    /// `start()` announces that it begins executing, so the cancellation lands after the
+    /// start's checks read "not cancelled".
     @Test("a group cancelled while it starts still finishes after its children", arguments: [false, true])
     func cancelledWhileStarting(withReason: Bool) {
         let child = BlockOperation {}
@@ -312,12 +312,12 @@ struct GroupOperationTests {
         first.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
-    /// `cancel()` made the group ready before it cancelled the children;
-    /// a start in between opened the children's queue with the children not yet
-    /// cancelled, and they ran their work inside a group reported cancelled. Forced: the
-    /// group waits in a suspended queue; an observer of its `isCancelled` (after the
-    /// change, before `cancel()` reaches the children) resumes the queue and waits until
-    /// the child has finished.
+    /// `cancel()` makes the group ready before it cancels the children; a start in between
+    /// must not open the children's queue with the children not yet cancelled, letting them
+    /// run their work inside a group reported cancelled. Forced: the group waits in a
+    /// suspended queue; an observer of its `isCancelled` (after the change, before
+    /// `cancel()` reaches the children) resumes the queue and waits until the child has
+    /// finished.
     @Test("children of a group started while it is being cancelled are cancelled, never run")
     func startedDuringCancel() {
         let ran = Shared(false)
@@ -341,11 +341,11 @@ struct GroupOperationTests {
         group.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
-    /// "Newest first" went by the order children were added; a later
-    /// stage added before the stage it waits for was cancelled after it, and the earlier
-    /// stage's cancelled finish could start it. Now dependents first, whatever the order
-    /// added. Forced: a `.prior` observer of the later stage's `isCancelled` looks at the
-    /// earlier stage when the later one's cancellation is announced.
+    /// "Newest first" does not go by the order children were added alone: a later stage
+    /// added before the stage it waits for must still be cancelled before it, or the
+    /// earlier stage's cancelled finish could start it. Dependents first, whatever the
+    /// order added. Forced: a `.prior` observer of the later stage's `isCancelled` looks at
+    /// the earlier stage when the later one's cancellation is announced.
     @Test("cancelling a group cancels dependents before what they wait for, whatever the order added")
     func cancelsDependentsFirst() {
         let gate = BlockOperation {}   // never runs: the first stage waits for it
@@ -371,12 +371,11 @@ struct GroupOperationTests {
         second.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
-    /// New-user finding: an operation a child's condition contributes (a "sign in") was
-    /// added to the group's queue but not made a child: the group's cancellation did not
-    /// reach it, and the group finished while it still ran. Now it joins as a child
-    /// (weight 0: it adds no unit to the group's progress). Deterministic: the contributed
-    /// operation is held on a gate while the group is cancelled and its guarded child
-    /// finishes.
+    /// An operation a child's condition contributes (a "sign in") goes to the group's
+    /// queue and joins as a child (weight 0: it adds no unit to the group's progress), so
+    /// the group's cancellation reaches it and the group does not finish while it still
+    /// runs. Deterministic: the contributed operation is held on a gate while the group is
+    /// cancelled and its guarded child finishes.
     @Test("an operation a child's condition contributes is a child: cancelled with the group, finished before it")
     func contributedOperationsAreChildren() {
         let started = Gate(), release = Gate()
@@ -401,10 +400,11 @@ struct GroupOperationTests {
         #expect(group.progress.totalUnitCount == 1)
     }
 
-    /// New-user finding: a group's progress could read 3 of 4 when the group finished (in
-    /// about 0.5% of runs): a child counted its unit after the decision that the last
-    /// child had finished. Forced: a `.prior` observer of the group's `completedUnitCount`
-    /// holds the first child's count back until the other child has finished.
+    /// A group's progress must not read 3 of 4 when the group finishes, as it would if a
+    /// child counted its unit after the decision that the last child had finished (a
+    /// window hit in about 0.5% of unforced runs). Forced: a `.prior` observer of the
+    /// group's `completedUnitCount` holds the first child's count back until the other
+    /// child has finished.
     @Test("a group's progress is complete when it finishes")
     func progressCompleteAtFinish() {
         let releaseSecond = Gate()
@@ -589,7 +589,7 @@ struct DeepGroupTests {
 
     @Test("groups nested 10,000 deep finish level by level without a stack frame per level")
     func deepFinish() async {
-        // In a child process: without the fix the stack overflows.
+        // In a child process: a stack frame per level would overflow the stack.
         await #expect(processExitsWith: .success) {
             let ran = Shared(false)
             let outer = DeepGroupTests.nested(10_000 / DeepGroupTests.scale, ran: ran)

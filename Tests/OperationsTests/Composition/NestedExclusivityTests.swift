@@ -5,8 +5,8 @@ import Testing
 
 /// A group (or a retry) that holds a category, with children (or attempts) in the same
 /// category: the ProcedureKit failure mode where a `GroupProcedure` and its child were both
-/// mutually exclusive in one category and waited for each other forever (ProcedureKit
-/// #486). Here the children of a holder contend for the category only among themselves.
+/// mutually exclusive in one category and waited for each other forever. Here the
+/// children of a holder contend for the category only among themselves.
 @Suite("Exclusivity inside a group that holds the category", .timeLimit(.minutes(1)))
 struct NestedExclusivityTests {
     @Test("a child in its exclusive group's category runs (no deadlock)")
@@ -122,11 +122,11 @@ struct NestedExclusivityTests {
         #expect(try await retry.value == 1)
     }
 
-    /// A group held "a"; an outsider waited for "a" and "b"; the group's
-    /// child asked for "b" and queued behind the outsider (first come, first served), which
-    /// waited for the group: a deadlock. A request from inside an owner that holds
-    /// categories now looks only at who holds what, not at the line. Forced: the child
-    /// asks only once the outsider waits (it depends on a sibling held on a gate until then).
+    /// A group holds "a"; an outsider waits for "a" and "b"; the group's child asks for
+    /// "b". Queued behind the outsider (first come, first served), which waits for the
+    /// group, the child would deadlock: a request from inside an owner that holds
+    /// categories looks only at who holds what, not at the line. Forced: the child asks
+    /// only once the outsider waits (it depends on a sibling held on a gate until then).
     @Test("a child asking for another category is not queued behind an outsider waiting for its group")
     func childNotBehindOutsider() {
         let a = unique("a"), b = unique("b")

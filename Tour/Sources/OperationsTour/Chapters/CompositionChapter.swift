@@ -29,7 +29,7 @@ public struct CompositionChapter: Chapter {
         return result
     }
 
-    /// The seeds' `GroupAdd`: many small sums as the typed children of one group, two at a
+    /// A `GroupAdd` as the samples write it: many small sums as the typed children of one group, two at a
     /// time; the group delivers their values.
     func sumGroup(
         in context: TourContext, queue: OperationQueue, recorder: OperationRecorder, result: inout ChapterResult
@@ -55,7 +55,7 @@ public struct CompositionChapter: Chapter {
         return "GroupAdd as a ValueGroupOperation: \(values.count) parts, two at a time, summed to \(total) (0 + 1 + … + \(count * 1_000 - 1))"
     }
 
-    /// The seeds' `ImageProvider` as a group: download → sepia → vignette → write as its
+    /// The samples' `ImageProvider` as a group: download → sepia → vignette → write as its
     /// children. The slow image's group is cancelled with a reason once the others arrived.
     func imageGroups(
         in context: TourContext, server: ImageServer, queue: OperationQueue, recorder: OperationRecorder,

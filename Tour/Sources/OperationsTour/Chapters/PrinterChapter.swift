@@ -36,7 +36,7 @@ public struct PrinterChapter: Chapter {
             context.console.say("   " + line)
             notes.append(line)
         }
-        // The seeds' experiment: G, added last, is more important. On a queue that is not
+        // The priority experiment: G, added last, is more important. On a queue that is not
         // serial its quality of service chooses its priority band, so it starts at the first
         // free slot; a serial queue keeps first-in, first-out ("priorities don't work")
         // unless queuePriority itself is set.
