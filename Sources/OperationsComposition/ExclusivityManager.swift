@@ -16,11 +16,17 @@ struct ExclusivityState {
         var count = 0
     }
 
+    /// One category named by a request: its slot in `categories`, and the mode asked for.
+    struct Need {
+        var slot: Int
+        var mode: ExclusivityMode
+    }
+
     struct Request {
-        var id: UInt64
-        /// Sorted by category name, one entry per category (exclusive wins over shared).
-        var needs: [(category: String, mode: ExclusivityMode)]
+        /// One entry per category, in the order of their names (exclusive wins over shared).
+        var needs: [Need]
         var grant: GatePass
+        var isGranted = false
         /// Made from inside a group (or retry) that holds categories: granted as soon as
         /// its categories are free, not behind the lines, whose earlier requests may be
         /// waiting for that very group (which waits for this one).
@@ -43,16 +49,34 @@ struct ExclusivityState {
         }
     }
 
+    /// A category while requests name it: its name is hashed once per request, then the
+    /// state works on slots.
+    struct Category {
+        var name: String
+        var holding = Holding()
+        var line = Line()
+        /// Inside-holder requests waiting for it (they wait in no line).
+        var insideHolders: [UInt64] = []
+        /// How many requests (waiting or granted) name it; at zero the slot is freed.
+        var references = 0
+    }
+
     var nextID: UInt64 = 0
-    var holdings: [String: Holding] = [:]
-    /// Requests not granted yet, by id.
-    var waiting: [UInt64: Request] = [:]
-    /// The line of each category with waiting requests (inside-holder requests wait in none).
-    var lines: [String: Line] = [:]
-    /// Inside-holder requests waiting, by a category they name.
-    var insideHolders: [String: [UInt64]] = [:]
-    /// Granted requests, until released.
-    var granted: [UInt64: [(category: String, mode: ExclusivityMode)]] = [:]
+    private var slots: [String: Int] = [:]
+    private var categories: [Category] = []
+    private var freeSlots: [Int] = []
+    /// Requests waiting or granted, by id, until released.
+    private var requests: [UInt64: Request] = [:]
+
+    /// Who holds each category now, by name.
+    var holdings: [String: Holding] {
+        Dictionary(uniqueKeysWithValues: slots.compactMap { name, slot in
+            categories[slot].holding.count > 0 ? (name, categories[slot].holding) : nil
+        })
+    }
+
+    /// The ids of the requests not granted yet.
+    var waiting: [UInt64] { requests.compactMap { $1.isGranted ? nil : $0 } }
 
     /// A request arrives; returns its id and the passes granted now (its own, if it is).
     mutating func request(
@@ -60,103 +84,122 @@ struct ExclusivityState {
     ) -> (UInt64, [GatePass]) {
         nextID += 1
         let id = nextID
-        let request = Request(id: id, needs: needs, grant: pass, insideHolder: insideHolder)
+        var request = Request(needs: needs.map { Need(slot: slot(for: $0.category), mode: $0.mode) }, grant: pass, insideHolder: insideHolder)
         // Granted at once when nothing waits before it and its categories are free.
         var first = true
         if !insideHolder {
-            for need in needs where self.first(in: need.category) != nil { first = false }
+            for need in request.needs where firstWaiting(in: need.slot) != nil { first = false }
         }
         if first, isFree(request) {
-            take(request)
+            take(&request)
+            requests[id] = request
             return (id, [pass])
         }
-        waiting[id] = request
-        for need in needs {
+        for need in request.needs {
             if insideHolder {
-                insideHolders[need.category, default: []].append(id)
+                categories[need.slot].insideHolders.append(id)
             } else {
-                lines[need.category, default: Line()].ids.append(id)
+                categories[need.slot].line.ids.append(id)
             }
         }
+        requests[id] = request
         return (id, [])
     }
 
     /// A request leaves: granted ones give their categories back, waiting ones leave their
     /// lines. Returns the passes granted as a result.
     mutating func release(_ id: UInt64) -> [GatePass] {
-        let categories: [String]
-        if let needs = granted.removeValue(forKey: id) {
-            for (category, _) in needs {
-                holdings[category]!.count -= 1
-                if holdings[category]!.count == 0 { holdings[category] = nil }
-            }
-            categories = needs.map(\.category)
-        } else if let request = waiting.removeValue(forKey: id) {
-            // Its ids stay in the lines, skipped when they come first.
-            if request.insideHolder {
-                for need in request.needs { insideHolders[need.category]?.removeAll { $0 == id } }
-            }
-            categories = request.needs.map(\.category)
-        } else {
-            return []
+        guard let request = requests.removeValue(forKey: id) else { return [] }
+        if request.isGranted {
+            for need in request.needs { categories[need.slot].holding.count -= 1 }
+        } else if request.insideHolder {
+            // Its ids in the lines stay, skipped when they come first.
+            for need in request.needs { categories[need.slot].insideHolders.removeAll { $0 == id } }
         }
-        return grant(startingWith: categories)
+        let passes = grant(startingWith: request.needs.map(\.slot))
+        for need in request.needs { unreference(need.slot) }
+        return passes
+    }
+
+    /// The slot of `name`, made when no request names it; counts one more reference.
+    private mutating func slot(for name: String) -> Int {
+        if let slot = slots[name] {
+            categories[slot].references += 1
+            return slot
+        }
+        let category = Category(name: name, references: 1)
+        let slot: Int
+        if let free = freeSlots.popLast() {
+            slot = free
+            categories[slot] = category
+        } else {
+            slot = categories.count
+            categories.append(category)
+        }
+        slots[name] = slot
+        return slot
+    }
+
+    private mutating func unreference(_ slot: Int) {
+        categories[slot].references -= 1
+        guard categories[slot].references == 0 else { return }
+        slots[categories[slot].name] = nil
+        categories[slot] = Category(name: "")
+        freeSlots.append(slot)
     }
 
     /// Whether every category of `request` is free for its mode.
     private func isFree(_ request: Request) -> Bool {
         request.needs.allSatisfy { need in
-            guard let holding = holdings[need.category] else { return true }
-            return need.mode == .shared && !holding.exclusive
+            let holding = categories[need.slot].holding
+            return holding.count == 0 || (need.mode == .shared && !holding.exclusive)
         }
     }
 
-    private mutating func take(_ request: Request) {
+    private mutating func take(_ request: inout Request) {
         for need in request.needs {
-            var holding = holdings[need.category] ?? Holding()
-            holding.exclusive = need.mode == .exclusive
-            holding.count += 1
-            holdings[need.category] = holding
+            categories[need.slot].holding.exclusive = need.mode == .exclusive
+            categories[need.slot].holding.count += 1
         }
-        granted[request.id] = request.needs
+        request.isGranted = true
     }
 
-    /// The first waiting id of `category`'s line, dropping ids that left.
-    private mutating func first(in category: String) -> UInt64? {
-        guard var line = lines[category] else { return nil }
-        while !line.isEmpty, waiting[line.ids[line.head]] == nil { line.head += 1 }
-        guard !line.isEmpty else {
-            lines[category] = nil
-            return nil
+    /// The first waiting id of the category's line, dropping ids that left.
+    private mutating func firstWaiting(in slot: Int) -> UInt64? {
+        while !categories[slot].line.isEmpty {
+            let id = categories[slot].line.ids[categories[slot].line.head]
+            if let request = requests[id], !request.isGranted {
+                categories[slot].line.compact()
+                return id
+            }
+            categories[slot].line.head += 1
         }
-        line.compact()
-        lines[category] = line
-        return line.ids[line.head]
+        return nil
     }
 
-    /// Grants what the change in `categories` allows: in each line, the first requests
-    /// that are first in all their lines and free; a grant moves other lines, which are
-    /// looked at in turn.
-    private mutating func grant(startingWith categories: [String]) -> [GatePass] {
+    /// Grants what the change in `slots` allows: in each line, the first requests that are
+    /// first in all their lines and free; a grant moves other lines, which are looked at
+    /// in turn.
+    private mutating func grant(startingWith changed: [Int]) -> [GatePass] {
         var passes: [GatePass] = []
-        var pending = categories
-        while let category = pending.popLast() {
-            for id in insideHolders[category] ?? [] {
-                guard let request = waiting[id], isFree(request) else { continue }
-                waiting[id] = nil
-                for need in request.needs { insideHolders[need.category]?.removeAll { $0 == id } }
-                take(request)
+        var pending = changed
+        while let slot = pending.popLast() {
+            for id in categories[slot].insideHolders {
+                guard var request = requests[id], !request.isGranted, isFree(request) else { continue }
+                for need in request.needs { categories[need.slot].insideHolders.removeAll { $0 == id } }
+                take(&request)
+                requests[id] = request
                 passes.append(request.grant)
             }
-            while let id = first(in: category), let request = waiting[id],
-                request.needs.allSatisfy({ first(in: $0.category) == id }), isFree(request)
+            while let id = firstWaiting(in: slot), var request = requests[id],
+                request.needs.allSatisfy({ firstWaiting(in: $0.slot) == id }), isFree(request)
             {
-                waiting[id] = nil
                 for need in request.needs {
-                    lines[need.category]!.head += 1
-                    if need.category != category { pending.append(need.category) }
+                    categories[need.slot].line.head += 1
+                    if need.slot != slot { pending.append(need.slot) }
                 }
-                take(request)
+                take(&request)
+                requests[id] = request
                 passes.append(request.grant)
             }
         }
