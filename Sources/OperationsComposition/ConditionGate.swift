@@ -1,6 +1,6 @@
 // The gate that evaluates an operation's conditions.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// Evaluates the conditions of one operation, as a gate of the engine: consulted once the
 /// operation's dependencies have finished (also ones added later), it adds the operations

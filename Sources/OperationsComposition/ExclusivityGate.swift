@@ -1,6 +1,6 @@
 // The gate that holds an operation's exclusivity categories.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// Asks for an operation's categories once its dependencies have finished and its
 /// conditions hold, and admits it when all are granted; gives them back when it finishes

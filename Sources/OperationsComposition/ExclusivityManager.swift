@@ -1,6 +1,6 @@
 // Process-wide mutual exclusion by category: the pure state and the storage holding it.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// The holders and waiters of every category, process-wide. A pure state machine: its
 /// events return the passes to admit, which the caller admits after the lock.

@@ -1,6 +1,6 @@
 // A composite operation: children on a queue of its own, finishing after all of them.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// An operation made of child operations, which run on the group's own queue; the group
 /// finishes when every child has finished, including children added while it runs.

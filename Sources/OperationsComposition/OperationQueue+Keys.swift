@@ -1,7 +1,7 @@
 // Keys: coalescing work that is already in flight, reprioritising it, and cancelling it
 // only when nobody wants it any more.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// A key of `addOperation(forKey:_:)`, type-erased.
 /// - Note: `@unchecked Sendable`: made only from `Hashable & Sendable` values.

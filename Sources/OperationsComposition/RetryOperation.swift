@@ -1,6 +1,6 @@
 // Retrying: a fresh operation per attempt, with waits between attempts.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// Runs a fresh operation per attempt, made by a factory (operations are single-shot),
 /// until one succeeds, the error is not worth retrying, or the attempts run out.

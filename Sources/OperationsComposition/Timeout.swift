@@ -1,6 +1,6 @@
 // Timeouts: cancel an operation with a `TimeoutError` when it runs too long.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// The reason an operation is cancelled with when its timeout expires
 /// (``Operations/OperationExtensions/timeout(after:clock:)``).

@@ -1,6 +1,6 @@
 // A group whose children produce values of one type: the group delivers them.
 
-import Operations
+@_spi(Engine) import Operations
 
 /// A ``GroupOperation`` whose typed children's values it delivers, in the order the
 /// children were added.

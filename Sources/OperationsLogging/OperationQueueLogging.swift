@@ -1,5 +1,5 @@
 import Logging
-import Operations
+@_spi(Engine) import Operations
 
 /// Logs a queue's operations with swift-log: what a server developer reads when work fails
 /// or is cancelled, and, at `debug`, every start and success.

@@ -1,5 +1,5 @@
 import CoreMetrics
-import Operations
+@_spi(Engine) import Operations
 
 /// Reports a queue's numbers to swift-metrics, from the queue's events: gauges of pending
 /// and executing operations, timers of waiting (added → started) and running (started →

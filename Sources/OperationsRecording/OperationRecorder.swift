@@ -1,4 +1,4 @@
-import Operations
+@_spi(Engine) import Operations
 import OperationsComposition
 
 /// Records what happens on one or more queues, for a span of time, into a ``Recording``.

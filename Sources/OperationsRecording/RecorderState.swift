@@ -1,4 +1,4 @@
-import Operations
+@_spi(Engine) import Operations
 
 /// The events an ``OperationRecorder`` has received, behind the library's lock (`Locked`).
 /// Nothing but appending and updating happens under it; operations' getters are read

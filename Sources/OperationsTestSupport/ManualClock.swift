@@ -1,4 +1,4 @@
-import Operations
+@_spi(Engine) import Operations
 
 /// A clock whose time moves only when a test says so: pass it wherever the library takes a
 /// `Clock` (`DelayOperation`, timeouts, retry waits) and drive it with

@@ -1,4 +1,4 @@
-import Operations
+@_spi(Engine) import Operations
 
 /// A gate that tasks await until a test opens it (at once if it is open): the way a test
 /// holds an operation's body at a known point without sleeping.

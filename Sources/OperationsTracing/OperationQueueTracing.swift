@@ -1,4 +1,4 @@
-import Operations
+@_spi(Engine) import Operations
 import Tracing
 
 /// Traces a queue's operations with swift-distributed-tracing: a span per operation from

@@ -1,4 +1,4 @@
-import Operations
+@_spi(Engine) import Operations
 import OperationsComposition
 import OperationsRecording
 import Testing

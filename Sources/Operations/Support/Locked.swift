@@ -15,23 +15,36 @@ import Darwin
 /// overridden getters, completion blocks, observers) never runs inside `withLock`.
 /// `withLock` is not re-entrant.
 ///
-/// `package`: the package's other targets (the recorder, the adapters, the test support) use it too, so that
-/// the library keeps one lock type, annotated for Thread Sanitizer.
-package struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
-    private let mutex: Mutex<Value>
+/// The package's other targets (composition, the recorder, the adapters, the test support)
+/// use it too, so that the library keeps one lock type, annotated for Thread Sanitizer. It
+/// is SPI rather than `package` because the toolchain inlines (and so specializes) an
+/// `@inlinable` function across modules only when it is public: a `package` lock, called
+/// unspecialized from another module, asks the runtime for `Mutex<Value>`'s metadata every
+/// time. Importers see it only with `@_spi(Engine) import Operations`.
+@_spi(Engine)
+public struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
+    @usableFromInline let mutex: Mutex<Value>
 
-    package init(_ value: consuming sending Value) {
+    @inlinable
+    public init(_ value: consuming sending Value) {
         mutex = Mutex(value)
     }
 
-    @inline(__always)
-    package borrowing func withLock<Result, Failure: Error>(
+    @inlinable @inline(__always)
+    public borrowing func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {
         // The common case, one load: no sanitizer.
         if threadSanitizerState.load(ordering: .relaxed) == ThreadSanitizerAnnotations.absent {
             return try mutex.withLock(body)
         }
+        return try withLockAnnotated(body)
+    }
+
+    @usableFromInline
+    borrowing func withLockAnnotated<Result, Failure: Error>(
+        _ body: (inout sending Value) throws(Failure) -> sending Result
+    ) throws(Failure) -> sending Result {
         guard let annotations = ThreadSanitizerAnnotations.loaded else {
             threadSanitizerState.store(ThreadSanitizerAnnotations.absent, ordering: .relaxed)
             return try mutex.withLock(body)
@@ -50,20 +63,21 @@ package struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
 /// `ThreadSanitizerAnnotations.absent` or `.present`. A global atomic with a constant
 /// initializer is initialized statically, so every lock reads it with one load; a
 /// `static let` costs a `swift_once` call on every lock (about 4% of a tiny operation).
-private let threadSanitizerState = Atomic<UInt8>(0)
+@usableFromInline let threadSanitizerState = Atomic<UInt8>(0)
 
 /// Tells Thread Sanitizer about `Locked`'s critical sections.
 ///
 /// `Synchronization.Mutex` waits with raw futex calls on Linux, which Thread Sanitizer does
 /// not see, so without these annotations it reports the data each lock guards as raced.
 /// The functions exist only when the sanitizer's runtime is loaded (`--sanitize=thread`).
+@usableFromInline
 struct ThreadSanitizerAnnotations: Sendable {
     typealias Annotation = @convention(c) (UnsafeRawPointer?) -> Void
 
     let acquire: Annotation
     let release: Annotation
 
-    static let absent: UInt8 = 1
+    @inlinable static var absent: UInt8 { 1 }
 
     static let loaded: ThreadSanitizerAnnotations? = {
         guard let acquire = dlsym(nil, "__tsan_acquire"), let release = dlsym(nil, "__tsan_release") else {

@@ -1,4 +1,4 @@
-@testable import Operations
+@_spi(Engine) @testable import Operations
 @testable import OperationsComposition
 import OperationsTestSupport
 import Testing

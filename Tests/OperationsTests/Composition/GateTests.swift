@@ -1,4 +1,4 @@
-@testable import Operations
+@_spi(Engine) @testable import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
