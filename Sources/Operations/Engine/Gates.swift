@@ -134,18 +134,31 @@ struct GateConsultations {
 }
 
 extension OperationCore {
+    // Each access to a stored property of the side box (a class) is a dynamic exclusivity
+    // check: every event below reads and changes the gate state in one access.
+
+    /// Runs `body` on the gate state, in one access; nil when there is none.
+    @inline(__always)
+    private static func changing<Result>(_ gates: inout GateState?, _ body: (inout GateState) -> Result?) -> Result? {
+        guard gates != nil else { return nil }
+        return body(&gates!)
+    }
+
     /// The gate of type `G` of an operation in no queue, added (by rank) when it has none;
     /// nil when the operation is in a queue or has started.
     mutating func gate<G: OperationGate>(_ type: G.Type, orAdd make: () -> G) -> G? {
         guard case .idle = phase, queue == nil else { return nil }
-        if let existing = extras?.gates?.gates.first(of: G.self) { return existing }
-        if extras?.gates == nil {
-            extras(orNew: ()).gates = GateState()
-            // The closed gates' unit.
-            gainDependency()
-        }
-        let gate = make()
-        extras!.gates!.gates.insert(gate)
+        let box = extras(orNew: ())
+        let (gate, isFirst) = { (gates: inout GateState?) -> (G, Bool) in
+            if let existing = gates?.gates.first(of: G.self) { return (existing, false) }
+            let isFirst = gates == nil
+            if isFirst { gates = GateState() }
+            let gate = make()
+            gates!.gates.insert(gate)
+            return (gate, isFirst)
+        }(&box.gates)
+        // The closed gates' unit.
+        if isFirst { gainDependency() }
         return gate
     }
 
@@ -154,22 +167,26 @@ extension OperationCore {
     mutating func reserveGateConsultation(
         for operation: Operation
     ) -> (gate: any OperationGate, pass: GatePass, queue: OperationQueue)? {
-        guard let gates = extras?.gates, !gates.isOpen, !gates.isConsulting, !gates.isEnded,
-            !cancellation.isCancelled, pendingDependencyCount == 1, let queue
-        else { return nil }
         // Also from the ready list: an operation there that gained a dependency stays until
         // a worker pops it, and that dependency may finish first.
-        guard phase.isQueuedNotClaimed else { return nil }
-        extras!.gates!.isConsulting = true
-        extras!.gates!.everConsulted = max(gates.everConsulted, gates.passed + 1)
-        return (gates.gates[gates.passed], GatePass(operation: operation, round: gates.round, index: gates.passed), queue)
+        guard let extras, !cancellation.isCancelled, pendingDependencyCount == 1, let queue, phase.isQueuedNotClaimed
+        else { return nil }
+        return Self.changing(&extras.gates) { gates in
+            guard !gates.isOpen, !gates.isConsulting, !gates.isEnded else { return nil }
+            gates.isConsulting = true
+            gates.everConsulted = max(gates.everConsulted, gates.passed + 1)
+            return (gates.gates[gates.passed], GatePass(operation: operation, round: gates.round, index: gates.passed), queue)
+        }
     }
 
     /// Gives back a reservation that was not used (the queue is suspended).
     mutating func unreserveGateConsultation(_ pass: GatePass) {
-        guard let gates = extras?.gates, gates.round == pass.round, gates.isConsulting, gates.passed == pass.index
-        else { return }
-        extras!.gates!.isConsulting = false
+        guard let extras else { return }
+        _ = Self.changing(&extras.gates) { gates -> Void? in
+            guard gates.round == pass.round, gates.isConsulting, gates.passed == pass.index else { return nil }
+            gates.isConsulting = false
+            return ()
+        }
     }
 
     enum GateAdmission {
@@ -183,32 +200,38 @@ extension OperationCore {
 
     /// A gate admitted the operation.
     mutating func gateAdmitted(_ pass: GatePass) -> GateAdmission {
-        guard let gates = extras?.gates, gates.round == pass.round, gates.isConsulting, gates.passed == pass.index,
-            !gates.isEnded, !phase.isFinishingOrFinished
-        else { return .ignored }
-        let passed = gates.passed + 1
-        extras!.gates!.passed = passed
-        extras!.gates!.isConsulting = false
-        guard passed == gates.gates.count else { return .next }
-        extras!.gates!.isOpen = true
-        loseDependency()
-        return .open
+        guard let extras, !phase.isFinishingOrFinished else { return .ignored }
+        let admission = Self.changing(&extras.gates) { gates -> GateAdmission in
+            guard gates.round == pass.round, gates.isConsulting, gates.passed == pass.index, !gates.isEnded
+            else { return .ignored }
+            gates.passed += 1
+            gates.isConsulting = false
+            guard gates.passed == gates.gates.count else { return .next }
+            gates.isOpen = true
+            return .open
+        } ?? .ignored
+        if case .open = admission { loseDependency() }
+        return admission
     }
 
     /// The operation gained a dependency (counted in the same lock section): before it
     /// started, that ends the round and closes the gates again; returns the consultations
     /// of the round, to release. (After the start it is too late to matter, as on Darwin.)
     mutating func gatesGainedDependency() -> GateConsultations {
-        guard let gates = extras?.gates, !gates.isEnded, phase.isQueuedNotClaimed || phase.kind == .idle else { return GateConsultations() }
-        let consulted = gates.consultedInRound
-        guard !consulted.isEmpty || gates.isOpen else { return GateConsultations() }
-        extras!.gates!.round &+= 1
-        extras!.gates!.passed = 0
-        extras!.gates!.isConsulting = false
-        if gates.isOpen {
-            extras!.gates!.isOpen = false
-            gainDependency()
+        guard let extras, phase.isQueuedNotClaimed || phase.kind == .idle else { return GateConsultations() }
+        let ended = Self.changing(&extras.gates) { gates -> (GateConsultations, closes: Bool)? in
+            guard !gates.isEnded else { return nil }
+            let consulted = gates.consultedInRound
+            guard !consulted.isEmpty || gates.isOpen else { return nil }
+            gates.round &+= 1
+            gates.passed = 0
+            gates.isConsulting = false
+            let closes = gates.isOpen
+            gates.isOpen = false
+            return (consulted, closes)
         }
+        guard let (consulted, closes) = ended else { return GateConsultations() }
+        if closes { gainDependency() }
         return consulted
     }
 
@@ -216,12 +239,16 @@ extension OperationCore {
     /// ends them) or finished: the gates are done with it. Returns every gate ever consulted
     /// with this round's pass, to release, once.
     mutating func endGates(because reason: GateRelease) -> GateConsultations {
-        guard let gates = extras?.gates, !gates.isEnded else { return GateConsultations() }
+        guard let extras else { return GateConsultations() }
         if reason == .cancelled, !(phase.isQueuedNotClaimed || phase.kind == .idle) { return GateConsultations() }
-        extras!.gates!.isEnded = true
-        extras!.gates!.isConsulting = false
-        extras!.gates!.round &+= 1
-        return GateConsultations(gates: gates.gates, count: gates.everConsulted, round: gates.round)
+        return Self.changing(&extras.gates) { gates in
+            guard !gates.isEnded else { return nil }
+            gates.isEnded = true
+            gates.isConsulting = false
+            let consulted = GateConsultations(gates: gates.gates, count: gates.everConsulted, round: gates.round)
+            gates.round &+= 1
+            return consulted
+        } ?? GateConsultations()
     }
 
     /// Why the operation waits at its gates, while it does: the gate being consulted (or
