@@ -11,10 +11,26 @@ final class ExclusivityGate: OperationGate, @unchecked Sendable {
     private struct State {
         /// Exclusive wins over shared for the same category.
         var categories: [String: ExclusivityMode] = [:]
-        /// The request of each round that asked and was not released yet.
-        var requests: [UInt32: UInt64] = [:]
+        /// The request of a round that asked and was not released yet (inline: there is
+        /// seldom more than one), and any others.
+        var request: (round: UInt32, id: UInt64)?
+        var otherRequests: [(round: UInt32, id: UInt64)] = []
         /// Rounds released before their request was made.
         var releasedEarly: Set<UInt32> = []
+
+        mutating func remember(_ id: UInt64, round: UInt32) {
+            if request == nil { request = (round, id) } else { otherRequests.append((round, id)) }
+        }
+
+        /// The request of `round`, forgotten.
+        mutating func takeRequest(of round: UInt32) -> UInt64? {
+            if let request, request.round == round {
+                self.request = otherRequests.popLast()
+                return request.id
+            }
+            guard let index = otherRequests.firstIndex(where: { $0.round == round }) else { return nil }
+            return otherRequests.remove(at: index).id
+        }
     }
 
     private let state = Locked(State())
@@ -38,7 +54,7 @@ final class ExclusivityGate: OperationGate, @unchecked Sendable {
         let (id, granted) = ExclusivityManager.request(needs, insideHolder: insideHolder, grant: pass)
         let releaseNow = state.withLock { state -> Bool in
             if state.releasedEarly.remove(pass.round) != nil { return true }
-            state.requests[pass.round] = id
+            state.remember(id, round: pass.round)
             return false
         }
         if releaseNow {
@@ -52,7 +68,7 @@ final class ExclusivityGate: OperationGate, @unchecked Sendable {
 
     func release(_ pass: GatePass, because reason: GateRelease) {
         let id = state.withLock { state -> UInt64? in
-            guard let id = state.requests.removeValue(forKey: pass.round) else {
+            guard let id = state.takeRequest(of: pass.round) else {
                 state.releasedEarly.insert(pass.round)
                 return nil
             }

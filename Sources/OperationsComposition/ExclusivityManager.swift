@@ -61,12 +61,17 @@ struct ExclusivityState {
         var references = 0
     }
 
-    var nextID: UInt64 = 0
+    /// Requests waiting or granted, until released, in a table whose entries are reused.
+    /// An id is the request's sequence number (upper bits) and its entry (lower bits): an
+    /// id left behind in a line by a request that left matches no entry any more.
+    private var requests: [(id: UInt64, request: Request)?] = []
+    private var freeEntries: [Int] = []
+    private var sequence: UInt64 = 0
+    private static let entryBits: UInt64 = 24
+
     private var slots: [String: Int] = [:]
     private var categories: [Category] = []
     private var freeSlots: [Int] = []
-    /// Requests waiting or granted, by id, until released.
-    private var requests: [UInt64: Request] = [:]
 
     /// Who holds each category now, by name.
     var holdings: [String: Holding] {
@@ -76,14 +81,40 @@ struct ExclusivityState {
     }
 
     /// The ids of the requests not granted yet.
-    var waiting: [UInt64] { requests.compactMap { $1.isGranted ? nil : $0 } }
+    var waiting: [UInt64] { requests.compactMap { $0.flatMap { $0.request.isGranted ? nil : $0.id } } }
+
+    /// The request with this id, while it is waiting or granted.
+    private func lookUp(_ id: UInt64) -> Request? {
+        let entry = Int(truncatingIfNeeded: id & (1 << Self.entryBits - 1))
+        guard entry < requests.count, let stored = requests[entry], stored.id == id else { return nil }
+        return stored.request
+    }
+
+    private mutating func store(_ request: Request, as id: UInt64) {
+        requests[Int(truncatingIfNeeded: id & (1 << Self.entryBits - 1))] = (id, request)
+    }
+
+    /// A new id, with an entry for it.
+    private mutating func newID() -> UInt64 {
+        let entry: Int
+        if let free = freeEntries.popLast() {
+            entry = free
+        } else {
+            entry = requests.count
+            precondition(
+                UInt64(entry) < 1 << Self.entryBits,
+                "addExclusivity: more than \(1 << Self.entryBits) operations wait for or hold categories at once")
+            requests.append(nil)
+        }
+        sequence &+= 1
+        return sequence << Self.entryBits | UInt64(entry)
+    }
 
     /// A request arrives; returns its id and the passes granted now (its own, if it is).
     mutating func request(
         _ needs: [(category: String, mode: ExclusivityMode)], pass: GatePass, insideHolder: Bool = false
     ) -> (UInt64, [GatePass]) {
-        nextID += 1
-        let id = nextID
+        let id = newID()
         var request = Request(needs: needs.map { Need(slot: slot(for: $0.category), mode: $0.mode) }, grant: pass, insideHolder: insideHolder)
         // Granted at once when nothing waits before it and its categories are free.
         var first = true
@@ -92,7 +123,7 @@ struct ExclusivityState {
         }
         if first, isFree(request) {
             take(&request)
-            requests[id] = request
+            store(request, as: id)
             return (id, [pass])
         }
         for need in request.needs {
@@ -102,21 +133,24 @@ struct ExclusivityState {
                 categories[need.slot].line.ids.append(id)
             }
         }
-        requests[id] = request
+        store(request, as: id)
         return (id, [])
     }
 
     /// A request leaves: granted ones give their categories back, waiting ones leave their
     /// lines. Returns the passes granted as a result.
     mutating func release(_ id: UInt64) -> [GatePass] {
-        guard let request = requests.removeValue(forKey: id) else { return [] }
+        guard let request = lookUp(id) else { return [] }
+        let entry = Int(truncatingIfNeeded: id & (1 << Self.entryBits - 1))
+        requests[entry] = nil
+        freeEntries.append(entry)
         if request.isGranted {
             for need in request.needs { categories[need.slot].holding.count -= 1 }
         } else if request.insideHolder {
             // Its ids in the lines stay, skipped when they come first.
             for need in request.needs { categories[need.slot].insideHolders.removeAll { $0 == id } }
         }
-        let passes = grant(startingWith: request.needs.map(\.slot))
+        let passes = grant(after: request.needs)
         for need in request.needs { unreference(need.slot) }
         return passes
     }
@@ -168,7 +202,7 @@ struct ExclusivityState {
     private mutating func firstWaiting(in slot: Int) -> UInt64? {
         while !categories[slot].line.isEmpty {
             let id = categories[slot].line.ids[categories[slot].line.head]
-            if let request = requests[id], !request.isGranted {
+            if let request = lookUp(id), !request.isGranted {
                 categories[slot].line.compact()
                 return id
             }
@@ -177,29 +211,40 @@ struct ExclusivityState {
         return nil
     }
 
-    /// Grants what the change in `slots` allows: in each line, the first requests that are
-    /// first in all their lines and free; a grant moves other lines, which are looked at
-    /// in turn.
-    private mutating func grant(startingWith changed: [Int]) -> [GatePass] {
+    /// Grants what freeing `needs`' categories allows: in each line, the first requests
+    /// that are first in all their lines and free; a grant moves other lines, which are
+    /// looked at in turn.
+    private mutating func grant(after needs: [Need]) -> [GatePass] {
         var passes: [GatePass] = []
-        var pending = changed
-        while let slot = pending.popLast() {
+        // Lines a grant moved (made only when a request names several categories).
+        var moved: [Int] = []
+        var unvisited = needs.count
+        while true {
+            let slot: Int
+            if let next = moved.popLast() {
+                slot = next
+            } else if unvisited > 0 {
+                unvisited -= 1
+                slot = needs[unvisited].slot
+            } else {
+                break
+            }
             for id in categories[slot].insideHolders {
-                guard var request = requests[id], !request.isGranted, isFree(request) else { continue }
+                guard var request = lookUp(id), !request.isGranted, isFree(request) else { continue }
                 for need in request.needs { categories[need.slot].insideHolders.removeAll { $0 == id } }
                 take(&request)
-                requests[id] = request
+                store(request, as: id)
                 passes.append(request.grant)
             }
-            while let id = firstWaiting(in: slot), var request = requests[id],
+            while let id = firstWaiting(in: slot), var request = lookUp(id),
                 request.needs.allSatisfy({ firstWaiting(in: $0.slot) == id }), isFree(request)
             {
                 for need in request.needs {
                     categories[need.slot].line.head += 1
-                    if need.slot != slot { pending.append(need.slot) }
+                    if need.slot != slot { moved.append(need.slot) }
                 }
                 take(&request)
-                requests[id] = request
+                store(request, as: id)
                 passes.append(request.grant)
             }
         }
