@@ -6,10 +6,9 @@
 /// recursively, one stack frame per operation, and overflow the stack. The outermost
 /// `deinit` on a thread drains a per-thread list; nested ones only append to it.
 package enum ReleasePool {
-    /// The list being drained on this thread.
-    /// - Note: `@unchecked Sendable`: only ever touched by the thread whose thread-local
-    ///   slot points at it.
-    private final class Pending: @unchecked Sendable {
+    /// What nested releases handed to the outermost one on this thread. On its stack: a
+    /// release that cascades no further (the common case) allocates nothing.
+    private struct Pending {
         var arrays: [[Operation]] = []
         /// Anything else that may hold operations (a closure's captures).
         var others: [Any] = []
@@ -19,13 +18,17 @@ package enum ReleasePool {
 
     package static func release(_ operations: consuming [Operation]) {
         if let pointer = current.value {
-            let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
-            pending.arrays.append(consume operations)
+            pointer.assumingMemoryBound(to: Pending.self).pointee.arrays.append(consume operations)
             return
         }
-        let pending = Pending()
-        pending.arrays.append(consume operations)
-        drain(pending)
+        var held: [Operation]? = consume operations
+        var pending = Pending()
+        withUnsafeMutablePointer(to: &pending) { pending in
+            current.set(UnsafeMutableRawPointer(pending))
+            // Dropped inside the pool: the deinits it causes hand their operations to it.
+            _ = held.take()
+            drain(pending)
+        }
     }
 
     /// Releases a value that may hold operations (a closure), the same way.
@@ -33,27 +36,29 @@ package enum ReleasePool {
     /// the value until after the drain, and drop it outside the pool, recursively.)
     static func release(other value: consuming Any) {
         if let pointer = current.value {
-            let pending = Unmanaged<Pending>.fromOpaque(pointer).takeUnretainedValue()
-            pending.others.append(consume value)
+            pointer.assumingMemoryBound(to: Pending.self).pointee.others.append(consume value)
             return
         }
-        let pending = Pending()
-        pending.others.append(consume value)
-        drain(pending)
+        var held: Any? = consume value
+        var pending = Pending()
+        withUnsafeMutablePointer(to: &pending) { pending in
+            current.set(UnsafeMutableRawPointer(pending))
+            _ = held.take()
+            drain(pending)
+        }
     }
 
-    private static func drain(_ pending: Pending) {
-        current.set(Unmanaged.passUnretained(pending).toOpaque())
+    /// Releases what was handed over until nothing is left, then closes the pool.
+    private static func drain(_ pending: UnsafeMutablePointer<Pending>) {
         while true {
-            if let next = pending.arrays.popLast() {
+            if let next = pending.pointee.arrays.popLast() {
                 _ = consume next
-            } else if let next = pending.others.popLast() {
+            } else if let next = pending.pointee.others.popLast() {
                 _ = consume next
             } else {
                 break
             }
         }
         current.set(nil)
-        withExtendedLifetime(pending) {}
     }
 }
