@@ -15,7 +15,7 @@
 /// - Inside the body, ``OperationQueue/current`` is the queue that started it, also after
 ///   a suspension point.
 ///
-/// - Note: `@unchecked Sendable`: the task is in `storage`, under its lock.
+/// - Note: `@unchecked Sendable`: the task (or slot) is in `storage`, under its lock.
 open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked Sendable {
 
     public override init() {
@@ -60,44 +60,67 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         let onMain = queue === OperationQueue._main
         let priority = TaskPriority(_startQuality(queue: queue))
         let scopes = queue?._currentTaskScopes ?? []
-        let body: @Sendable @isolated(any) () async -> Void = { [self] in
-            let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
-            await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask)) {
-                if scopes.isEmpty {
-                    await _runAndDeliver()
+        // Started by its queue, the body runs in a slot task (`BodySlot`): the one whose body
+        // just ended on this thread, or a new one. A slot is detached: it takes nothing from
+        // the thread that starts it (a queue worker, or a slot whose body just ended), neither
+        // task-local values nor an executor preference; the body binds its own. Started by
+        // hand, the body's task inherits the caller's task-local values.
+        let byQueue = WorkerContext.current != nil || OperationQueue._taskContext?.isQueueStart == true
+        // On the main queue, nonisolated code of the body runs on the main actor's queue too.
+        // (Read before the storage lock: it takes the operation's.)
+        let executor: (any TaskExecutor)? = onMain ? MainQueueTaskExecutor.shared : _preferredExecutor
+        if byQueue && executor == nil {
+            let job = BodySlot.Job(operation: self, queue: queue, scopes: scopes)
+            // Stored under the lock that `_releaseWork` takes at the finish (the finish always
+            // drops it) and that `cancel()` reads it under. A cancel that came before it was
+            // stored did not see it: it is passed on here.
+            let (slot, cancelled) = storage.withLock { storage -> (BodySlot, Bool) in
+                let slot: BodySlot
+                if !isCancelled, let handing = BodySlot.handingOver, handing.take(job, priority: priority) {
+                    slot = handing
                 } else {
-                    await _runInside(scopes[...], of: self) { await self._runAndDeliver() }
+                    slot = BodySlot(first: job, priority: priority)
                 }
+                storage.slot = slot
+                return (slot, isCancelled)
             }
+            if cancelled { slot.cancel(self) }
+            return
+        }
+        let body: @Sendable @isolated(any) () async -> Void = { [self] in
+            await _runBody(queue: queue, scopes: scopes)
             _finish(wasExecuting: true)
         }
         // Created under the lock that `_releaseWork` takes at the finish: the handle is
         // stored before the body can finish, so the finish always drops it. (Creating a
         // task runs no user code.) A cancel that came before the task was stored did not
         // see it: it is cancelled here.
-        //
-        // Started by its queue, the body's task is detached: it takes nothing from the
-        // thread that starts it (a queue worker, or the task of another operation's body
-        // that just ended), neither task-local values nor an executor preference; its own
-        // are bound inside it. Started by hand, it inherits the caller's task-local values.
-        let byQueue = WorkerContext.current != nil || OperationQueue._taskContext?.isQueueStart == true
-        // On the main queue, nonisolated code of the body runs on the main actor's queue too.
-        // (Read before the storage lock: it takes the operation's.)
-        let executor: (any TaskExecutor)? = onMain ? MainQueueTaskExecutor.shared : _preferredExecutor
         let (started, cancelled) = storage.withLock { storage -> (Task<Void, Never>, Bool) in
             // Without a preference, the plain spellings: passing a nil preference costs a
             // step on every start.
             let started: Task<Void, Never>
             switch (byQueue, executor) {
-            case (true, nil): started = Task.detached(priority: priority, operation: body)
             case (true, let executor?): started = Task.detached(executorPreference: executor, priority: priority, operation: body)
             case (false, nil): started = Task(priority: priority, operation: body)
             case (false, let executor?): started = Task(executorPreference: executor, priority: priority, operation: body)
+            case (true, nil): preconditionFailure("Operations: a queue's start without an executor runs in a slot")
             }
             storage.task = started
             return (started, isCancelled)
         }
         if cancelled { started.cancel() }
+    }
+
+    /// Runs the body with the task-local context that says whose body it is.
+    func _runBody(queue: OperationQueue?, scopes: [TaskScope]) async {
+        let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
+        await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask)) {
+            if scopes.isEmpty {
+                await _runAndDeliver()
+            } else {
+                await _runInside(scopes[...], of: self) { await self._runAndDeliver() }
+            }
+        }
     }
 
     /// Runs the body and keeps its value, or reports its error.
@@ -123,14 +146,20 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// Sets ``Operation/isCancelled`` and cancels the running task.
     open override func cancel() {
         super.cancel()
-        storage.withLock { $0.task }?.cancel()
+        let (task, slot) = storage.withLock { ($0.task, $0.slot) }
+        task?.cancel()
+        slot?.cancel(self)
     }
 
     override func _escalateWork(to quality: QualityOfService) {
         guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else { return }
-        storage.withLock { $0.task }?.escalatePriority(to: TaskPriority(quality))
+        let (task, slot) = storage.withLock { ($0.task, $0.slot) }
+        task?.escalatePriority(to: TaskPriority(quality))
+        slot?.escalate(self, to: TaskPriority(quality))
     }
 }
+
+extension TaskOperation: SlotBody {}
 
 /// An operation whose work is an `async` closure, returning a value of type `Success`.
 ///

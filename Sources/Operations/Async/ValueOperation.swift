@@ -92,9 +92,10 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
             defer {
                 storage.work = .none
                 storage.task = nil
+                storage.slot = nil
                 storage.inputs = []
             }
-            return (storage.work, storage.task, storage.inputs)
+            return (storage.work, storage.task, storage.slot, storage.inputs)
         }
         _ = released
     }

@@ -1,0 +1,116 @@
+// Long-lived tasks that run the `async` bodies of queued operations in turn.
+
+/// An operation whose `async` body a ``BodySlot`` can run.
+protocol SlotBody: AnyObject, Sendable {
+    /// Runs the body with its task-local context bound; does not finish the operation.
+    func _runBody(queue: OperationQueue?, scopes: [TaskScope]) async
+    func _finish(wasExecuting: Bool)
+}
+
+/// A task that runs the `async` bodies of operations started by queues, one after another.
+///
+/// When a body ends, its operation's finish frees the queue slot, and the queue starts its
+/// next ready `async` operation on the same thread (`_startInline`). That start is handed to
+/// the slot running on this thread, which runs the new body next, instead of the start
+/// creating a task per operation.
+///
+/// A cancel or an escalation must reach only the body it was meant for: it marks the slot
+/// spent, and a spent slot takes no more bodies (its task ends after the current one). So
+/// the slot's task is cancelled or escalated only while it runs that operation's body, and
+/// its later bodies run in fresh slots.
+///
+/// Only bodies of the slot's own priority are handed over, and only to a slot without an
+/// executor preference (the main queue's and preferring operations take tasks of their own).
+final class BodySlot: Sendable {
+    struct Job: Sendable {
+        let operation: any SlotBody
+        let queue: OperationQueue?
+        let scopes: [TaskScope]
+    }
+
+    private struct State {
+        var task: Task<Void, Never>?
+        /// The operation whose body runs now or is handed over next.
+        var current: ObjectIdentifier?
+        var next: Job?
+        /// Cancelled or escalated: takes no more bodies.
+        var spent = false
+    }
+
+    /// The priority the slot's task was created with; handed-over bodies must have it.
+    let priority: TaskPriority
+    private let state = Locked(State())
+
+    /// Starts a slot whose task runs `job` first. Takes no task-local values and no
+    /// executor preference from the caller (the body binds its own).
+    init(first job: Job, priority: TaskPriority) {
+        self.priority = priority
+        // The handle is stored before the task can look at the state (it takes the lock).
+        // Creating a task runs no user code.
+        state.withLock { state in
+            state.current = ObjectIdentifier(job.operation)
+            state.next = job
+            state.task = Task.detached(priority: priority) { [self] in await self.run() }
+        }
+    }
+
+    private func run() async {
+        while let job = state.withLock({ state -> Job? in
+            defer { state.next = nil }
+            return state.next
+        }) {
+            await job.operation._runBody(queue: job.queue, scopes: job.scopes)
+            // While the operation finishes, the queue's next start on this thread comes here.
+            let outer = Self._handingOver.value
+            Self._handingOver.set(Unmanaged.passUnretained(self).toOpaque())
+            job.operation._finish(wasExecuting: true)
+            Self._handingOver.set(outer)
+        }
+        // Dropped after the lock: the last reference to the task handle.
+        let task = state.withLock { state in
+            defer { state.task = nil }
+            return state.task
+        }
+        _ = task
+    }
+
+    /// The slot whose body's operation is finishing on this thread, if any.
+    static var handingOver: BodySlot? {
+        _handingOver.value.map { Unmanaged<BodySlot>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    private static let _handingOver = ThreadLocalPointer()
+
+    /// Takes `job` as the next body: false when the slot is spent, has a next body already,
+    /// or runs at another priority than `priority` (the body's start priority).
+    func take(_ job: Job, priority: TaskPriority) -> Bool {
+        // Read on the slot's own task: escalated by the runtime, it takes no more bodies.
+        guard priority == self.priority, Task.currentPriority == self.priority else { return false }
+        return state.withLock { state in
+            guard !state.spent, state.next == nil else { return false }
+            state.current = ObjectIdentifier(job.operation)
+            state.next = job
+            return true
+        }
+    }
+
+    /// Cancels the task when it runs (or is about to run) `operation`'s body; it then takes
+    /// no more bodies. Called with no lock held (cancellation handlers are user code).
+    func cancel(_ operation: Operation) {
+        _spend(for: operation)?.cancel()
+    }
+
+    /// Escalates the task when it runs `operation`'s body; it then takes no more bodies.
+    func escalate(_ operation: Operation, to priority: TaskPriority) {
+        guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) else { return }
+        _spend(for: operation)?.escalatePriority(to: priority)
+    }
+
+    private func _spend(for operation: Operation) -> Task<Void, Never>? {
+        state.withLock { state in
+            guard state.current == ObjectIdentifier(operation) else { return nil }
+            state.spent = true
+            return state.task
+        }
+    }
+}
