@@ -3,7 +3,7 @@
 /// An operation whose `async` body a ``BodySlot`` can run.
 protocol SlotBody: AnyObject, Sendable {
     /// Runs the body with its task-local context bound; does not finish the operation.
-    func _runBody(queue: OperationQueue?, scopes: [TaskScope]) async
+    func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async
     func _finish(wasExecuting: Bool)
 }
 
@@ -55,11 +55,12 @@ final class BodySlot: Sendable {
     }
 
     private func run() async {
+        let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
         while let job = state.withLock({ state -> Job? in
             defer { state.next = nil }
             return state.next
         }) {
-            await job.operation._runBody(queue: job.queue, scopes: job.scopes)
+            await job.operation._runBody(queue: job.queue, scopes: job.scopes, bodyTask: bodyTask)
             // While the operation finishes, the queue's next start on this thread comes here.
             let outer = Self._handingOver.value
             Self._handingOver.set(Unmanaged.passUnretained(self).toOpaque())

@@ -56,16 +56,16 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     }
 
     override func _runWork() {
-        let queue = _update { $0.queue }
+        let (queue, ownQuality) = _update { ($0.queue, $0.threadQuality) }
         let onMain = queue === OperationQueue._main
-        let priority = TaskPriority(_startQuality(queue: queue))
+        let priority = TaskPriority(_startQuality(own: ownQuality, queue: queue))
         let scopes = queue?._currentTaskScopes ?? []
         // Started by its queue, the body runs in a slot task (`BodySlot`): the one whose body
         // just ended on this thread, or a new one. A slot is detached: it takes nothing from
         // the thread that starts it (a queue worker, or a slot whose body just ended), neither
         // task-local values nor an executor preference; the body binds its own. Started by
         // hand, the body's task inherits the caller's task-local values.
-        let byQueue = WorkerContext.current != nil || OperationQueue._taskContext?.isQueueStart == true
+        let byQueue = WorkerContext.current != nil || OperationQueue._startingInline != nil
         // On the main queue, nonisolated code of the body runs on the main actor's queue too.
         // (Read before the storage lock: it takes the operation's.)
         let executor: (any TaskExecutor)? = onMain ? MainQueueTaskExecutor.shared : _preferredExecutor
@@ -88,7 +88,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             return
         }
         let body: @Sendable @isolated(any) () async -> Void = { [self] in
-            await _runBody(queue: queue, scopes: scopes)
+            await _runBody(queue: queue, scopes: scopes, bodyTask: withUnsafeCurrentTask { $0?.hashValue })
             _finish(wasExecuting: true)
         }
         // Created under the lock that `_releaseWork` takes at the finish: the handle is
@@ -112,8 +112,8 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     }
 
     /// Runs the body with the task-local context that says whose body it is.
-    func _runBody(queue: OperationQueue?, scopes: [TaskScope]) async {
-        let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
+    /// `bodyTask`: the current task's identity (a slot runs many bodies in one task).
+    func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async {
         await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask)) {
             if scopes.isEmpty {
                 await _runAndDeliver()
@@ -135,8 +135,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// The quality of service the body starts at: its own (or the escalated one), never
     /// below its queue's; its queue's when it has none (as for a synchronous operation's
     /// thread).
-    private func _startQuality(queue: OperationQueue?) -> QualityOfService {
-        let own = _update { $0.threadQuality }
+    private func _startQuality(own: QualityOfService?, queue: OperationQueue?) -> QualityOfService {
         guard let queue else { return own ?? .default }
         let floor = queue._threadQuality
         guard let own else { return floor }
@@ -206,8 +205,6 @@ struct TaskBodyContext: Sendable {
     /// The body's own task (`UnsafeCurrentTask`'s hash: its identity while it runs): tasks
     /// the body spawns inherit the context, but their waits are not the body's.
     var bodyTask: Int?
-    /// Bound by a queue starting an operation on the thread where another's body ended.
-    var isQueueStart = false
 }
 
 extension OperationQueue {

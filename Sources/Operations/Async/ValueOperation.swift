@@ -23,12 +23,16 @@
 ///   `storage`'s lock.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
     let storage = Locked(ValueStorage())
+    /// Made by `then` or `combine`: its start checks its inputs (without, it takes no lock).
+    private let _takesInputs: Bool
 
     public override init() {
+        _takesInputs = false
         super.init()
     }
 
     init(inputs: [Operation]) {
+        _takesInputs = !inputs.isEmpty
         super.init()
         storage.withLock { $0.inputs = inputs }
         for input in inputs { addDependency(input) }
@@ -62,7 +66,7 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
 
     /// Cancels the operation first when one of its inputs did not succeed.
     open override func start() {
-        if !isCancelled, let failure = _inputFailure() {
+        if _takesInputs, !isCancelled, let failure = _inputFailure() {
             if let reason = failure { cancel(with: reason) } else { cancel() }
         }
         super.start()
