@@ -1,12 +1,5 @@
 // Long-lived tasks that run the `async` bodies of queued operations in turn.
 
-/// An operation whose `async` body a ``BodySlot`` can run.
-protocol SlotBody: AnyObject, Sendable {
-    /// Runs the body with its task-local context bound; does not finish the operation.
-    func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async
-    func _finish(wasExecuting: Bool)
-}
-
 /// A task that runs the `async` bodies of operations started by queues, one after another.
 ///
 /// When a body ends, its operation's finish frees the queue slot, and the queue starts its
@@ -23,7 +16,7 @@ protocol SlotBody: AnyObject, Sendable {
 /// executor preference (the main queue's and preferring operations take tasks of their own).
 final class BodySlot: Sendable {
     struct Job: Sendable {
-        let operation: any SlotBody
+        let operation: Operation
         let queue: OperationQueue?
         let scopes: [TaskScope]
     }

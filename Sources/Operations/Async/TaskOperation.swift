@@ -28,6 +28,11 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         _finishesLater = true
     }
 
+    override init(work: ValueStorage.Work, inputs: [Operation]) {
+        super.init(work: work, inputs: inputs)
+        _finishesLater = true
+    }
+
     /// The work. The base implementation traps: a subclass must override it.
     open func run() async throws -> Success {
         Misuse.fail("\(_misuseName) must override run() (a TaskOperation subclass does its work there)")
@@ -113,12 +118,16 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
 
     /// Runs the body with the task-local context that says whose body it is.
     /// `bodyTask`: the current task's identity (a slot runs many bodies in one task).
-    func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async {
+    override func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async {
         await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask)) {
-            if scopes.isEmpty {
-                await _runAndDeliver()
-            } else {
-                await _runInside(scopes[...], of: self) { await self._runAndDeliver() }
+            guard scopes.isEmpty else {
+                return await _runInside(scopes[...], of: self) { await self._runAndDeliver() }
+            }
+            // Not through `_runAndDeliver()`: every `async` call costs a frame on the task.
+            do {
+                _deliver(try await run())
+            } catch {
+                _recordFailure(error)
             }
         }
     }
@@ -158,8 +167,6 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     }
 }
 
-extension TaskOperation: SlotBody {}
-
 /// An operation whose work is an `async` closure, returning a value of type `Success`.
 ///
 /// ```swift
@@ -175,13 +182,11 @@ extension TaskOperation: SlotBody {}
 open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unchecked Sendable {
     /// Creates an operation whose value is what `body` returns.
     public init(_ body: @escaping @Sendable @isolated(any) () async throws -> Success) {
-        super.init()
-        storage.withLock { $0.work = .asynchronous { try await body() } }
+        super.init(work: .asynchronous { try await body() }, inputs: [])
     }
 
     init(inputs: [Operation], body: @escaping @Sendable @isolated(any) () async throws -> Success) {
-        super.init(inputs: inputs)
-        storage.withLock { $0.work = .asynchronous { try await body() } }
+        super.init(work: .asynchronous { try await body() }, inputs: inputs)
     }
 
     open override func run() async throws -> Success {

@@ -22,19 +22,28 @@
 /// - Note: `@unchecked Sendable`: the work, inputs, task and value are guarded by
 ///   `storage`'s lock.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
-    let storage = Locked(ValueStorage())
+    let storage: Locked<ValueStorage>
     /// Made by `then` or `combine`: its start checks its inputs (without, it takes no lock).
     private let _takesInputs: Bool
 
     public override init() {
+        storage = Locked(ValueStorage())
         _takesInputs = false
         super.init()
     }
 
     init(inputs: [Operation]) {
+        storage = Locked(ValueStorage(inputs: inputs))
         _takesInputs = !inputs.isEmpty
         super.init()
-        storage.withLock { $0.inputs = inputs }
+        for input in inputs { addDependency(input) }
+    }
+
+    /// With its work and inputs in place from the start (no lock to take).
+    init(work: ValueStorage.Work, inputs: [Operation]) {
+        storage = Locked(ValueStorage(work: work, inputs: inputs))
+        _takesInputs = !inputs.isEmpty
+        super.init()
         for input in inputs { addDependency(input) }
     }
 
@@ -199,13 +208,11 @@ public struct MissingValueError: Error, CustomStringConvertible {
 open class ValueBlockOperation<Success: Sendable>: ValueOperation<Success>, @unchecked Sendable {
     /// Creates an operation whose value is what `body` returns.
     public init(_ body: @escaping @Sendable () throws -> Success) {
-        super.init()
-        storage.withLock { $0.work = .synchronous(body) }
+        super.init(work: .synchronous(body), inputs: [])
     }
 
     init(inputs: [Operation], body: @escaping @Sendable () throws -> Success) {
-        super.init(inputs: inputs)
-        storage.withLock { $0.work = .synchronous(body) }
+        super.init(work: .synchronous(body), inputs: inputs)
     }
 
     open override func execute() throws -> Success {
