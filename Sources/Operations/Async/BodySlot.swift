@@ -26,18 +26,23 @@ final class BodySlot: Sendable {
         /// The operation whose body runs now or is handed over next.
         var current: ObjectIdentifier?
         var next: Job?
+        /// The operation whose body runs now (until the next one starts).
+        var running: Operation?
         /// Cancelled or escalated: takes no more bodies.
         var spent = false
     }
 
     /// The priority the slot's task was created with; handed-over bodies must have it.
     let priority: TaskPriority
+    /// The queue whose bodies it runs (the context it binds names it).
+    let queue: OperationQueue?
     private let state = Locked(State())
 
     /// Starts a slot whose task runs `job` first. Takes no task-local values and no
     /// executor preference from the caller (the body binds its own).
     init(first job: Job, priority: TaskPriority) {
         self.priority = priority
+        self.queue = job.queue
         // The handle is stored before the task can look at the state (it takes the lock).
         // Creating a task runs no user code.
         state.withLock { state in
@@ -49,16 +54,8 @@ final class BodySlot: Sendable {
 
     private func run() async {
         let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
-        while let job = state.withLock({ state -> Job? in
-            defer { state.next = nil }
-            return state.next
-        }) {
-            await job.operation._runBody(queue: job.queue, scopes: job.scopes, bodyTask: bodyTask)
-            // While the operation finishes, the queue's next start on this thread comes here.
-            let outer = Self._handingOver.value
-            Self._handingOver.set(Unmanaged.passUnretained(self).toOpaque())
-            job.operation._finish(wasExecuting: true)
-            Self._handingOver.set(outer)
+        await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: nil, bodyTask: bodyTask, slot: self)) {
+            await runBodies()
         }
         // Dropped after the lock: the last reference to the task handle.
         let task = state.withLock { state in
@@ -68,6 +65,26 @@ final class BodySlot: Sendable {
         _ = task
     }
 
+    private func runBodies() async {
+        while let job = state.withLock({ state -> Job? in
+            defer { state.next = nil }
+            if let next = state.next { state.running = next.operation }
+            return state.next
+        }) {
+            await job.operation._runBody(context: nil, scopes: job.scopes)
+            // Its waits are over; the operation is let go when it has finished.
+            state.withLock { $0.running = nil }
+            // While the operation finishes, the queue's next start on this thread comes here.
+            let outer = Self._handingOver.value
+            Self._handingOver.set(Unmanaged.passUnretained(self).toOpaque())
+            job.operation._finish(wasExecuting: true)
+            Self._handingOver.set(outer)
+        }
+    }
+
+    /// The operation whose body runs now, for the context the slot binds.
+    var runningOperation: Operation? { state.withLock { $0.running } }
+
     /// The slot whose body's operation is finishing on this thread, if any.
     static var handingOver: BodySlot? {
         _handingOver.value.map { Unmanaged<BodySlot>.fromOpaque($0).takeUnretainedValue() }
@@ -76,10 +93,10 @@ final class BodySlot: Sendable {
     private static let _handingOver = ThreadLocalPointer()
 
     /// Takes `job` as the next body: false when the slot is spent, has a next body already,
-    /// or runs at another priority than `priority` (the body's start priority).
+    /// runs another queue's bodies, or at another priority than `priority` (the body's).
     func take(_ job: Job, priority: TaskPriority) -> Bool {
         // Read on the slot's own task: escalated by the runtime, it takes no more bodies.
-        guard priority == self.priority, Task.currentPriority == self.priority else { return false }
+        guard priority == self.priority, job.queue === queue, Task.currentPriority == self.priority else { return false }
         return state.withLock { state in
             guard !state.spent, state.next == nil else { return false }
             state.current = ObjectIdentifier(job.operation)

@@ -93,7 +93,8 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             return
         }
         let body: @Sendable @isolated(any) () async -> Void = { [self] in
-            await _runBody(queue: queue, scopes: scopes, bodyTask: withUnsafeCurrentTask { $0?.hashValue })
+            let bodyTask = withUnsafeCurrentTask { $0?.hashValue }
+            await _runBody(context: TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask), scopes: scopes)
             _finish(wasExecuting: true)
         }
         // Created under the lock that `_releaseWork` takes at the finish: the handle is
@@ -116,10 +117,10 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
         if cancelled { started.cancel() }
     }
 
-    /// Runs the body with the task-local context that says whose body it is.
-    /// `bodyTask`: the current task's identity (a slot runs many bodies in one task).
-    override func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async {
-        await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: self, bodyTask: bodyTask)) {
+    /// Runs the body, binding `context` (the task-local that says whose body it is) unless
+    /// it is nil: a slot has bound it for all its bodies.
+    override func _runBody(context: TaskBodyContext?, scopes: [TaskScope]) async {
+        guard let context else {
             guard scopes.isEmpty else {
                 return await _runInside(scopes[...], of: self) { await self._runAndDeliver() }
             }
@@ -129,6 +130,10 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             } catch {
                 _recordFailure(error)
             }
+            return
+        }
+        await OperationQueue.$_taskContext.withValue(context) {
+            await _runBody(context: nil, scopes: scopes)
         }
     }
 
@@ -204,20 +209,39 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
 
 /// What the task running an operation's `async` body knows: its queue, and the operation
 /// (for stall reports: a wait inside the body holds the operation's slot).
+///
+/// A slot binds one context for all its bodies (binding a task-local per body costs more
+/// than the rest of a body's start): its operation is then the slot's running one.
 struct TaskBodyContext: Sendable {
     let queue: OperationQueue?
-    let operation: Operation?
+    private let ownOperation: Operation?
     /// The body's own task (`UnsafeCurrentTask`'s hash: its identity while it runs): tasks
     /// the body spawns inherit the context, but their waits are not the body's.
     var bodyTask: Int?
+    /// The slot whose task runs the bodies, when a queue started them.
+    let slot: BodySlot?
+
+    init(queue: OperationQueue?, operation: Operation?, bodyTask: Int?, slot: BodySlot? = nil) {
+        self.queue = queue
+        self.ownOperation = operation
+        self.bodyTask = bodyTask
+        self.slot = slot
+    }
+
+    var operation: Operation? { ownOperation ?? slot?.runningOperation }
 }
 
 extension OperationQueue {
     /// The operation (and queue) whose `async` body the current task runs.
     @TaskLocal static var _taskContext: TaskBodyContext?
 
-    /// The queue whose operation's `async` body the current task runs.
-    static var _taskQueue: OperationQueue? { _taskContext?.queue }
+    /// The queue whose operation's `async` body the current task runs (none while a slot
+    /// finishes an operation between two bodies, as for a task of its own).
+    static var _taskQueue: OperationQueue? {
+        guard let context = _taskContext else { return nil }
+        if let slot = context.slot, BodySlot.handingOver === slot { return nil }
+        return context.queue
+    }
 }
 
 /// Runs jobs on the main dispatch queue: the executor preference of the bodies of

@@ -236,7 +236,7 @@ open class Operation: NSObject, @unchecked Sendable {
     func _escalateWork(to quality: QualityOfService) {}
 
     /// Runs the `async` body (`TaskOperation`) in a `BodySlot`'s task; the base has none.
-    func _runBody(queue: OperationQueue?, scopes: [TaskScope], bodyTask: Int?) async {}
+    func _runBody(context: TaskBodyContext?, scopes: [TaskScope]) async {}
 
     /// Sets ``isCancelled``. Running code stops only if it checks; a pending operation
     /// becomes ready at once and finishes without running ``main()``. Does nothing once
