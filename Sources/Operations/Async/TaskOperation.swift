@@ -126,7 +126,11 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             }
             // Not through `_runAndDeliver()`: every `async` call costs a frame on the task.
             do {
-                _deliver(try await run())
+                if let body = _ownBody() {
+                    _deliver(try await body())
+                } else {
+                    _deliver(try await run())
+                }
             } catch {
                 _recordFailure(error)
             }
@@ -136,6 +140,10 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
             await _runBody(context: nil, scopes: scopes)
         }
     }
+
+    /// The closure to call instead of ``run()`` when that is not overridden (no frame for
+    /// `run()`, and its boxed value is kept as it is); nil to call `run()`.
+    func _ownBody() -> (@Sendable () async throws -> any Sendable)? { nil }
 
     /// Runs the body and keeps its value, or reports its error.
     private func _runAndDeliver() async {
@@ -195,6 +203,17 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
     }
 
     open override func run() async throws -> Success {
+        // The closure returns a `Success`, boxed.
+        return try await _takeBody()() as! Success
+    }
+
+    override func _ownBody() -> (@Sendable () async throws -> any Sendable)? {
+        // A subclass may override `run()`.
+        guard type(of: self) == AsyncBlockOperation<Success>.self else { return nil }
+        return _takeBody()
+    }
+
+    private func _takeBody() -> @Sendable () async throws -> any Sendable {
         let work = storage.withLock { storage in
             defer { storage.work = .none }
             return storage.work
@@ -202,8 +221,7 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
         guard case .asynchronous(let body) = work else {
             preconditionFailure("Operations: the body of \(_misuseName) ran twice")
         }
-        // The closure returns a `Success`, boxed.
-        return try await body() as! Success
+        return body
     }
 }
 
