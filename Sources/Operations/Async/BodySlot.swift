@@ -26,7 +26,8 @@ final class BodySlot: Sendable {
         /// The operation whose body runs now or is handed over next.
         var current: ObjectIdentifier?
         var next: Job?
-        /// The operation whose body runs now (until the next one starts).
+        /// The operation whose body runs now (until the next one starts: no lock of its own
+        /// when a body ends; held no longer than the loop holds the job).
         var running: Operation?
         /// Cancelled or escalated: takes no more bodies.
         var spent = false
@@ -57,12 +58,15 @@ final class BodySlot: Sendable {
         await OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: queue, operation: nil, bodyTask: bodyTask, slot: self)) {
             await runBodies()
         }
-        // Dropped after the lock: the last reference to the task handle.
-        let task = state.withLock { state in
-            defer { state.task = nil }
-            return state.task
+        // Dropped after the lock: the last references to the task handle and the operation.
+        let (task, running) = state.withLock { state in
+            defer {
+                state.task = nil
+                state.running = nil
+            }
+            return (state.task, state.running)
         }
-        _ = task
+        _ = (task, running)
     }
 
     private func runBodies() async {
@@ -72,8 +76,6 @@ final class BodySlot: Sendable {
             return state.next
         }) {
             await job.operation._runBody(context: nil, scopes: job.scopes)
-            // Its waits are over; the operation is let go when it has finished.
-            state.withLock { $0.running = nil }
             // While the operation finishes, the queue's next start on this thread comes here.
             let outer = Self._handingOver.value
             Self._handingOver.set(Unmanaged.passUnretained(self).toOpaque())
