@@ -9,6 +9,9 @@
 /// - ``Operation/cancel()`` cancels the task (the body sees `Task.isCancelled`, and
 ///   `try Task.checkCancellation()` throws); a `CancellationError` after a cancel counts
 ///   as cancelled.
+/// - A queue runs the bodies it starts one after another in a few long-lived tasks (up to
+///   its limit) rather than a task each; a cancel or an escalation still reaches only the
+///   body it is meant for.
 /// - A body that throws fails the operation with the error (``Operation/Outcome/failed(_:)``).
 /// - The task's priority follows the operation's quality of service (and escalations).
 /// - On ``OperationQueue/main`` the body runs on the main actor.

@@ -18,9 +18,9 @@ open class Operation: NSObject, @unchecked Sendable {
     /// `isCancelled` on every iteration.
     private let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
     /// Set in the `init` of an operation whose `main()` starts work that finishes it later
-    /// (an async body's task, a group's children): the base `start()` is not done with it
-    /// when `main()` returns. (Here, it fills the padding after `visible`.)
-    package final var _finishesLater = false
+    /// (an async body's task, a group's children): `start()` is not done with it when `main()`
+    /// returns. Fills the padding after `visible`; written only in `init` (so unchecked).
+    @exclusivity(unchecked) package final var _finishesLater = false
 
     // Queue links, guarded by the owning queue's lock.
     /// The order in which the queue added it (`_addSequence`, in `ReadyList.swift`):
