@@ -22,15 +22,28 @@
 /// - Note: `@unchecked Sendable`: the work, inputs, task and value are guarded by
 ///   `storage`'s lock.
 open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
-    let storage = Locked(ValueStorage())
+    let storage: Locked<ValueStorage>
+    /// Made by `then` or `combine`: its start checks its inputs (without, it takes no lock).
+    private let _takesInputs: Bool
 
     public override init() {
+        storage = Locked(ValueStorage())
+        _takesInputs = false
         super.init()
     }
 
     init(inputs: [Operation]) {
+        storage = Locked(ValueStorage(inputs: inputs))
+        _takesInputs = !inputs.isEmpty
         super.init()
-        storage.withLock { $0.inputs = inputs }
+        for input in inputs { addDependency(input) }
+    }
+
+    /// With its work and inputs in place from the start (no lock to take).
+    init(work: ValueStorage.Work, inputs: [Operation]) {
+        storage = Locked(ValueStorage(work: work, inputs: inputs))
+        _takesInputs = !inputs.isEmpty
+        super.init()
         for input in inputs { addDependency(input) }
     }
 
@@ -62,7 +75,7 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
 
     /// Cancels the operation first when one of its inputs did not succeed.
     open override func start() {
-        if !isCancelled, let failure = _inputFailure() {
+        if _takesInputs, !isCancelled, let failure = _inputFailure() {
             if let reason = failure { cancel(with: reason) } else { cancel() }
         }
         super.start()
@@ -92,9 +105,10 @@ open class ValueOperation<Success: Sendable>: Operation, @unchecked Sendable {
             defer {
                 storage.work = .none
                 storage.task = nil
+                storage.slot = nil
                 storage.inputs = []
             }
-            return (storage.work, storage.task, storage.inputs)
+            return (storage.work, storage.task, storage.slot, storage.inputs)
         }
         _ = released
     }
@@ -194,13 +208,11 @@ public struct MissingValueError: Error, CustomStringConvertible {
 open class ValueBlockOperation<Success: Sendable>: ValueOperation<Success>, @unchecked Sendable {
     /// Creates an operation whose value is what `body` returns.
     public init(_ body: @escaping @Sendable () throws -> Success) {
-        super.init()
-        storage.withLock { $0.work = .synchronous(body) }
+        super.init(work: .synchronous(body), inputs: [])
     }
 
     init(inputs: [Operation], body: @escaping @Sendable () throws -> Success) {
-        super.init(inputs: inputs)
-        storage.withLock { $0.work = .synchronous(body) }
+        super.init(work: .synchronous(body), inputs: inputs)
     }
 
     open override func execute() throws -> Success {

@@ -19,6 +19,8 @@ struct ValueStorage {
     var inputs: [Operation] = []
     /// The task running an `async` body, until the operation finishes.
     var task: Task<Void, Never>?
+    /// The slot running the `async` body, when its queue started it (instead of `task`).
+    var slot: BodySlot?
     /// The value the work returned (its failure goes to the engine as the outcome).
     var value: (any Sendable)?
 

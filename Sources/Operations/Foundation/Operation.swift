@@ -18,9 +18,9 @@ open class Operation: NSObject, @unchecked Sendable {
     /// `isCancelled` on every iteration.
     private let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
     /// Set in the `init` of an operation whose `main()` starts work that finishes it later
-    /// (an async body's task, a group's children): the base `start()` is not done with it
-    /// when `main()` returns. (Here, it fills the padding after `visible`.)
-    package final var _finishesLater = false
+    /// (an async body's task, a group's children): `start()` is not done with it when `main()`
+    /// returns. Fills the padding after `visible`; written only in `init` (so unchecked).
+    @exclusivity(unchecked) package final var _finishesLater = false
 
     // Queue links, guarded by the owning queue's lock.
     /// The order in which the queue added it (`_addSequence`, in `ReadyList.swift`):
@@ -229,13 +229,14 @@ open class Operation: NSObject, @unchecked Sendable {
     /// once when it finished, whether its work ran or it was cancelled.
     func _releaseWork() {}
 
-    /// Whether `start()` only hands the work elsewhere and returns at once (an async
-    /// body's task): such an operation may be started on any thread, without a worker.
+    /// Whether `start()` only hands the work to a task and returns: it may start on any thread.
     var _startsWithoutBlocking: Bool { false }
 
-    /// Raises the work an operation runs outside the queue's workers (an asynchronous
-    /// body's task) after an escalation (`_escalate(to:)`). Called without a lock held.
+    /// Raises the work run outside the queue's workers (an `async` body) after `_escalate(to:)`.
     func _escalateWork(to quality: QualityOfService) {}
+
+    /// Runs the `async` body (`TaskOperation`) in a `BodySlot`'s task; the base has none.
+    func _runBody(context: TaskBodyContext?, scopes: [TaskScope]) async {}
 
     /// Sets ``isCancelled``. Running code stops only if it checks; a pending operation
     /// becomes ready at once and finishes without running ``main()``. Does nothing once

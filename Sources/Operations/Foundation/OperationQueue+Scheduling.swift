@@ -88,7 +88,9 @@ extension OperationQueue {
             var next: (OperationQueue, Operation)? = (self, operation)
             var index = 0
             while let (queue, operation) = next {
+                starts.pointee.starting = queue
                 queue._startClaimed(operation)
+                starts.pointee.starting = nil
                 if index < starts.pointee.pending.count {
                     next = starts.pointee.pending[index]
                     index += 1
@@ -114,7 +116,15 @@ extension OperationQueue {
             }
             _deliverEvents()
         }
-        OperationQueue.$_taskContext.withValue(TaskBodyContext(queue: self, operation: nil, isQueueStart: true)) { operation.start() }
+        operation.start()
+    }
+
+    /// The queue starting an operation on this thread outside its workers (`_startInline`):
+    /// the current queue meanwhile, and a start by a queue for `TaskOperation`. A thread-local
+    /// value, not a task-local one: binding a task-local costs more than the rest of a start.
+    static var _startingInline: OperationQueue? {
+        guard let starts = _inlineStarts.value else { return nil }
+        return starts.assumingMemoryBound(to: InlineStarts.self).pointee.starting
     }
 
     /// The inline starts waiting for the outermost one on this thread (`_startInline`).
@@ -246,4 +256,7 @@ extension OperationQueue {
 /// the stack of the outermost start; only that thread reaches it).
 struct InlineStarts {
     var pending: [(OperationQueue, Operation)] = []
+    /// The queue whose operation is being started (unretained: `pending` or the caller
+    /// holds it meanwhile).
+    unowned(unsafe) var starting: OperationQueue?
 }

@@ -281,6 +281,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// The queue running the current operation; ``main`` on the main thread; nil elsewhere.
     open class var current: OperationQueue? {
         if let context = WorkerContext.current { return context.queue }
+        if let queue = OperationQueue._startingInline { return queue }
         // Inside the body of an asynchronous operation (`TaskOperation`), also after a
         // suspension point.
         if let queue = OperationQueue._taskQueue { return queue }

@@ -1,0 +1,113 @@
+@testable import Operations
+import OperationsTestSupport
+import Testing
+
+/// A queue runs the `async` bodies it starts one after another in the same task where it
+/// can; a cancellation or an escalation must still reach only its own operation's body.
+@Suite("Async bodies run in turn: cancellation and priority stay per operation", .timeLimit(.minutes(1)))
+struct BodyTaskReuseTests {
+    @Test("a body that cancels its own operation leaves the next body of a serial queue uncancelled")
+    func selfCancelDoesNotReachNext() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let seen = Shared<[Bool]>([])
+        let itself = Shared<Operation?>(nil)
+        let first = AsyncBlockOperation<Void> {}
+        let cancelling = AsyncBlockOperation<Void> {
+            itself()?.cancel()
+            seen.update { $0.append(Task.isCancelled) }
+        }
+        itself.update { $0 = cancelling }
+        let next = AsyncBlockOperation<Void> { seen.update { $0.append(Task.isCancelled) } }
+        let last = AsyncBlockOperation<Void> { seen.update { $0.append(Task.isCancelled) } }
+        queue.addOperations([first, cancelling, next, last], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(seen() == [true, false, false])
+        #expect(cancelling.isCancelled)
+        #expect(!next.isCancelled && !last.isCancelled)
+    }
+
+    @Test("cancelling the operation whose body comes next, from a completion block, cancels that body and no later one")
+    func cancelHandedOverBody() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let seen = Shared<[String: Bool]>([:])
+        let second = AsyncBlockOperation<Void> { seen.update { $0["second"] = Task.isCancelled } }
+        let first = AsyncBlockOperation<Void> { seen.update { $0["first"] = Task.isCancelled } }
+        // Runs after the queue started `second` (the slot is freed first).
+        first.completionBlock = { second.cancel() }
+        let third = AsyncBlockOperation<Void> { seen.update { $0["third"] = Task.isCancelled } }
+        queue.addOperations([first, second, third], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(seen()["first"] == false)
+        #expect(seen()["second"] != false, "a started body sees its cancel (or it did not run)")
+        #expect(seen()["third"] == false)
+        #expect(second.isCancelled && !third.isCancelled)
+    }
+
+    @Test("a cancellation handler in a body that follows others sees that body's cancel, and the next body none")
+    func handlerSeesOwnCancel() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let entered = TestGate()
+        let handled = Shared<[String]>([])
+        let quick = AsyncBlockOperation<Void> {}
+        let waiting = AsyncBlockOperation<Void> {
+            await withTaskCancellationHandler {
+                entered.open()
+                await TestGate().wait()
+            } onCancel: {
+                handled.update { $0.append("waiting") }
+            }
+        }
+        let after = AsyncBlockOperation<Void> {
+            await withTaskCancellationHandler {
+                handled.update { $0.append(Task.isCancelled ? "after cancelled" : "after ran") }
+            } onCancel: {
+                handled.update { $0.append("after handler") }
+            }
+        }
+        queue.addOperations([quick, waiting, after], waitUntilFinished: false)
+        await entered.waitIgnoringCancellation()
+        waiting.cancel()
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(handled() == ["waiting", "after ran"])
+    }
+
+    @Test("after a body was escalated, the next body of a serial queue runs at its own priority")
+    func escalationDoesNotReachNext() async throws {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.qualityOfService = .utility
+        let entered = TestGate()
+        let gate = TestGate()
+        let escalated = AsyncBlockOperation<Void> {
+            entered.open()
+            await gate.waitIgnoringCancellation()
+        }
+        let next = AsyncBlockOperation { Task.currentPriority }
+        queue.addOperations([escalated, next], waitUntilFinished: false)
+        await entered.waitIgnoringCancellation()
+        let waiter = Task(priority: .high) { try await escalated.value }
+        #expect(await eventuallyAsync { escalated._update { $0.escalatedQuality } == .userInitiated })
+        gate.open()
+        try await waiter.value
+        #expect(try await next.value == .low)
+    }
+
+    @Test("bodies that follow one another each see their own operation as their context")
+    func contextPerBody() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let seen = Shared<[ObjectIdentifier?]>([])
+        let operations = (0..<20).map { _ in
+            AsyncBlockOperation<Void> {
+                let operation = OperationQueue._taskContext?.operation
+                seen.update { $0.append(operation.map(ObjectIdentifier.init)) }
+            }
+        }
+        queue.addOperations(operations, waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(seen() == operations.map(ObjectIdentifier.init))
+    }
+}
