@@ -19,12 +19,17 @@ public struct DurableQueue: Sendable {
     /// Adds an operation of kind `K`.
     ///
     /// - Parameters:
+    ///   - kind: the kind of work; a worker that registered it runs it.
+    ///   - input: stored as JSON.
     ///   - dependencies: operations that must finish first. One that fails or is cancelled
-    ///     cancels this one with its reason, unless `runsAnyway` is true (Foundation's
-    ///     `addDependency` meaning: finished is enough).
+    ///     cancels this one with its reason, unless `runsAnyway` is true.
+    ///   - runsAnyway: runs once its dependencies finished, however they ended
+    ///     (Foundation's `addDependency` meaning).
+    ///   - priority: claimed before lower bands; first in, first out within a band.
     ///   - key: while an operation of this queue with the same key is pending or running,
     ///     adding returns its handle instead of a new one.
     ///   - notBefore: not claimed before this date.
+    ///   - retry: how often, and how far apart, a failed body runs again.
     /// - Note: Dependencies already exist when an operation is added, so no cycle can form.
     @discardableResult
     public func add<K: DurableOperation>(

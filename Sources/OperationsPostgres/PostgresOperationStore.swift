@@ -2,6 +2,7 @@
 
 import Foundation
 import Logging
+import Operations
 import OperationsDurable
 import PostgresNIO
 
@@ -56,6 +57,10 @@ public final class PostgresOperationStore: DurableOperationStore {
     let logger = Logger(label: "operations.durable.postgres")
     let clientTask: Task<Void, Never>
     let listener: PostgresNotificationListener
+    private let statements = Locked(0)
+
+    /// How many statements (round trips) the store has sent, for measuring its cost.
+    public var statementsSent: Int { statements.withLock { $0 } }
 
     /// A store with a client of its own, which it runs until ``shutdown()``.
     public init(configuration: Configuration) {
@@ -78,6 +83,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     /// Runs a query and collects its rows, turning errors into ``DurableError``s that say what failed.
     @discardableResult
     func rows(_ query: PostgresQuery, _ what: @autoclosure () -> String) async throws -> [PostgresRow] {
+        statements.withLock { $0 += 1 }
         do {
             return try await client.query(query, logger: logger).collect()
         } catch {
@@ -96,7 +102,7 @@ public final class PostgresOperationStore: DurableOperationStore {
         return error
     }
 
-    /// Throws a ``DurableError`` naming host and port when no connection can be made.
+    /// Throws a `DurableError` naming host and port when no connection can be made.
     public func checkConnection() async throws {
         do {
             let connection = try await PostgresConnection.connect(
