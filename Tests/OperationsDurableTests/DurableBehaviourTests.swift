@@ -281,6 +281,25 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test("a worker stopping gives its running operations back, and another worker finishes them", arguments: StoreKind.all)
+    func stoppingWorkerGivesBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let held = try await queue.add(Hold.self, input: 2, retry: .never)
+            try await withWorkers(store: store) { _ async throws in
+                try await eventually(30, "the body started") { try await held.state == .running }
+            }
+            #expect(try await held.state == .ready, "given back, not failed")
+            let value = try await withWorkers(store: store) { _ in
+                try await within(30, "the operation given back") { try await held.value }
+            }
+            #expect(value == 2)
+            let attempts = try await held.attempts
+            #expect(attempts.count == 2)
+            #expect(attempts.first?.error?.contains("stopped before the body finished") == true, "\(attempts)")
+        }
+    }
+
     @Test("cancelAll cancels every unfinished operation of the queue", arguments: StoreKind.all)
     func cancelAll(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
