@@ -11,8 +11,13 @@ extension DurableWorker {
         while !Task.isCancelled {
             let started = ContinuousClock.now
             do {
-                let heartbeat = try await store.heartbeat(
-                    worker: id, queues: queues, kinds: kindNames, lease: configuration.lease)
+                // Bounded: a pool waiting for a database that is down would otherwise hold
+                // the loop past the lease, with the bodies still running.
+                let store = self.store
+                let (worker, queues, lease) = (id, self.queues, configuration.lease)
+                let heartbeat = try await withDeadline(configuration.lease - configuration.heartbeatInterval) {
+                    try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, lease: lease)
+                }
                 lastSuccess = started
                 let lost = state.withLock { state in
                     state.running.filter { $0.value.claimedAt < started && !heartbeat.held.contains($0.key) }.map(\.key)
@@ -21,25 +26,40 @@ extension DurableWorker {
                     cancelBody(operation, reason: "worker \(id) lost its lease", leaseLost: true)
                 }
                 for (operation, reason) in heartbeat.cancelRequested { cancelBody(operation, reason: reason) }
-                _ = try await store.rescueExpiredLeases()
-                if ticks % 60 == 0, let retention = configuration.retention {
-                    let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
-                    _ = try await store.prune(finishedBefore: cutoff, limit: 1_000)
-                }
             } catch {
                 // Past the lease the store may give our operations to another worker: stop
                 // their bodies, so that two attempts do not run at once for long.
-                if ContinuousClock.now - lastSuccess > configuration.lease {
+                if ContinuousClock.now - lastSuccess > configuration.lease - configuration.heartbeatInterval {
                     let held = state.withLock { Array($0.running.keys) }
                     for operation in held {
                         cancelBody(operation, reason: "worker \(id) could not renew its lease", leaseLost: true)
                     }
                 }
             }
+            _ = try? await store.rescueExpiredLeases()
+            if ticks % 60 == 0, let retention = configuration.retention {
+                let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
+                _ = try? await store.prune(finishedBefore: cutoff, limit: 1_000)
+            }
             ticks += 1
             // Also catches operations whose notBefore passed, and missed notifications.
             wakeSignal.wake()
             try? await Task.sleep(for: configuration.heartbeatInterval)
+        }
+    }
+
+    /// The body's result, or a thrown error once `duration` has passed (the body is cancelled).
+    private func withDeadline<T: Sendable>(
+        _ duration: Duration, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: duration)
+                throw DurableError(.databaseUnreachable, "no answer within \(duration)")
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
         }
     }
 

@@ -14,7 +14,7 @@ import Testing
 struct PostgresStoreTests {
     @Test("migrating again, and from several stores at once, leaves one schema of the current version")
     func migrateIsIdempotentAndConcurrent() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (first, database) = try await cluster.makeStore()
         defer { Task { await first.shutdown() } }
         try await first.migrate()
@@ -31,7 +31,7 @@ struct PostgresStoreTests {
 
     @Test("a schema newer than the library is refused with a message")
     func newerSchemaIsRefused() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         try await store.client.query("UPDATE durable_schema SET version = 99")
         let error = await #expect(throws: DurableError.self) { try await store.migrate() }
@@ -42,7 +42,7 @@ struct PostgresStoreTests {
 
     @Test("an unreachable database is a thrown error naming host and port")
     func unreachableDatabaseNamesHostAndPort() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         // A port nothing listens on: the cluster's, plus one, was free when checked.
         let store = PostgresOperationStore(configuration: .init(host: "127.0.0.1", port: 1, username: "postgres"))
         let error = await #expect(throws: DurableError.self) { try await store.migrate() }
@@ -56,7 +56,7 @@ struct PostgresStoreTests {
 
     @Test("an operation added in the application's transaction is visible at commit and gone on rollback")
     func transactionalEnqueue() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         let queue = DurableQueue(name: "default", store: store)
         let logger = Logger(label: "test")

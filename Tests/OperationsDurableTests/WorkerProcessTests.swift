@@ -15,7 +15,7 @@ import Testing
 struct WorkerProcessTests {
     @Test("three worker processes run a diamond and a fan-in of 1,000 within the queue's limit")
     func diamondAndFanIn() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (store, database) = try await cluster.makeStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
@@ -50,7 +50,7 @@ struct WorkerProcessTests {
 
     @Test("the operation of a worker killed with SIGKILL is rescued and completes, the interrupted attempt recorded")
     func killedWorkerIsRescued() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (store, database) = try await cluster.makeStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
@@ -80,8 +80,8 @@ struct WorkerProcessTests {
 
     @Test("after PostgreSQL restarts mid-run, workers reconnect and everything completes")
     func restartMidRun() async throws {
-        let cluster = try PostgresCluster.start()
-        defer { cluster.remove() }
+        let cluster = try await PostgresCluster.start()
+        defer { cluster.removeNow() }
         let (store, database) = try await cluster.makeStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
@@ -92,7 +92,7 @@ struct WorkerProcessTests {
         try await eventually(60, "a tenth finished") {
             try await invariants.count("SELECT count(*)::integer FROM durable_operations WHERE state = 'succeeded'") >= 60
         }
-        try cluster.restart()
+        try await cluster.restart()
         let restarted = ContinuousClock.now
         let finishedBeforeRestart = try await invariants.count(
             "SELECT count(*)::integer FROM durable_operations WHERE state = 'succeeded'")
@@ -113,7 +113,7 @@ struct WorkerProcessTests {
 
     @Test("a cancel from this process stops a body running in a worker process")
     func cancelReachesAnotherProcess() async throws {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (store, database) = try await cluster.makeStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }

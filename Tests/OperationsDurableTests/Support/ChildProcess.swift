@@ -1,6 +1,6 @@
-// Child processes started with posix_spawn and reaped with waitpid: Foundation's `Process`
-// waits through a run loop and a Dispatch source, which stalled when the test tasks held
-// the cooperative threads.
+// Child processes started with posix_spawn and reaped with waitpid on a thread of their own:
+// Foundation's `Process` waits through a run loop and a Dispatch source, which stalled when
+// the test tasks held the cooperative threads.
 
 import Foundation
 
@@ -42,6 +42,13 @@ struct ChildProcess: Sendable {
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         if status & 0x7f == 0 { return (status >> 8) & 0xff }
         return 128 + (status & 0x7f)
+    }
+
+    /// Waits on a thread of its own, so that no thread of the concurrency pool is blocked.
+    func exitStatus() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: wait()) }.start()
+        }
     }
 
     func signal(_ signal: Int32) {

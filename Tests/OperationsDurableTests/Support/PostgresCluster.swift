@@ -24,17 +24,18 @@ final class PostgresCluster: Sendable {
     }
 
     /// The cluster most tests share (each in a database of its own), stopped at exit.
-    static let shared: Result<PostgresCluster, any Error> = {
-        let result = Result { try PostgresCluster.start() }
-        if case .success(let cluster) = result {
-            sharedForExit = cluster
-            atexit { PostgresCluster.sharedForExit?.remove() }
-        }
-        return result
-    }()
+    static func shared() async throws -> PostgresCluster {
+        try await sharedStart.value
+    }
 
-    // Written once, inside `shared`'s initializer (run once by the runtime), read at exit.
-    nonisolated(unsafe) private static var sharedForExit: PostgresCluster?
+    private static let sharedStart = Task {
+        let cluster = try await PostgresCluster.start()
+        sharedForExit.set(cluster)
+        atexit { PostgresCluster.sharedForExit.value?.removeNow() }
+        return cluster
+    }
+
+    private static let sharedForExit = Shared<PostgresCluster?>(nil)
 
     let directory: String
     let port: Int
@@ -44,17 +45,17 @@ final class PostgresCluster: Sendable {
         self.port = port
     }
 
-    static func start() throws -> PostgresCluster {
+    static func start() async throws -> PostgresCluster {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("operations-durable-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        if geteuid() == 0 { try shell("chown postgres \(directory)") }
-        try runAsPostgres("\(binaries)/initdb -D \(directory)/data -A trust -U postgres --no-sync > \(directory)/initdb.log 2>&1")
+        if geteuid() == 0 { try await shell("chown postgres \(directory)") }
+        try await runAsPostgres("\(binaries)/initdb -D \(directory)/data -A trust -U postgres --no-sync > \(directory)/initdb.log 2>&1")
         var lastError: (any Error)?
         for _ in 0..<10 {
             let cluster = PostgresCluster(directory: directory, port: freePort())
             do {
-                try cluster.pgctl("start -w -t 60")
+                try await cluster.pgctl("start -w -t 60")
                 return cluster
             } catch {
                 lastError = error
@@ -63,18 +64,25 @@ final class PostgresCluster: Sendable {
         throw lastError!
     }
 
-    private func pgctl(_ command: String) throws {
-        try Self.runAsPostgres(
+    private func pgctl(_ command: String) async throws {
+        try await Self.runAsPostgres(
             "\(Self.binaries)/pg_ctl -D \(directory)/data -o \"-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off\" -l \(directory)/log \(command)")
     }
 
     /// `pg_ctl restart`: the server stops (connections drop) and starts again on the same port.
-    func restart() throws {
-        try pgctl("restart -w -t 60 -m fast")
+    func restart() async throws {
+        try await pgctl("restart -w -t 60 -m fast")
     }
 
-    func remove() {
-        try? pgctl("stop -w -m immediate")
+    func remove() async {
+        try? await pgctl("stop -w -m immediate")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// For exit handlers, which cannot wait asynchronously.
+    func removeNow() {
+        _ = try? ChildProcess.spawn(Self.asPostgresArguments(
+            "\(Self.binaries)/pg_ctl -D \(directory)/data stop -w -m immediate")).wait()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -105,16 +113,22 @@ final class PostgresCluster: Sendable {
         try await connection.close()
     }
 
-    private static func runAsPostgres(_ command: String) throws {
+    private static func asPostgresArguments(_ command: String) -> [String] {
         if geteuid() == 0 {
-            try shell("su postgres -s /bin/sh -c '\(command.replacingOccurrences(of: "'", with: "'\\''"))'")
-        } else {
-            try shell(command)
+            return ["/bin/sh", "-c", "su postgres -s /bin/sh -c '\(command.replacingOccurrences(of: "'", with: "'\\''"))'"]
+        }
+        return ["/bin/sh", "-c", command]
+    }
+
+    private static func runAsPostgres(_ command: String) async throws {
+        let status = try await ChildProcess.spawn(asPostgresArguments(command)).exitStatus()
+        guard status == 0 else {
+            throw ClusterError(description: "`\(command)` exited with \(status)")
         }
     }
 
-    static func shell(_ command: String) throws {
-        let status = try ChildProcess.spawn(["/bin/sh", "-c", command]).wait()
+    static func shell(_ command: String) async throws {
+        let status = try await ChildProcess.spawn(["/bin/sh", "-c", command]).exitStatus()
         guard status == 0 else {
             throw ClusterError(description: "`\(command)` exited with \(status)")
         }

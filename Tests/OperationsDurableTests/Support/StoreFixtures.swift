@@ -19,7 +19,7 @@ struct StoreKind: Sendable, CustomTestStringConvertible {
     static var all: [StoreKind] { PostgresCluster.isAvailable ? [.postgres] : [] }
 
     static let postgres = StoreKind(name: "PostgreSQL") {
-        let cluster = try PostgresCluster.shared.get()
+        let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         return (store, { await store.shutdown() })
     }

@@ -35,9 +35,10 @@ final class WorkerProcesses: Sendable {
         processes.update { $0[name] = nil }
     }
 
-    /// SIGTERM to every process (a graceful shutdown), then waits for them.
+    /// SIGKILL to every process (the test is over), then reaps them: quick, so that it may
+    /// block in a `defer`.
     func stopAll() {
-        for process in processes.value.values { process.signal(SIGTERM) }
+        for process in processes.value.values { process.signal(SIGKILL) }
         for process in processes.value.values { process.wait() }
         processes.set([:])
         try? FileManager.default.removeItem(at: directory)
