@@ -27,6 +27,10 @@ let package = Package(
         .library(name: "OperationsLogging", targets: ["OperationsLogging"]),
         // For test targets: a manual clock, a gate, awaiting an outcome with a limit.
         .library(name: "OperationsTestSupport", targets: ["OperationsTestSupport"]),
+        // Durable operations: the store-agnostic layer (queues, handles, workers) and its
+        // PostgreSQL store. Only a package that uses them fetches postgres-nio and its graph.
+        .library(name: "OperationsDurable", targets: ["OperationsDurable"]),
+        .library(name: "OperationsPostgres", targets: ["OperationsPostgres"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -37,6 +41,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // For the durable layer only.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(name: "Operations"),
@@ -53,6 +60,27 @@ let package = Package(
         .target(
             name: "OperationsLogging",
             dependencies: ["Operations", .product(name: "Logging", package: "swift-log")]),
+        .target(
+            name: "OperationsDurable",
+            dependencies: [
+                "Operations", "OperationsComposition",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        .target(
+            name: "OperationsPostgres",
+            dependencies: [
+                "Operations", "OperationsDurable", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The kinds of work the durable tests run, and a worker process that runs them.
+        .target(name: "DurableTestKinds", dependencies: ["OperationsDurable"], path: "Tests/DurableTestKinds"),
+        .executableTarget(
+            name: "DurableTestWorker",
+            dependencies: [
+                "DurableTestKinds", "OperationsPostgres", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/DurableTestWorker"),
         // The differential test: programs over the Foundation-shaped API, generated from a seed
         // (`DifferentialPrograms`), run by one interpreter compiled twice — against Linux's
         // Foundation and against `Operations` — whose transcripts the test compares. The
@@ -82,6 +110,13 @@ let package = Package(
         .testTarget(
             name: "OperationsLoggingTests",
             dependencies: ["OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log")]),
+        // Depends on the worker executable so that `swift test` builds it beside the tests.
+        .testTarget(
+            name: "OperationsDurableTests",
+            dependencies: [
+                "Operations", "OperationsDurable", "OperationsPostgres", "DurableTestKinds", "DurableTestWorker",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Depends on the executables only so that `swift test` builds them beside the tests.
         .testTarget(
             name: "DifferentialTests",

@@ -1,0 +1,73 @@
+// A kind of work that a durable queue stores and a worker runs.
+
+import Foundation
+@_spi(Engine) import Operations
+
+/// A registered kind of work: its input is stored in the database, a worker that knows the
+/// kind runs it, and its output is stored for whoever waits for it.
+///
+/// ```swift
+/// struct Resize: DurableOperation {
+///     static let kind = "resize"
+///     func run(_ input: ResizeInput, context: DurableContext) async throws -> ImageReference { … }
+/// }
+/// ```
+///
+/// - Important: A body may run more than once (see <doc:DurableOperations>): make it
+///   idempotent, or use `context.attempt` to tell a retry from a first run.
+public protocol DurableOperation: Sendable {
+    /// The stable name stored with each operation of this kind; never change it while
+    /// operations of the kind are stored.
+    static var kind: String { get }
+    associatedtype Input: Codable & Sendable
+    associatedtype Output: Codable & Sendable
+    /// Runs one attempt.
+    func run(_ input: Input, context: DurableContext) async throws -> Output
+}
+
+/// What a running body knows about its operation, and how it reaches the store.
+public struct DurableContext: Sendable {
+    /// The operation's identifier.
+    public let id: DurableOperationID
+    /// The attempt being run: 1 for the first.
+    public let attempt: Int
+    let store: any DurableOperationStore
+    let cancellation: DurableCancellationFlag
+
+    /// Whether the operation was cancelled (from any machine) or the worker is giving it back.
+    public var isCancelled: Bool { Task.isCancelled || cancellation.reason != nil }
+
+    /// Throws `CancellationError` when ``isCancelled`` is true.
+    public func checkCancellation() throws {
+        if isCancelled { throw CancellationError() }
+    }
+
+    /// Stores the body's progress; ``DurableHandle/progress`` reads it.
+    public func reportProgress(completed: Int64, total: Int64) async throws {
+        try await store.reportProgress(of: id, attempt: attempt, completed: completed, total: total)
+    }
+
+    /// The output of a dependency (or of any operation that succeeded).
+    ///
+    /// Throws ``DurableError`` when that operation did not succeed.
+    public func output<K: DurableOperation>(of handle: DurableHandle<K>) async throws -> K.Output {
+        try await DurableHandle<K>(id: handle.id, store: store).finishedOutput()
+    }
+}
+
+/// The reason a running operation was asked to stop, set once.
+final class DurableCancellationFlag: Sendable {
+    private let storage = Locked<String?>(nil)
+
+    var reason: String? { storage.withLock { $0 } }
+
+    /// Sets the reason unless one is set; returns whether it was set now.
+    @discardableResult
+    func set(_ reason: String) -> Bool {
+        storage.withLock { value in
+            guard value == nil else { return false }
+            value = reason
+            return true
+        }
+    }
+}

@@ -1,0 +1,110 @@
+// A named queue of durable operations in a store.
+
+import Foundation
+import Operations
+
+/// A queue of operations stored in a database and run by ``DurableWorker``s on any machine.
+///
+/// Unlike `OperationQueue`, its settings live in the store: ``maximumConcurrentOperationCount``
+/// holds across every worker of the cluster.
+public struct DurableQueue: Sendable {
+    public let name: String
+    public let store: any DurableOperationStore
+
+    public init(name: String, store: any DurableOperationStore) {
+        self.name = name
+        self.store = store
+    }
+
+    /// Adds an operation of kind `K`.
+    ///
+    /// - Parameters:
+    ///   - kind: the kind of work; a worker that registered it runs it.
+    ///   - input: stored as JSON.
+    ///   - dependencies: operations that must finish first. One that fails or is cancelled
+    ///     cancels this one with its reason, unless `runsAnyway` is true.
+    ///   - runsAnyway: runs once its dependencies finished, however they ended
+    ///     (Foundation's `addDependency` meaning).
+    ///   - priority: claimed before lower bands; first in, first out within a band.
+    ///   - key: while an operation of this queue with the same key is pending or running,
+    ///     adding returns its handle instead of a new one.
+    ///   - notBefore: not claimed before this date.
+    ///   - retry: how often, and how far apart, a failed body runs again.
+    /// - Note: Dependencies already exist when an operation is added, so no cycle can form.
+    @discardableResult
+    public func add<K: DurableOperation>(
+        _ kind: K.Type, input: K.Input, dependencies: [any DurableDependency] = [], runsAnyway: Bool = false,
+        priority: Operations.Operation.QueuePriority = .normal, key: String? = nil, notBefore: Date? = nil,
+        retry: DurableRetry = .standard
+    ) async throws -> DurableHandle<K> {
+        let request = try request(
+            kind, input: input, dependencies: dependencies, runsAnyway: runsAnyway, priority: priority, key: key,
+            notBefore: notBefore, retry: retry)
+        let results = try await store.enqueue([request])
+        return DurableHandle(id: results[0].id, store: store)
+    }
+
+    /// Builds the stored form of an `add` (for stores that enqueue in a caller's transaction).
+    public func request<K: DurableOperation>(
+        _ kind: K.Type, input: K.Input, dependencies: [any DurableDependency] = [], runsAnyway: Bool = false,
+        priority: Operations.Operation.QueuePriority = .normal, key: String? = nil, notBefore: Date? = nil,
+        retry: DurableRetry = .standard
+    ) throws -> DurableEnqueueRequest {
+        guard retry.maximumAttempts >= 1 else {
+            throw DurableError(.invalidArgument, "adding \(K.kind) to queue \"\(name)\": retry.maximumAttempts must be at least 1, not \(retry.maximumAttempts)")
+        }
+        let encoded: Data
+        do {
+            encoded = try JSONEncoder().encode(input)
+        } catch {
+            throw DurableError(.invalidArgument, "adding \(K.kind) to queue \"\(name)\": its input does not encode: \(error)")
+        }
+        return DurableEnqueueRequest(
+            queue: name, kind: K.kind, input: String(decoding: encoded, as: UTF8.self), priority: priority.rawValue,
+            key: key, notBefore: notBefore, maximumAttempts: retry.maximumAttempts, retryDelays: retry.delaysInSeconds,
+            dependencies: dependencies.map(\.id), runsAnyway: runsAnyway)
+    }
+
+    /// A handle for a stored operation known by its id.
+    public func handle<K: DurableOperation>(_ kind: K.Type, id: DurableOperationID) -> DurableHandle<K> {
+        DurableHandle(id: id, store: store)
+    }
+
+    /// The cluster-wide limit on running bodies of this queue (`nil`: no limit).
+    public var maximumConcurrentOperationCount: Int? {
+        get async throws { try await store.maximumConcurrentOperationCount(queue: name) }
+    }
+
+    /// Sets the cluster-wide limit (`nil`: no limit); running bodies beyond a lowered limit finish.
+    public func setMaximumConcurrentOperationCount(_ count: Int?) async throws {
+        if let count, count < 1 {
+            throw DurableError(.invalidArgument, "queue \"\(name)\": maximumConcurrentOperationCount must be at least 1 or nil, not \(count)")
+        }
+        try await store.setMaximumConcurrentOperationCount(count, queue: name)
+    }
+
+    /// Whether workers stop claiming from this queue (running bodies go on).
+    public var isSuspended: Bool {
+        get async throws { try await store.isSuspended(queue: name) }
+    }
+
+    public func setSuspended(_ suspended: Bool) async throws {
+        try await store.setSuspended(suspended, queue: name)
+    }
+
+    /// Cancels every unfinished operation of the queue.
+    public func cancelAll(reason: String = "cancelled") async throws {
+        try await store.cancelAll(queue: name, reason: reason)
+    }
+}
+
+/// Something an operation can depend on: a handle, or an operation's id.
+public protocol DurableDependency: Sendable {
+    var id: DurableOperationID { get }
+}
+
+extension DurableHandle: DurableDependency {}
+
+extension DurableOperationID: DurableDependency {
+    public var id: DurableOperationID { self }
+}

@@ -1,0 +1,210 @@
+// The worker's background duties: heartbeats, rescue, pruning, notifications, shutdown.
+
+import Foundation
+@_spi(Engine) import Operations
+
+extension DurableWorker {
+    func heartbeatLoop() async {
+        let kindNames = kinds.keys.sorted()
+        var lastSuccess = ContinuousClock.now
+        var ticks = 0
+        while !Task.isCancelled {
+            let started = ContinuousClock.now
+            do {
+                // Bounded: a pool waiting for a database that is down would otherwise hold
+                // the loop past the lease, with the bodies still running.
+                let store = self.store
+                let (worker, queues, lease) = (id, self.queues, configuration.lease)
+                let heartbeat = try await withDeadline(configuration.lease - configuration.heartbeatInterval) {
+                    try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, lease: lease)
+                }
+                lastSuccess = started
+                let lost = state.withLock { state in
+                    state.running.filter { $0.value.claimedAt < started && !heartbeat.held.contains($0.key) }.map(\.key)
+                }
+                for operation in lost {
+                    cancelBody(operation, reason: "worker \(id) lost its lease", leaseLost: true)
+                }
+                for (operation, reason) in heartbeat.cancelRequested { cancelBody(operation, reason: reason) }
+            } catch {
+                // Past the lease the store may give our operations to another worker: stop
+                // their bodies, so that two attempts do not run at once for long.
+                if ContinuousClock.now - lastSuccess > configuration.lease - configuration.heartbeatInterval {
+                    let held = state.withLock { Array($0.running.keys) }
+                    for operation in held {
+                        cancelBody(operation, reason: "worker \(id) could not renew its lease", leaseLost: true)
+                    }
+                }
+            }
+            _ = try? await store.rescueExpiredLeases()
+            if ticks % 60 == 0, let retention = configuration.retention {
+                let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
+                _ = try? await store.prune(finishedBefore: cutoff, limit: 1_000)
+            }
+            ticks += 1
+            // Also catches operations whose notBefore passed, and missed notifications.
+            wakeSignal.wake()
+            try? await Task.sleep(for: configuration.heartbeatInterval)
+        }
+    }
+
+    /// The body's result, or a thrown error once `duration` has passed (the body is cancelled).
+    private func withDeadline<T: Sendable>(
+        _ duration: Duration, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: duration)
+                throw DurableError(.databaseUnreachable, "no answer within \(duration)")
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    func notificationLoop() async {
+        for await notification in store.notifications() {
+            switch notification {
+            case .workAvailable(let queue):
+                if queues.contains(queue) { wakeSignal.wake() }
+            case .cancelRequested(let operation):
+                guard state.withLock({ $0.running[operation] != nil }) else { continue }
+                let reason = (try? await store.record(of: operation, includingAttempts: false))?.cancelReason
+                cancelBody(operation, reason: reason ?? "cancelled")
+            case .resynchronize:
+                wakeSignal.wake()
+            case .finished:
+                continue
+            }
+        }
+    }
+
+    /// Lets running bodies finish within the deadline, then gives back the rest.
+    func drain() async {
+        let deadline = ContinuousClock.now + configuration.shutdownDeadline
+        while !Task.isCancelled, ContinuousClock.now < deadline, state.withLock({ !$0.running.isEmpty }) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let reason = "worker \(id) stopped before the body finished"
+        let remaining = state.withLock { state -> [(DurableOperationID, Task<Void, Never>?)] in
+            for key in state.running.keys {
+                state.running[key]!.givingBack = true
+                state.running[key]!.flag.set(reason)
+            }
+            return state.running.map { ($0.key, $0.value.task) }
+        }
+        guard !remaining.isEmpty else { return }
+        for (_, task) in remaining { task?.cancel() }
+        // Not in this task: it may be cancelled, and the store must still hear of it.
+        let store = self.store
+        let worker = id
+        let ids = remaining.map(\.0)
+        await Task {
+            for failures in 0..<10 {
+                do {
+                    try await store.giveBack(ids, worker: worker, reason: reason)
+                    return
+                } catch {
+                    try? await Task.sleep(for: backoff(failures + 1))
+                }
+            }
+        }.value
+    }
+}
+
+/// Wakes the claim loop: a body finished, work was announced, or time passed.
+final class WakeSignal: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Locked(State())
+
+    func wake() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.pending = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    /// Returns at the next wake (at once if one came since the last wait), or on cancellation.
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.pending || Task.isCancelled {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            wake()
+        }
+    }
+}
+
+/// Records finished attempts in batches: while one batch is written, the next gathers.
+final class CompletionBatcher: Sendable {
+    private struct State {
+        var pending: [(DurableCompletion, CheckedContinuation<Void, Never>)] = []
+        var flushing = false
+    }
+
+    private let state = Locked(State())
+    private let store: any DurableOperationStore
+    private let worker: String
+
+    init(store: any DurableOperationStore, worker: String) {
+        self.store = store
+        self.worker = worker
+    }
+
+    /// Returns once the completion is recorded (or the store refused it for good).
+    func complete(_ completion: DurableCompletion) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let startFlushing = state.withLock { state -> Bool in
+                state.pending.append((completion, continuation))
+                if state.flushing { return false }
+                state.flushing = true
+                return true
+            }
+            if startFlushing { Task { await self.flush() } }
+        }
+    }
+
+    private func flush() async {
+        while true {
+            let batch = state.withLock { state in
+                let batch = state.pending
+                state.pending = []
+                if batch.isEmpty { state.flushing = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            var failures = 0
+            // Retried until it lands: a lease that expires meanwhile makes the store ignore it.
+            while true {
+                do {
+                    try await store.complete(batch.map(\.0), worker: worker)
+                    break
+                } catch {
+                    failures += 1
+                    if failures > 600 { break }
+                    try? await Task.sleep(for: .milliseconds(min(2_000, 50 << min(failures, 6))))
+                }
+            }
+            for (_, continuation) in batch { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+// A process's worker: claims operations of its queues and kinds, runs their bodies.
+
+import Foundation
+@_spi(Engine) import Operations
+import ServiceLifecycle
+
+/// Runs durable operations: claims them from the store in batches, runs their bodies,
+/// records how they ended, heartbeats its leases and rescues the leases of dead workers.
+///
+/// A `Service` of swift-service-lifecycle: on graceful shutdown it stops claiming, lets
+/// running bodies finish within ``Configuration/shutdownDeadline``, then cancels the rest and
+/// gives their operations back to the store (they run again elsewhere; nothing is lost).
+public final class DurableWorker: Service, Sendable {
+    /// Timings of a worker.
+    public struct Configuration: Sendable {
+        /// How long the store keeps an operation claimed without a heartbeat. A killed
+        /// worker's operations are rescued about this long after its last heartbeat.
+        public var lease: Duration = .seconds(5)
+        /// How often the worker renews its leases and rescues expired ones.
+        public var heartbeatInterval: Duration = .seconds(1)
+        /// How long a graceful shutdown lets running bodies finish.
+        public var shutdownDeadline: Duration = .seconds(10)
+        /// How long finished operations are kept before they are pruned (`nil`: forever).
+        public var retention: Duration? = .seconds(7 * 24 * 3600)
+        /// A readable prefix of the worker's identity (a unique suffix is added).
+        public var name: String = "worker"
+
+        public init() {}
+    }
+
+    /// The worker's identity in attempts: its name and a random suffix.
+    public let id: String
+    let store: any DurableOperationStore
+    let queues: [String]
+    let kinds: [String: any DurableOperation]
+    let duplicateKinds: [String]
+    let concurrency: Int
+    let configuration: Configuration
+    let state = Locked(WorkerState())
+    let wakeSignal = WakeSignal()
+    let completions: CompletionBatcher
+
+    public init(
+        store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation], concurrency: Int = 4,
+        configuration: Configuration = Configuration()
+    ) {
+        self.id = "\(configuration.name)-\(UUID().uuidString.prefix(8).lowercased())"
+        self.store = store
+        self.queues = queues
+        var registry: [String: any DurableOperation] = [:]
+        var duplicates: [String] = []
+        for kind in kinds {
+            let name = type(of: kind).kind
+            if registry[name] != nil { duplicates.append(name) }
+            registry[name] = kind
+        }
+        self.kinds = registry
+        self.duplicateKinds = duplicates
+        self.concurrency = concurrency
+        self.configuration = configuration
+        self.completions = CompletionBatcher(store: store, worker: id)
+    }
+
+    /// Runs until graceful shutdown or cancellation; throws when the store cannot be reached
+    /// at start, or the worker is misconfigured.
+    public func run() async throws {
+        guard duplicateKinds.isEmpty else {
+            throw DurableError(.invalidArgument, "worker \(id): kinds registered twice: \(duplicateKinds.joined(separator: ", "))")
+        }
+        guard concurrency >= 1, !queues.isEmpty, !kinds.isEmpty else {
+            throw DurableError(.invalidArgument, "worker \(id): needs concurrency ≥ 1 (is \(concurrency)), a queue and a kind")
+        }
+        try await store.checkConnection()
+        // Registers the worker, so that waitDescription knows its kinds.
+        _ = try await store.heartbeat(worker: id, queues: queues, kinds: kinds.keys.sorted(), lease: configuration.lease)
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.heartbeatLoop() }
+                group.addTask { await self.notificationLoop() }
+                await self.claimLoop()
+                await self.drain()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    /// Stops claiming; `run()` then drains and returns.
+    public func stop() {
+        state.withLock { $0.stopping = true }
+        wakeSignal.wake()
+    }
+
+    // MARK: Claiming
+
+    private func claimLoop() async {
+        let kindNames = kinds.keys.sorted()
+        var failures = 0
+        var rotation = 0
+        while !Task.isCancelled {
+            let free = state.withLock { $0.stopping ? -1 : concurrency - $0.running.count }
+            if free < 0 { return }
+            var claimedFully = false
+            if free > 0 {
+                var wanted = free
+                do {
+                    for offset in 0..<queues.count where wanted > 0 {
+                        let queue = queues[(rotation + offset) % queues.count]
+                        let claims = try await store.claim(
+                            queue: queue, kinds: kindNames, worker: id, limit: wanted, lease: configuration.lease)
+                        for claim in claims { start(claim) }
+                        wanted -= claims.count
+                    }
+                    rotation += 1
+                    failures = 0
+                    claimedFully = wanted == 0
+                } catch {
+                    failures += 1
+                    try? await Task.sleep(for: backoff(failures))
+                    continue
+                }
+            }
+            if !claimedFully { await wakeSignal.wait() }
+        }
+        stop()
+    }
+
+    private func start(_ claim: DurableClaim) {
+        let flag = DurableCancellationFlag()
+        let context = DurableContext(id: claim.id, attempt: claim.attempt, store: store, cancellation: flag)
+        // Registered before the task exists, so that a cancel or a lost lease finds it.
+        state.withLock { $0.running[claim.id] = RunningBody(flag: flag, attempt: claim.attempt, claimedAt: .now) }
+        let task = Task {
+            let result = await self.execute(claim, context: context)
+            let delivery = self.state.withLock { state -> Delivery in
+                guard let body = state.running[claim.id] else { return .drop }
+                if body.givingBack { return .drop }
+                return body.leaseLost ? .drop : .complete
+            }
+            if delivery == .complete {
+                await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result))
+            }
+            self.state.withLock { _ = $0.running.removeValue(forKey: claim.id) }
+            self.wakeSignal.wake()
+        }
+        let cancelledAlready = state.withLock { state -> Bool in
+            state.running[claim.id]?.task = task
+            return state.running[claim.id]?.flag.reason != nil
+        }
+        if cancelledAlready { task.cancel() }
+    }
+
+    private enum Delivery { case complete, drop }
+
+    private func execute(_ claim: DurableClaim, context: DurableContext) async -> DurableAttemptResult {
+        guard let kind = kinds[claim.kind] else {
+            return .rejected(error: "\(claim.id): worker \(id) has no kind \"\(claim.kind)\"")
+        }
+        return await runBody(kind, claim: claim, context: context)
+    }
+
+    private func runBody<K: DurableOperation>(_ kind: K, claim: DurableClaim, context: DurableContext) async -> DurableAttemptResult {
+        let input: K.Input
+        do {
+            input = try JSONDecoder().decode(K.Input.self, from: Data(claim.input.utf8))
+        } catch {
+            return .rejected(error: "\(claim.id) (\(K.kind)): its input does not decode as \(K.Input.self): \(error)")
+        }
+        do {
+            let output = try await kind.run(input, context: context)
+            do {
+                return .succeeded(output: String(decoding: try JSONEncoder().encode(output), as: UTF8.self))
+            } catch {
+                return .rejected(error: "\(claim.id) (\(K.kind)): its output does not encode: \(error)")
+            }
+        } catch {
+            if let reason = context.cancellation.reason { return .cancelled(reason: reason) }
+            return .failed(error: "\(error)")
+        }
+    }
+
+    /// Cancels a running body; `leaseLost` when the store no longer counts it as ours.
+    func cancelBody(_ id: DurableOperationID, reason: String, leaseLost: Bool = false) {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            guard state.running[id] != nil else { return nil }
+            if leaseLost { state.running[id]!.leaseLost = true }
+            state.running[id]!.flag.set(reason)
+            return state.running[id]!.task
+        }
+        task?.cancel()
+    }
+
+    func backoff(_ failures: Int) -> Duration {
+        .milliseconds(min(2_000, 50 << min(failures, 6)))
+    }
+}
+
+struct RunningBody {
+    let flag: DurableCancellationFlag
+    let attempt: Int
+    let claimedAt: ContinuousClock.Instant
+    var task: Task<Void, Never>?
+    var givingBack = false
+    var leaseLost = false
+
+    init(flag: DurableCancellationFlag, attempt: Int, claimedAt: ContinuousClock.Instant) {
+        self.flag = flag
+        self.attempt = attempt
+        self.claimedAt = claimedAt
+    }
+}
+
+struct WorkerState {
+    var running: [DurableOperationID: RunningBody] = [:]
+    var stopping = false
+}

@@ -1,0 +1,40 @@
+// A worker process for the multi-process durable tests:
+// DurableTestWorker --port P --name N [--queue Q]… [--concurrency C]
+// Stops gracefully on SIGTERM; the tests also kill it with SIGKILL.
+
+import DurableTestKinds
+import Foundation
+import Logging
+import OperationsDurable
+import OperationsPostgres
+import ServiceLifecycle
+
+var options: [String: [String]] = [:]
+var arguments = CommandLine.arguments.dropFirst()
+while let flag = arguments.popFirst(), let value = arguments.popFirst() {
+    options[String(flag.dropFirst(2)), default: []].append(value)
+}
+guard let port = options["port"]?.first.flatMap(Int.init) else {
+    FileHandle.standardError.write(Data("usage: DurableTestWorker --port P --name N [--queue Q]… [--concurrency C] [--database D]\n".utf8))
+    exit(2)
+}
+let store = PostgresOperationStore(
+    configuration: .init(
+        host: "127.0.0.1", port: port, username: "postgres", database: options["database"]?.first ?? "postgres",
+        maximumConnections: 4))
+var configuration = DurableWorker.Configuration()
+configuration.name = options["name"]?.first ?? "worker"
+let worker = DurableWorker(
+    store: store, queues: options["queue"] ?? ["default"], kinds: allTestKinds,
+    concurrency: options["concurrency"]?.first.flatMap(Int.init) ?? 4, configuration: configuration)
+let group = ServiceGroup(
+    services: [worker], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "durable-test-worker"))
+FileHandle.standardOutput.write(Data("worker \(worker.id) started\n".utf8))
+do {
+    try await group.run()
+} catch {
+    FileHandle.standardError.write(Data("worker \(worker.id): \(error)\n".utf8))
+    await store.shutdown()
+    exit(1)
+}
+await store.shutdown()

@@ -1,0 +1,314 @@
+// What every durable store must do, written against the store protocol: each test runs
+// once per store in `StoreKind.all`.
+
+import DurableTestKinds
+import Foundation
+import Operations
+import OperationsDurable
+import Testing
+
+/// A kind no test worker registers.
+struct Unregistered: DurableOperation {
+    static let kind = "unregistered"
+    func run(_ input: Int, context: DurableContext) async throws -> Int { input }
+}
+
+@Suite("Durable operations on each store", .timeLimit(.minutes(2)))
+struct DurableBehaviourTests {
+    @Test("an added operation runs once and its output is stored", arguments: StoreKind.all)
+    func addedOperationRunsOnce(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let handle = try await queue.add(Echo.self, input: 42)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the echo's value") { try await handle.value }
+            }
+            #expect(value == 42)
+            #expect(try await handle.outcome == .succeeded)
+            let attempts = try await handle.attempts
+            #expect(attempts.count == 1)
+            #expect(attempts.first?.end != nil && attempts.first?.error == nil)
+        }
+    }
+
+    @Test("a diamond runs each operation after its dependencies, with their outputs", arguments: StoreKind.all)
+    func diamondRunsInDependencyOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let top = try await queue.add(Node.self, input: .init(value: 1))
+            let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
+            let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
+            let bottom = try await queue.add(
+                Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
+            #expect(try await bottom.state == .waiting)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the diamond's bottom") { try await bottom.value }
+            }
+            #expect(value == 1112)
+            let bottomStart = try #require(try await bottom.attempts.first).start
+            for parent in [left, right] {
+                let end = try #require(try await parent.attempts.first?.end)
+                #expect(end <= bottomStart)
+            }
+        }
+    }
+
+    @Test("a failed dependency cancels its dependents with its reason, unless they run anyway", arguments: StoreKind.all)
+    func failedDependencyCancelsDependents(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let failing = try await queue.add(Flaky.self, input: 99, retry: .never)
+            let dependent = try await queue.add(Echo.self, input: 1, dependencies: [failing])
+            let grandchild = try await queue.add(Echo.self, input: 2, dependencies: [dependent])
+            let anyway = try await queue.add(Echo.self, input: 3, dependencies: [failing], runsAnyway: true)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the run-anyway dependent") { try await anyway.value }
+            }
+            #expect(value == 3)
+            #expect(try await failing.outcome == .failed("flaky attempt 1 failed"))
+            guard case .cancelled(let reason) = try await dependent.outcome else {
+                Issue.record("the dependent was not cancelled")
+                return
+            }
+            #expect(reason.contains("dependency \(failing.id.rawValue) (flaky) failed: flaky attempt 1 failed"))
+            #expect(try await grandchild.outcome == .cancelled(reason))
+            #expect(try await dependent.attempts.isEmpty)
+            await #expect(throws: DurableError.self) { try await dependent.value }
+        }
+    }
+
+    @Test("adding a key that is pending returns the existing operation", arguments: StoreKind.all)
+    func keyCoalesces(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let first = try await queue.add(Echo.self, input: 1, key: "thumbnail-7")
+            let second = try await queue.add(Echo.self, input: 2, key: "thumbnail-7")
+            #expect(first.id == second.id)
+            let other = try await queue.add(Echo.self, input: 3, key: "thumbnail-8")
+            #expect(other.id != first.id)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the keyed operation") { try await second.value }
+            }
+            #expect(value == 1)
+            let third = try await queue.add(Echo.self, input: 4, key: "thumbnail-7")
+            #expect(third.id != first.id, "a finished key is free again")
+        }
+    }
+
+    @Test("priority bands start in order, first in first out within a band", arguments: StoreKind.all)
+    func priorityBands(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let plan: [(String, Operations.Operation.QueuePriority)] = [
+                ("low 1", .low), ("high 1", .high), ("normal 1", .normal), ("high 2", .high), ("low 2", .low),
+                ("very high", .veryHigh), ("normal 2", .normal),
+            ]
+            var handles: [(String, DurableHandle<Work>)] = []
+            for (name, priority) in plan {
+                handles.append((name, try await queue.add(Work.self, input: 0, priority: priority)))
+            }
+            let all = handles
+            try await withWorkers(store: store, concurrency: 1) { _ async throws in
+                for (_, handle) in all { _ = try await within(30, "the work") { try await handle.value } }
+            }
+            var starts: [(String, Date)] = []
+            for (name, handle) in handles { starts.append((name, try #require(try await handle.attempts.first).start)) }
+            let order = starts.sorted { $0.1 < $1.1 }.map(\.0)
+            #expect(order == ["very high", "high 1", "high 2", "normal 1", "normal 2", "low 1", "low 2"])
+        }
+    }
+
+    @Test("a failed attempt is retried until the maximum, each attempt recorded", arguments: StoreKind.all)
+    func retriesUpToTheMaximum(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let recovers = try await queue.add(Flaky.self, input: 3, retry: DurableRetry(.immediate, maximumAttempts: 3))
+            let exhausted = try await queue.add(
+                Flaky.self, input: 5, retry: DurableRetry(.constant(.milliseconds(50)), maximumAttempts: 2))
+            try await withWorkers(store: store) { _ async throws in
+                #expect(try await within(30, "the recovering operation") { try await recovers.value } == 3)
+                await #expect(throws: DurableError.self) {
+                    try await within(30, "the exhausted operation") { try await exhausted.value }
+                }
+            }
+            let attempts = try await recovers.attempts
+            #expect(attempts.map(\.number) == [1, 2, 3])
+            #expect(attempts.map(\.error) == ["flaky attempt 1 failed", "flaky attempt 2 failed", nil])
+            #expect(try await exhausted.outcome == .failed("flaky attempt 2 failed"))
+            #expect(try await exhausted.attempts.count == 2)
+        }
+    }
+
+    @Test("cancelling a pending operation is immediate and reaches its dependents", arguments: StoreKind.all)
+    func cancelPending(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let pending = try await queue.add(Echo.self, input: 1)
+            let dependent = try await queue.add(Echo.self, input: 2, dependencies: [pending])
+            try await pending.cancel(reason: "not needed")
+            #expect(try await pending.outcome == .cancelled("not needed"))
+            guard case .cancelled(let reason) = try await dependent.outcome else {
+                Issue.record("the dependent was not cancelled")
+                return
+            }
+            #expect(reason.contains("was cancelled: not needed"))
+            let late = try await queue.add(Echo.self, input: 3, dependencies: [pending])
+            #expect(try await late.state == .cancelled, "a dependency that was already cancelled cancels at once")
+        }
+    }
+
+    @Test("a cancel reaches a running body, which ends cancelled with the reason", arguments: StoreKind.all)
+    func cancelRunning(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let held = try await queue.add(Hold.self, input: 99)
+            try await withWorkers(store: store) { _ async throws in
+                try await eventually(30, "the body started") { try await held.state == .running }
+                let cancelled = ContinuousClock.now
+                try await held.cancel(reason: "the user closed the window")
+                await #expect(throws: DurableError.self) {
+                    try await within(30, "the cancelled body") { try await held.value }
+                }
+                let elapsed = ContinuousClock.now - cancelled
+                #expect(elapsed < .seconds(5), "took \(elapsed)")
+            }
+            #expect(try await held.outcome == .cancelled("the user closed the window"))
+            #expect(try await held.attempts.count == 1)
+        }
+    }
+
+    @Test("an input that does not decode fails that operation only", arguments: StoreKind.all)
+    func undecodableInput(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let results = try await store.enqueue([
+                DurableEnqueueRequest(queue: "default", kind: Echo.kind, input: "\"not a number\"", maximumAttempts: 3)
+            ])
+            let broken = queue.handle(Echo.self, id: results[0].id)
+            let fine = try await queue.add(Echo.self, input: 7)
+            try await withWorkers(store: store) { _ async throws in
+                #expect(try await within(30, "the fine operation") { try await fine.value } == 7)
+                await #expect(throws: DurableError.self) {
+                    try await within(30, "the broken operation") { try await broken.value }
+                }
+            }
+            guard case .failed(let error) = try await broken.outcome else {
+                Issue.record("the undecodable operation did not fail")
+                return
+            }
+            #expect(error.contains("does not decode as Int"))
+            #expect(try await broken.attempts.count == 1, "a decoding failure is not retried")
+        }
+    }
+
+    @Test("an operation of a kind no worker knows waits, and its wait description says so", arguments: StoreKind.all)
+    func unknownKindWaits(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let unknown = try await queue.add(Unregistered.self, input: 1)
+            let known = try await queue.add(Echo.self, input: 2)
+            try await withWorkers(store: store) { _ async throws in
+                #expect(try await within(30, "the known kind") { try await known.value } == 2)
+                #expect(try await unknown.state == .ready)
+                let description = try await unknown.waitDescription
+                #expect(description.contains("no live worker serving this queue is registered for kind \"unregistered\""), "\(description)")
+            }
+        }
+    }
+
+    @Test("an operation scheduled for later is not claimed before its date", arguments: StoreKind.all)
+    func notBefore(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let date = Date().addingTimeInterval(1.5)
+            let later = try await queue.add(Echo.self, input: 5, notBefore: date)
+            #expect(try await later.waitDescription.contains("scheduled for later"))
+            try await withWorkers(store: store) { _ async throws in
+                #expect(try await within(30, "the scheduled operation") { try await later.value } == 5)
+            }
+            let start = try #require(try await later.attempts.first).start
+            #expect(start >= date.addingTimeInterval(-0.05), "started at \(start), scheduled for \(date)")
+        }
+    }
+
+    @Test("a suspended queue is not claimed from until it is resumed", arguments: StoreKind.all)
+    func suspendedQueue(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            try await queue.setSuspended(true)
+            #expect(try await queue.isSuspended)
+            let handle = try await queue.add(Echo.self, input: 9)
+            try await withWorkers(store: store) { _ async throws in
+                // A control operation on another queue shows the worker claims meanwhile.
+                let control = try await DurableQueue(name: "other", store: store).add(Echo.self, input: 1)
+                _ = control
+                #expect(try await handle.waitDescription.contains("the queue is suspended"))
+                #expect(try await handle.state == .ready)
+                try await queue.setSuspended(false)
+                #expect(try await within(30, "the resumed operation") { try await handle.value } == 9)
+            }
+        }
+    }
+
+    @Test("the queue's limit holds across workers", arguments: StoreKind.all)
+    func limitAcrossWorkers(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            try await queue.setMaximumConcurrentOperationCount(2)
+            #expect(try await queue.maximumConcurrentOperationCount == 2)
+            var handles: [DurableHandle<Work>] = []
+            for _ in 0..<24 { handles.append(try await queue.add(Work.self, input: 30)) }
+            let all = handles
+            try await withWorkers(3, store: store, concurrency: 4) { _ async throws in
+                for handle in all { _ = try await within(60, "the limited work") { try await handle.value } }
+            }
+            var attempts: [DurableAttempt] = []
+            for handle in handles { attempts += try await handle.attempts }
+            #expect(attempts.count == 24)
+            #expect(maximumOverlap(attempts) <= 2)
+        }
+    }
+
+    @Test("an operation with a dependency that is not stored is refused, naming it", arguments: StoreKind.all)
+    func missingDependencyIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let error = await #expect(throws: DurableError.self) {
+                try await queue.add(Echo.self, input: 1, dependencies: [DurableOperationID(rawValue: 987_654)])
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("987654") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test("a worker stopping gives its running operations back, and another worker finishes them", arguments: StoreKind.all)
+    func stoppingWorkerGivesBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let held = try await queue.add(Hold.self, input: 2, retry: .never)
+            try await withWorkers(store: store) { _ async throws in
+                try await eventually(30, "the body started") { try await held.state == .running }
+            }
+            #expect(try await held.state == .ready, "given back, not failed")
+            let value = try await withWorkers(store: store) { _ in
+                try await within(30, "the operation given back") { try await held.value }
+            }
+            #expect(value == 2)
+            let attempts = try await held.attempts
+            #expect(attempts.count == 2)
+            #expect(attempts.first?.error?.contains("stopped before the body finished") == true, "\(attempts)")
+        }
+    }
+
+    @Test("cancelAll cancels every unfinished operation of the queue", arguments: StoreKind.all)
+    func cancelAll(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let first = try await queue.add(Echo.self, input: 1)
+            let second = try await queue.add(Echo.self, input: 2, dependencies: [first])
+            try await queue.cancelAll(reason: "shutting down")
+            #expect(try await first.outcome == .cancelled("shutting down"))
+            #expect(try await second.state == .cancelled)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+// What only the PostgreSQL store does: its schema, its connection, transactional enqueue.
+
+import DurableTestKinds
+import Foundation
+import Logging
+import OperationsDurable
+import OperationsPostgres
+import PostgresNIO
+import Testing
+
+@Suite(
+    "The PostgreSQL store", .enabled(if: PostgresCluster.isAvailable, Comment(rawValue: PostgresCluster.missingMessage)),
+    .timeLimit(.minutes(2)))
+struct PostgresStoreTests {
+    @Test("migrating again, and from several stores at once, leaves one schema of the current version")
+    func migrateIsIdempotentAndConcurrent() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (first, database) = try await cluster.makeStore()
+        defer { Task { await first.shutdown() } }
+        try await first.migrate()
+        let stores = (0..<4).map { _ in PostgresOperationStore(configuration: cluster.configuration(database: database)) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for store in stores { group.addTask { try await store.migrate() } }
+            try await group.waitForAll()
+        }
+        for store in stores { await store.shutdown() }
+        let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
+        #expect(rows.count == 1)
+        #expect(try rows.first?.decode(Int.self) == 1)
+    }
+
+    @Test("a schema newer than the library is refused with a message")
+    func newerSchemaIsRefused() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, _) = try await cluster.makeStore()
+        try await store.client.query("UPDATE durable_schema SET version = 99")
+        let error = await #expect(throws: DurableError.self) { try await store.migrate() }
+        #expect(error?.code == .schemaTooNew)
+        #expect(error?.message.contains("version 99") == true, "\(String(describing: error))")
+        await store.shutdown()
+    }
+
+    @Test("an unreachable database is a thrown error naming host and port")
+    func unreachableDatabaseNamesHostAndPort() async throws {
+        let cluster = try await PostgresCluster.shared()
+        // A port nothing listens on: the cluster's, plus one, was free when checked.
+        let store = PostgresOperationStore(configuration: .init(host: "127.0.0.1", port: 1, username: "postgres"))
+        let error = await #expect(throws: DurableError.self) { try await store.migrate() }
+        #expect(error?.code == .databaseUnreachable)
+        #expect(error?.message.contains("127.0.0.1:1") == true, "\(String(describing: error))")
+        let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds)
+        await #expect(throws: DurableError.self) { try await worker.run() }
+        await store.shutdown()
+        _ = cluster
+    }
+
+    @Test("an operation added in the application's transaction is visible at commit and gone on rollback")
+    func transactionalEnqueue() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, _) = try await cluster.makeStore()
+        let queue = DurableQueue(name: "default", store: store)
+        let logger = Logger(label: "test")
+        try await store.client.query("CREATE TABLE orders (id integer PRIMARY KEY)")
+        struct Rollback: Error {}
+        // Rolled back: neither the order nor the operation exists.
+        let rolledBack = Shared<DurableOperationID?>(nil)
+        await #expect(throws: (any Error).self) {
+            try await store.client.withTransaction(logger: logger) { connection in
+                try await connection.query("INSERT INTO orders VALUES (1)", logger: logger)
+                let handle = try await queue.add(Echo.self, input: 1, on: connection)
+                rolledBack.set(handle.id)
+                throw Rollback()
+            }
+        }
+        let rolledBackID = try #require(rolledBack.value)
+        #expect(try await store.record(of: rolledBackID, includingAttempts: false) == nil)
+        // Committed: both exist, and a worker runs the operation.
+        let committed = try await store.client.withTransaction(logger: logger) { connection in
+            try await connection.query("INSERT INTO orders VALUES (2)", logger: logger)
+            return try await queue.add(Echo.self, input: 2, on: connection)
+        }
+        let value = try await withWorkers(store: store) { _ async throws in
+            try await within(30, "the committed operation") { try await committed.value }
+        }
+        #expect(value == 2)
+        let orders = try await store.client.query("SELECT id FROM orders").collect()
+        #expect(try orders.map { try $0.decode(Int.self) } == [2])
+        await store.shutdown()
+    }
+}

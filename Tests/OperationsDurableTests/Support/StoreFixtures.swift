@@ -1,0 +1,131 @@
+// The stores the durable behaviour tests run against, and helpers to run a worker and wait.
+
+import DurableTestKinds
+import Foundation
+import Synchronization
+import OperationsDurable
+import OperationsPostgres
+import Testing
+
+/// A kind of store under test. The behaviour tests take it as an argument, so that every
+/// store runs the same tests.
+struct StoreKind: Sendable, CustomTestStringConvertible {
+    let name: String
+    let make: @Sendable () async throws -> (store: any DurableOperationStore, shutdown: @Sendable () async -> Void)
+
+    var testDescription: String { name }
+
+    /// The stores available here (PostgreSQL when its server binaries are installed).
+    static var all: [StoreKind] { PostgresCluster.isAvailable ? [.postgres] : [] }
+
+    static let postgres = StoreKind(name: "PostgreSQL") {
+        let cluster = try await PostgresCluster.shared()
+        let (store, _) = try await cluster.makeStore()
+        return (store, { await store.shutdown() })
+    }
+}
+
+/// A fresh, migrated store for the body; shut down afterwards.
+func withStore<T>(_ kind: StoreKind, _ body: (any DurableOperationStore) async throws -> T) async throws -> T {
+    let (store, shutdown) = try await kind.make()
+    do {
+        let result = try await body(store)
+        await shutdown()
+        return result
+    } catch {
+        await shutdown()
+        throw error
+    }
+}
+
+/// Timings for in-process workers: short leases, so that a test of rescue is quick.
+func testWorkerConfiguration(name: String = "test") -> DurableWorker.Configuration {
+    var configuration = DurableWorker.Configuration()
+    configuration.name = name
+    configuration.shutdownDeadline = .seconds(2)
+    return configuration
+}
+
+/// Runs workers in this process while the body runs, then stops them and waits for them.
+func withWorkers<T: Sendable>(
+    _ count: Int = 1, store: any DurableOperationStore, queues: [String] = ["default"],
+    kinds: [any DurableOperation] = allTestKinds, concurrency: Int = 4,
+    _ body: @Sendable ([DurableWorker]) async throws -> T
+) async throws -> T {
+    let workers = (0..<count).map { index in
+        DurableWorker(
+            store: store, queues: queues, kinds: kinds, concurrency: concurrency,
+            configuration: testWorkerConfiguration(name: "test\(index)"))
+    }
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        for worker in workers { group.addTask { try await worker.run(); return nil } }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(workers))
+        } catch {
+            result = .failure(error)
+        }
+        for worker in workers { worker.stop() }
+        while let _ = try await group.next() {}
+        return try result.get()
+    }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The body's result, or a thrown `TimedOut` after `seconds`: a test that would hang fails.
+func within<T: Sendable>(
+    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw TimedOut(description: "\(what): not within \(seconds) s")
+        }
+        let result = try await group.next()!
+        group.cancelAll()
+        return result
+    }
+}
+
+/// Reads until `condition` holds: a bounded wait for an event the store records.
+func eventually(
+    _ seconds: Double, _ what: String, _ condition: @Sendable () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(25))
+    }
+    throw TimedOut(description: "\(what): not within \(seconds) s")
+}
+
+/// The largest number of attempts whose [start, end] intervals overlap at one instant.
+func maximumOverlap(_ attempts: [DurableAttempt]) -> Int {
+    var events: [(Date, Int)] = []
+    for attempt in attempts {
+        events.append((attempt.start, 1))
+        events.append((attempt.end ?? .distantFuture, -1))
+    }
+    // Ends before starts at the same instant: touching intervals do not overlap.
+    events.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
+    var current = 0
+    var maximum = 0
+    for (_, change) in events {
+        current += change
+        maximum = max(maximum, current)
+    }
+    return maximum
+}
+
+/// A value shared between tasks of a test.
+final class Shared<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    var value: Value { mutex.withLock { $0 } }
+    func set(_ value: Value) { mutex.withLock { $0 = value } }
+    func update(_ body: (inout Value) -> Void) { mutex.withLock { body(&$0) } }
+}

@@ -1,0 +1,97 @@
+// Worker processes for the multi-process tests, and checks of what they left in the store.
+
+import Foundation
+import Logging
+import OperationsDurable
+import OperationsPostgres
+import PostgresNIO
+import Testing
+
+/// Worker processes (the package's `DurableTestWorker` executable), by name.
+final class WorkerProcesses: Sendable {
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("DurableTestWorker")
+    }
+
+    private let processes = Shared<[String: ChildProcess]>([:])
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durable-workers-\(UUID().uuidString.prefix(8))")
+
+    func start(name: String, port: Int, database: String, queue: String = "default", concurrency: Int = 4) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let log = directory.appendingPathComponent("\(name).log")
+        let process = try ChildProcess.spawn(
+            [
+                Self.executable.path, "--port", "\(port)", "--database", database, "--name", name, "--queue", queue,
+                "--concurrency", "\(concurrency)",
+            ], output: log.path)
+        processes.update { $0[name] = process }
+    }
+
+    /// SIGKILL: the process gets no chance to give anything back.
+    func kill(_ name: String) {
+        guard let process = processes.value[name] else { return }
+        process.signal(SIGKILL)
+        process.wait()
+        processes.update { $0[name] = nil }
+    }
+
+    /// SIGKILL to every process (the test is over), then reaps them: quick, so that it may
+    /// block in a `defer`.
+    func stopAll() {
+        for process in processes.value.values { process.signal(SIGKILL) }
+        for process in processes.value.values { process.wait() }
+        processes.set([:])
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The processes' output, for a failing test's message.
+    func logs() -> String {
+        processes.value.keys.sorted().map { name in
+            let text = (try? String(contentsOf: directory.appendingPathComponent("\(name).log"), encoding: .utf8)) ?? ""
+            return "--- \(name)\n\(text.suffix(2_000))"
+        }.joined(separator: "\n")
+    }
+}
+
+/// Checks, straight in the database, what every multi-process test promises afterwards.
+struct StoreInvariants {
+    let store: PostgresOperationStore
+
+    func count(_ sql: String) async throws -> Int {
+        let rows = try await store.client.query(PostgresQuery(unsafeSQL: sql)).collect()
+        return try rows[0].decode(Int.self)
+    }
+
+    /// Every operation except `cancelled` succeeded, by exactly one attempt without error;
+    /// no two attempts of one operation overlap; nothing is claimed or left open.
+    func check(cancelled: Set<Int64> = []) async throws {
+        let excluded = cancelled.isEmpty ? "0" : cancelled.map(String.init).joined(separator: ",")
+        #expect(try await count("SELECT count(*)::integer FROM durable_operations WHERE state <> 'succeeded' AND id NOT IN (\(excluded))") == 0)
+        #expect(
+            try await count(
+                """
+                SELECT count(*)::integer FROM durable_operations o WHERE o.state = 'succeeded' AND
+                    (SELECT count(*) FROM durable_attempts a WHERE a.operation = o.id AND a.error IS NULL AND a.ended_at IS NOT NULL) <> 1
+                """) == 0, "an operation succeeded other than exactly once")
+        #expect(
+            try await count(
+                """
+                SELECT count(*)::integer FROM durable_attempts a JOIN durable_attempts b
+                    ON a.operation = b.operation AND a.number < b.number
+                WHERE b.started_at < coalesce(a.ended_at, 'infinity')
+                """) == 0, "two attempts of one operation overlap")
+        #expect(try await count("SELECT count(*)::integer FROM durable_operations WHERE state = 'running' OR worker IS NOT NULL") == 0)
+        #expect(try await count("SELECT count(*)::integer FROM durable_attempts WHERE ended_at IS NULL") == 0)
+    }
+
+    /// Every attempt of the queue, for measuring overlap.
+    func attempts(queue: String) async throws -> [DurableAttempt] {
+        let rows = try await store.client.query(
+            "SELECT a.number, a.worker, a.started_at, a.ended_at, a.error FROM durable_attempts a JOIN durable_operations o ON o.id = a.operation WHERE o.queue = \(queue)"
+        ).collect()
+        return try rows.map { row in
+            let (number, worker, start, end, error) = try row.decode((Int, String, Date, Date?, String?).self)
+            return DurableAttempt(number: number, worker: worker, start: start, end: end, error: error)
+        }
+    }
+}
