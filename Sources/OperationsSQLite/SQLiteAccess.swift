@@ -58,7 +58,7 @@ final class SQLiteAccess: Sendable {
         next?.resume()
     }
 
-    /// Runs `body` with the connection, alone; errors become ``DurableError``s naming the file.
+    /// Runs `body` with the connection, alone; errors become `DurableError`s naming the file.
     func withConnection<T>(_ what: @autoclosure () -> String, _ body: (SQLiteConnection) async throws -> T) async throws -> T {
         await acquire()
         defer { release() }
@@ -160,7 +160,7 @@ final class SQLiteAccess: Sendable {
         if !wasClosed { try? await thread.shutdownGracefully() }
     }
 
-    /// A ``DurableError`` that names the file and says what failed.
+    /// A `DurableError` that names the file and says what failed.
     func describe(_ error: any Error, _ what: String) -> any Error {
         guard let error = error as? SQLiteError else { return error }
         let message = error.message

@@ -49,7 +49,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
         await access.close()
     }
 
-    /// Opens the file and reads its header: throws a ``DurableError`` naming the path when it
+    /// Opens the file and reads its header: throws a `DurableError` naming the path when it
     /// cannot be opened or is not a database.
     public func checkConnection() async throws {
         try await access.withConnection("opening the store") { _ in }
