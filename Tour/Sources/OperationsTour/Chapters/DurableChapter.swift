@@ -50,12 +50,13 @@ public struct DurableChapter: Chapter {
         let hold = server.hold(image: victim)
         defer { hold.release() }
 
-        var workers: [WorkerProcess] = []
-        defer { for worker in workers where !worker.hasExited { worker.stop(SIGKILL) } }
+        // The workers not yet stopped (and reaped): killed if the chapter fails.
+        var running: [WorkerProcess] = []
+        defer { for worker in running { worker.stop(SIGKILL) } }
         let log = work.appendingPathComponent("workers.log").path
         let started = Date()
         let first = try WorkerProcess.start(executable: executable, store: storePath, name: "worker-1", log: log)
-        workers.append(first)
+        running.append(first)
         // Synchronised on the database: every other image written, the victim's download running.
         let victimPipeline = pipelines[victim - 1]
         try blocking {
@@ -68,17 +69,19 @@ public struct DurableChapter: Chapter {
             }
         }
         first.stop(SIGKILL)
+        running.removeAll()
         let killed = Date()
         context.console.say("   worker-1 (pid \(first.pid)) killed with SIGKILL while image \(victim)'s download was running")
         hold.release()
         let second = try WorkerProcess.start(executable: executable, store: storePath, name: "worker-2", log: log)
-        workers.append(second)
+        running.append(second)
         try blocking {
             try await Self.waitFor("the second worker to finish image \(victim)", log: log) {
                 try await victimPipeline.write.state.isFinished
             }
         }
         second.stop(SIGTERM)
+        running.removeAll()
         let finished = Date()
 
         // What the store recorded.

@@ -49,10 +49,4 @@ struct WorkerProcess: Sendable {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
-
-    /// Whether the process has ended (reaping it if so).
-    var hasExited: Bool {
-        var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == pid
-    }
 }
