@@ -31,6 +31,8 @@ let package = Package(
         // PostgreSQL store. Only a package that uses them fetches postgres-nio and its graph.
         .library(name: "OperationsDurable", targets: ["OperationsDurable"]),
         .library(name: "OperationsPostgres", targets: ["OperationsPostgres"]),
+        // The embedded store: one file, several processes on one machine, nothing to install.
+        .library(name: "OperationsSQLite", targets: ["OperationsSQLite"]),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -44,6 +46,8 @@ let package = Package(
         // For the durable layer only.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // For the SQLite store only: it bundles SQLite's amalgamation, so nothing is installed.
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
     ],
     targets: [
         .target(name: "Operations"),
@@ -72,12 +76,18 @@ let package = Package(
                 "Operations", "OperationsDurable", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        .target(
+            name: "OperationsSQLite",
+            dependencies: [
+                "Operations", "OperationsDurable", .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The kinds of work the durable tests run, and a worker process that runs them.
         .target(name: "DurableTestKinds", dependencies: ["OperationsDurable"], path: "Tests/DurableTestKinds"),
         .executableTarget(
             name: "DurableTestWorker",
             dependencies: [
-                "DurableTestKinds", "OperationsPostgres", .product(name: "Logging", package: "swift-log"),
+                "DurableTestKinds", "OperationsPostgres", "OperationsSQLite", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/DurableTestWorker"),
@@ -114,8 +124,8 @@ let package = Package(
         .testTarget(
             name: "OperationsDurableTests",
             dependencies: [
-                "Operations", "OperationsDurable", "OperationsPostgres", "DurableTestKinds", "DurableTestWorker",
-                .product(name: "Logging", package: "swift-log"),
+                "Operations", "OperationsDurable", "OperationsPostgres", "OperationsSQLite", "DurableTestKinds", "DurableTestWorker",
+                .product(name: "Logging", package: "swift-log"), .product(name: "SQLiteNIO", package: "sqlite-nio"),
             ]),
         // Depends on the executables only so that `swift test` builds them beside the tests.
         .testTarget(

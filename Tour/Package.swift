@@ -25,13 +25,17 @@ let package = Package(
                 .product(name: "Operations", package: "swift-operations"),
                 .product(name: "OperationsComposition", package: "swift-operations"),
                 .product(name: "OperationsRecording", package: "swift-operations"),
+                .product(name: "OperationsDurable", package: "swift-operations"),
+                .product(name: "OperationsSQLite", package: "swift-operations"),
                 "CLibPNG",
                 .product(name: "FlyingFox", package: "FlyingFox"),
             ]),
         .executableTarget(
             name: "operations-demo",
             dependencies: ["OperationsTour", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
-        .testTarget(name: "OperationsTourTests", dependencies: ["OperationsTour"]),
+        // Depends on the executable so that `swift test` builds it: the durable chapter's test
+        // starts it as a worker process.
+        .testTarget(name: "OperationsTourTests", dependencies: ["OperationsTour", "operations-demo"]),
     ],
     swiftLanguageModes: [.v6]
 )

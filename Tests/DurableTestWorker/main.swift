@@ -1,5 +1,5 @@
 // A worker process for the multi-process durable tests:
-// DurableTestWorker --port P --name N [--queue Q]… [--concurrency C]
+// DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]
 // Stops gracefully on SIGTERM; the tests also kill it with SIGKILL.
 
 import DurableTestKinds
@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import OperationsDurable
 import OperationsPostgres
+import OperationsSQLite
 import ServiceLifecycle
 
 var options: [String: [String]] = [:]
@@ -14,14 +15,24 @@ var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst(), let value = arguments.popFirst() {
     options[String(flag.dropFirst(2)), default: []].append(value)
 }
-guard let port = options["port"]?.first.flatMap(Int.init) else {
-    FileHandle.standardError.write(Data("usage: DurableTestWorker --port P --name N [--queue Q]… [--concurrency C] [--database D]\n".utf8))
+/// The store the options name, and how to close it.
+func makeStore(_ options: [String: [String]]) -> (any DurableOperationStore, @Sendable () async -> Void) {
+    if let path = options["sqlite"]?.first {
+        let sqlite = SQLiteOperationStore(path: path)
+        return (sqlite, { await sqlite.shutdown() })
+    }
+    if let port = options["port"]?.first.flatMap(Int.init) {
+        let postgres = PostgresOperationStore(
+            configuration: .init(
+                host: "127.0.0.1", port: port, username: "postgres", database: options["database"]?.first ?? "postgres",
+                maximumConnections: 4))
+        return (postgres, { await postgres.shutdown() })
+    }
+    FileHandle.standardError.write(
+        Data("usage: DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]\n".utf8))
     exit(2)
 }
-let store = PostgresOperationStore(
-    configuration: .init(
-        host: "127.0.0.1", port: port, username: "postgres", database: options["database"]?.first ?? "postgres",
-        maximumConnections: 4))
+let (store, shutdown) = makeStore(options)
 var configuration = DurableWorker.Configuration()
 configuration.name = options["name"]?.first ?? "worker"
 let worker = DurableWorker(
@@ -34,7 +45,7 @@ do {
     try await group.run()
 } catch {
     FileHandle.standardError.write(Data("worker \(worker.id): \(error)\n".utf8))
-    await store.shutdown()
+    await shutdown()
     exit(1)
 }
-await store.shutdown()
+await shutdown()

@@ -300,6 +300,34 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test(
+        "a claim whose worker vanished is rescued when its lease expires, and that attempt's late finish is ignored",
+        arguments: StoreKind.all)
+    func vanishedWorkerIsRescuedAndItsLateFinishIgnored(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let handle = try await queue.add(Work.self, input: 0, retry: DurableRetry(.immediate, maximumAttempts: 3))
+            // A worker that claims and then dies (between the claim and the finish) with a short lease.
+            let claims = try await store.claim(
+                queue: "default", kinds: [Work.kind], worker: "vanished", limit: 1, lease: .milliseconds(200))
+            #expect(claims.map(\.id) == [handle.id])
+            try await eventually(30, "the lease expired and was rescued") { try await store.rescueExpiredLeases() == 1 }
+            #expect(try await handle.state == .ready)
+            // The vanished worker's finish arrives late: the attempt is no longer its to end.
+            try await store.complete(
+                [DurableCompletion(id: handle.id, attempt: 1, result: .succeeded(output: "1"))], worker: "vanished")
+            #expect(try await handle.state == .ready)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the rescued operation") { try await handle.value }
+            }
+            #expect(value == 2, "the second attempt's output, not the late one")
+            let attempts = try await handle.attempts
+            #expect(attempts.map(\.number) == [1, 2])
+            #expect(attempts[0].error?.contains("worker vanished stopped renewing its lease during attempt 1") == true, "\(attempts)")
+            #expect(attempts[1].error == nil && attempts[1].end != nil)
+        }
+    }
+
     @Test("cancelAll cancels every unfinished operation of the queue", arguments: StoreKind.all)
     func cancelAll(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

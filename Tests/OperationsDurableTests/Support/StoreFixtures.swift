@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import OperationsDurable
 import OperationsPostgres
+import OperationsSQLite
 import Testing
 
 /// A kind of store under test. The behaviour tests take it as an argument, so that every
@@ -15,13 +16,38 @@ struct StoreKind: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    /// The stores available here (PostgreSQL when its server binaries are installed).
-    static var all: [StoreKind] { PostgresCluster.isAvailable ? [.postgres] : [] }
+    /// The stores available here: SQLite always, PostgreSQL when its server binaries are installed.
+    static var all: [StoreKind] { PostgresCluster.isAvailable ? [.sqlite, .postgres] : [.sqlite] }
+
+    /// A new file in a temporary directory, removed afterwards.
+    static let sqlite = StoreKind(name: "SQLite") {
+        let file = SQLiteFile()
+        let store = SQLiteOperationStore(path: file.path)
+        try await store.migrate()
+        return (store, {
+            await store.shutdown()
+            file.remove()
+        })
+    }
 
     static let postgres = StoreKind(name: "PostgreSQL") {
         let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         return (store, { await store.shutdown() })
+    }
+}
+
+/// A store file in a directory of its own (the WAL and shared-memory files sit beside it).
+struct SQLiteFile: Sendable {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durable-sqlite-\(UUID().uuidString.prefix(8))")
+    var path: String { directory.appendingPathComponent("store.sqlite").path }
+
+    init() {
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: directory)
     }
 }
 

@@ -17,13 +17,20 @@ final class WorkerProcesses: Sendable {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durable-workers-\(UUID().uuidString.prefix(8))")
 
     func start(name: String, port: Int, database: String, queue: String = "default", concurrency: Int = 4) throws {
+        try start(name: name, store: ["--port", "\(port)", "--database", database], queue: queue, concurrency: concurrency)
+    }
+
+    /// A worker process on the SQLite store in `sqlite`.
+    func start(name: String, sqlite: String, queue: String = "default", concurrency: Int = 4) throws {
+        try start(name: name, store: ["--sqlite", sqlite], queue: queue, concurrency: concurrency)
+    }
+
+    private func start(name: String, store: [String], queue: String, concurrency: Int) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("\(name).log")
         let process = try ChildProcess.spawn(
-            [
-                Self.executable.path, "--port", "\(port)", "--database", database, "--name", name, "--queue", queue,
-                "--concurrency", "\(concurrency)",
-            ], output: log.path)
+            [Self.executable.path] + store + ["--name", name, "--queue", queue, "--concurrency", "\(concurrency)"],
+            output: log.path)
         processes.update { $0[name] = process }
     }
 

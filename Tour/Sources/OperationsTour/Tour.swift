@@ -12,6 +12,8 @@ public struct TourSettings: Sendable {
     public var outputPath = "operations-demo-output"
     /// 0: any free port.
     public var port = 0
+    /// The executable the durable chapter starts as its worker processes (`nil`: this one).
+    public var durableWorkerExecutable: String?
 
     public init() {}
 
@@ -151,6 +153,7 @@ public enum Tour {
     public static let chapters: [any Chapter.Type] = [
         PrinterChapter.self, BlocksChapter.self, FilterChapter.self, AsyncChapter.self, ChainChapter.self,
         CancelChapter.self, GroupsChapter.self, ListChapter.self, QueueControlChapter.self, CompositionChapter.self,
+        DurableChapter.self,
     ]
 
     public static func chapter(named name: String) -> (any Chapter.Type)? {

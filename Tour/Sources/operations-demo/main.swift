@@ -84,8 +84,19 @@ struct ListCommand: ChapterCommand { typealias TheChapter = ListChapter; @Option
 struct QueueControlCommand: ChapterCommand { typealias TheChapter = QueueControlChapter; @OptionGroup var options: TourOptions }
 struct CompositionCommand: ChapterCommand { typealias TheChapter = CompositionChapter; @OptionGroup var options: TourOptions }
 struct ScaleCommand: ChapterCommand { typealias TheChapter = ScaleChapter; @OptionGroup var options: TourOptions }
+struct DurableCommand: ChapterCommand { typealias TheChapter = DurableChapter; @OptionGroup var options: TourOptions }
+
+/// The durable chapter's worker process (hidden: the chapter starts it).
+struct DurableWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "durable-worker", abstract: "Runs the durable chapter's steps from a store.", shouldDisplay: false)
+    @Option(help: "The SQLite store's file.") var store: String
+    @Option(help: "A readable name for the worker.") var name = "worker"
+    func run() async throws { try await runDurableWorker(storePath: store, name: name) }
+}
 
 let chapterCommands: [any ParsableCommand.Type] = [
     PrinterCommand.self, BlocksCommand.self, FilterCommand.self, AsyncCommand.self, ChainCommand.self,
     CancelCommand.self, GroupsCommand.self, ListCommand.self, QueueControlCommand.self, CompositionCommand.self, ScaleCommand.self,
+    DurableCommand.self, DurableWorkerCommand.self,
 ]

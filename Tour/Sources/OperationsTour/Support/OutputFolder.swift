@@ -47,6 +47,7 @@ public enum TourError: Error, CustomStringConvertible, Equatable {
     case serverCannotStart(reason: String)
     case badResponse(url: String, reason: String)
     case imageDecoding(String)
+    case durableWorker(reason: String)
 
     public var description: String {
         switch self {
@@ -54,6 +55,7 @@ public enum TourError: Error, CustomStringConvertible, Equatable {
         case .serverCannotStart(let reason): "cannot start the image server: \(reason)"
         case .badResponse(let url, let reason): "bad response from \(url): \(reason)"
         case .imageDecoding(let reason): "cannot decode image: \(reason)"
+        case .durableWorker(let reason): "durable chapter: \(reason)"
         }
     }
 }

@@ -1,0 +1,183 @@
+// Notifications without a server: every store polls the events table of the file.
+
+import Foundation
+@_spi(Engine) import Operations
+import OperationsDurable
+import SQLiteNIO
+
+/// Reads the events that transactions (of any process) appended past the last one it saw,
+/// every `interval` or at once after a change of this store, and hands them to subscribers.
+///
+/// Event ids grow in commit order (one writer at a time), so reading past the last id misses
+/// nothing; after a gap (events pruned while this process was stopped) it tells `.resynchronize`.
+final class SQLiteNotificationPoller: Sendable {
+    /// How long events are kept, in seconds.
+    static let eventRetention: Double = 60
+
+    private struct State {
+        var subscribers: [Int: AsyncStream<DurableStoreNotification>.Continuation] = [:]
+        var nextSubscriber = 0
+        var task: Task<Void, Never>?
+        var stopped = false
+    }
+
+    private let state = Locked(State())
+    private let access: SQLiteAccess
+    private let interval: Duration
+    private let wake = PollWake()
+
+    init(access: SQLiteAccess, interval: Duration) {
+        self.access = access
+        self.interval = interval
+    }
+
+    func subscribe() -> AsyncStream<DurableStoreNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
+        let (subscriber, mustStart, stopped) = state.withLock { state -> (Int, Bool, Bool) in
+            if state.stopped { return (0, false, true) }
+            let subscriber = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[subscriber] = continuation
+            return (subscriber, state.task == nil, false)
+        }
+        if stopped {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: subscriber) }
+        }
+        if mustStart {
+            let task = Task { await self.poll() }
+            let cancelNow = state.withLock { state -> Bool in
+                state.task = task
+                return state.stopped
+            }
+            if cancelNow { task.cancel() }
+        }
+        return stream
+    }
+
+    /// This store committed a change: read the events now rather than at the next tick.
+    func poke() {
+        wake.wake()
+    }
+
+    func stop() {
+        let (task, subscribers) = state.withLock { state in
+            state.stopped = true
+            let subscribers = Array(state.subscribers.values)
+            state.subscribers = [:]
+            return (state.task, subscribers)
+        }
+        task?.cancel()
+        wake.wake()
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    private func broadcast(_ notifications: [DurableStoreNotification]) {
+        guard !notifications.isEmpty else { return }
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers {
+            for notification in notifications { subscriber.yield(notification) }
+        }
+    }
+
+    private func poll() async {
+        var last: Int64?
+        while !Task.isCancelled {
+            do {
+                if let seen = last {
+                    let rows = try await access.withConnection("reading the store's events") { connection in
+                        try await connection.query(
+                            "SELECT id, kind, payload FROM durable_events WHERE id > ? ORDER BY id", [.integer(SQLiteInt64(seen))])
+                    }
+                    var notifications: [DurableStoreNotification] = []
+                    if let first = rows.first, Int64(first.int("id")) != seen + 1 { notifications.append(.resynchronize) }
+                    for row in rows {
+                        let payload = row.text("payload")
+                        switch row.text("kind") {
+                        case "w": notifications.append(.workAvailable(queue: payload))
+                        case "f": notifications.append(.finished(DurableOperationID(rawValue: Int64(payload) ?? 0)))
+                        case "c": notifications.append(.cancelRequested(DurableOperationID(rawValue: Int64(payload) ?? 0)))
+                        default: continue
+                        }
+                    }
+                    if let end = rows.last { last = Int64(end.int("id")) }
+                    broadcast(notifications)
+                } else {
+                    // The starting point: what came before was read by the subscribers themselves.
+                    let start = try await access.withConnection("reading the store's events") { connection in
+                        try await connection.query("SELECT coalesce(max(id), 0) AS id FROM durable_events").first?.int("id") ?? 0
+                    }
+                    last = Int64(start)
+                    broadcast([.resynchronize])
+                }
+            } catch {
+                // Not migrated yet, or the file is busy: try again at the next tick.
+                if state.withLock({ $0.stopped }) { return }
+            }
+            await wake.wait(atMost: interval)
+        }
+    }
+}
+
+/// A wait that ends at a poke or after a time, whichever comes first.
+final class PollWake: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+        var generation = 0
+    }
+
+    private let state = Locked(State())
+
+    func wake() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.pending = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    func wait(atMost duration: Duration) async {
+        let generation = state.withLock { state -> Int in
+            state.generation += 1
+            return state.generation
+        }
+        let timer = Task {
+            try? await Task.sleep(for: duration)
+            self.wake(generation: generation)
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.pending || Task.isCancelled {
+                        state.pending = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            wake()
+        }
+        timer.cancel()
+    }
+
+    /// The timer's wake: only for the wait that started it.
+    private func wake(generation: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.generation == generation, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import OperationsTour
+import Testing
+
+@Suite("The durable chapter", .timeLimit(.minutes(3)))
+struct DurableChapterTests {
+    @Test("durable: a worker process killed with SIGKILL mid-pipeline; another finishes it, redoing only the interrupted step")
+    func durable() async throws {
+        var settings = TourSettings.quick
+        settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/durable-\(UUID().uuidString)"
+        // The test runner is not the tour's executable: the worker processes are `operations-demo`,
+        // built beside the tests.
+        settings.durableWorkerExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("operations-demo").path
+        let context = try TourContext(settings: settings, console: Console.silent())
+        let result = try await runOnOwnThread(DurableChapter.self, context: context)
+        await context.stop()
+        defer { try? FileManager.default.removeItem(at: context.output.url) }
+
+        let steps = try #require(result.numbers["steps"])
+        #expect(steps == Double(settings.imageCount * 4))
+        #expect(result.numbers["steps succeeded"] == steps)
+        #expect(result.numbers["steps run once"] == steps - 1, "every step but the interrupted one ran once")
+        #expect(result.numbers["attempts of the interrupted step"] == 2)
+        #expect(result.lists["interrupted"] == ["image 2: download"])
+        let lost = try #require(result.numbers["seconds lost to the crash"])
+        #expect(lost > 0 && lost < 30, "lost \(lost) s")
+        #expect(result.lists["images"]?.count == settings.imageCount)
+        for file in result.files {
+            #expect(FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) was written")
+        }
+        let page = try #require(result.files.first { $0.lastPathComponent == "11-durable.html" })
+        let html = try String(contentsOf: page, encoding: .utf8)
+        #expect(html.components(separatedBy: "class=\"attempt\"").count - 1 == Int(steps) + 1, "a bar per attempt")
+        #expect(html.contains("SIGKILL"))
+        let trace = try #require(result.files.first { $0.lastPathComponent == "11-durable.trace.json" })
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as? [String: Any]
+        let events = try #require(json?["traceEvents"] as? [[String: Any]])
+        #expect(events.filter { $0["ph"] as? String == "X" }.count == Int(steps) + 1)
+    }
+}
