@@ -27,12 +27,22 @@ let package = Package(
         .library(name: "OperationsLogging", targets: ["OperationsLogging"]),
         // For test targets: a manual clock, a gate, awaiting an outcome with a limit.
         .library(name: "OperationsTestSupport", targets: ["OperationsTestSupport"]),
-        // Durable operations: the store-agnostic layer (queues, handles, workers) and its
-        // PostgreSQL store. Only a package that uses them fetches postgres-nio and its graph.
+        // Durable operations, behind package traits (see `traits` below): the store-agnostic
+        // layer (queues, handles, workers), the PostgreSQL store, and the embedded SQLite
+        // store (one file, several processes on one machine, nothing to install).
         .library(name: "OperationsDurable", targets: ["OperationsDurable"]),
         .library(name: "OperationsPostgres", targets: ["OperationsPostgres"]),
-        // The embedded store: one file, several processes on one machine, nothing to install.
         .library(name: "OperationsSQLite", targets: ["OperationsSQLite"]),
+    ],
+    // A package that does not enable them neither fetches nor compiles the durable layer's
+    // packages (postgres-nio and its graph, sqlite-nio, swift-service-lifecycle): a
+    // dependency used only under a disabled trait is left out of resolution. Enable one with
+    // `.package(url: …, branch: "main", traits: ["SQLite"])`.
+    traits: [
+        .trait(name: "Durable", description: "OperationsDurable: durable queues, handles and workers (swift-service-lifecycle)."),
+        .trait(name: "PostgreSQL", description: "OperationsPostgres: the PostgreSQL store (postgres-nio).", enabledTraits: ["Durable"]),
+        .trait(name: "SQLite", description: "OperationsSQLite: the embedded SQLite store (sqlite-nio).", enabledTraits: ["Durable"]),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         // A plugin only (`swift package generate-documentation`): no target links it, so a
@@ -43,7 +53,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // For the durable layer only.
+        // For the durable layer only (behind its traits).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // For the SQLite store only: it bundles SQLite's amalgamation, so nothing is installed.
@@ -68,18 +78,18 @@ let package = Package(
             name: "OperationsDurable",
             dependencies: [
                 "Operations", "OperationsComposition",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Durable"])),
             ]),
         .target(
             name: "OperationsPostgres",
             dependencies: [
-                "Operations", "OperationsDurable", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "Operations", "OperationsDurable", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
             name: "OperationsSQLite",
             dependencies: [
-                "Operations", "OperationsDurable", .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                "Operations", "OperationsDurable", .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The kinds of work the durable tests run, and a worker process that runs them.
@@ -88,7 +98,7 @@ let package = Package(
             name: "DurableTestWorker",
             dependencies: [
                 "DurableTestKinds", "OperationsPostgres", "OperationsSQLite", .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Durable"])),
             ],
             path: "Tests/DurableTestWorker"),
         // The differential test: programs over the Foundation-shaped API, generated from a seed
@@ -125,7 +135,9 @@ let package = Package(
             name: "OperationsDurableTests",
             dependencies: [
                 "Operations", "OperationsDurable", "OperationsPostgres", "OperationsSQLite", "DurableTestKinds", "DurableTestWorker",
-                .product(name: "Logging", package: "swift-log"), .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ]),
         // Depends on the executables only so that `swift test` builds them beside the tests.
         .testTarget(

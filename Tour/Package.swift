@@ -12,7 +12,8 @@ let package = Package(
         .executable(name: "operations-demo", targets: ["operations-demo"]),
     ],
     dependencies: [
-        .package(name: "swift-operations", path: ".."),
+        // The durable chapter's store.
+        .package(name: "swift-operations", path: "..", traits: ["SQLite"]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],

@@ -1,4 +1,5 @@
 // Errors of the durable layer.
+#if Durable
 
 /// An error of the durable layer: a code that can grow, and a message naming what failed.
 public struct DurableError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -38,3 +39,4 @@ public struct DurableError: Error, CustomStringConvertible, Sendable, Equatable 
 
     public var description: String { message }
 }
+#endif

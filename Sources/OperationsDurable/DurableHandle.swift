@@ -1,4 +1,5 @@
 // A typed reference to a stored operation.
+#if Durable
 
 import Foundation
 
@@ -142,3 +143,4 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
         }
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // A kind of work that a durable queue stores and a worker runs.
+#if Durable
 
 import Foundation
 @_spi(Engine) import Operations
@@ -71,3 +72,4 @@ final class DurableCancellationFlag: Sendable {
         }
     }
 }
+#endif

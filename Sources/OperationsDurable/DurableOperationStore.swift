@@ -1,4 +1,5 @@
 // The store protocol: everything the durable layer asks of a database.
+#if Durable
 
 import Foundation
 
@@ -287,3 +288,4 @@ public protocol DurableOperationStore: Sendable {
     /// Changes as they happen, from now on. Ends when the caller stops iterating.
     func notifications() -> AsyncStream<DurableStoreNotification>
 }
+#endif

@@ -1,4 +1,5 @@
 // A named queue of durable operations in a store.
+#if Durable
 
 import Foundation
 import Operations
@@ -108,3 +109,4 @@ extension DurableHandle: DurableDependency {}
 extension DurableOperationID: DurableDependency {
     public var id: DurableOperationID { self }
 }
+#endif

@@ -1,4 +1,5 @@
 // How many times a durable operation is tried, and how long it waits between tries.
+#if Durable
 
 import OperationsComposition
 
@@ -33,3 +34,4 @@ public struct DurableRetry: Sendable {
         }
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // Why a stored operation is not running, in a sentence.
+#if Durable
 
 import Foundation
 
@@ -32,3 +33,4 @@ enum DurableWaitDescription {
         }
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // The worker's background duties: heartbeats, rescue, pruning, notifications, shutdown.
+#if Durable
 
 import Foundation
 @_spi(Engine) import Operations
@@ -208,3 +209,4 @@ final class CompletionBatcher: Sendable {
         }
     }
 }
+#endif

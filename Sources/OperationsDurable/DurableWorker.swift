@@ -1,4 +1,5 @@
 // A process's worker: claims operations of its queues and kinds, runs their bodies.
+#if Durable
 
 import Foundation
 @_spi(Engine) import Operations
@@ -215,3 +216,4 @@ struct WorkerState {
     var running: [DurableOperationID: RunningBody] = [:]
     var stopping = false
 }
+#endif

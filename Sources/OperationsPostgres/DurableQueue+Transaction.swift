@@ -1,4 +1,5 @@
 // Enqueueing inside the application's own PostgreSQL transaction.
+#if PostgreSQL
 
 import Foundation
 import Operations
@@ -26,3 +27,4 @@ extension DurableQueue {
         return handle(kind, id: results[0].id)
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // One connection per store that LISTENs and hands notifications to every subscriber.
+#if PostgreSQL
 
 import Logging
 @_spi(Engine) import Operations
@@ -111,3 +112,4 @@ final class PostgresNotificationListener: Sendable {
         }
     }
 }
+#endif

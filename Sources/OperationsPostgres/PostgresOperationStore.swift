@@ -1,4 +1,5 @@
 // The PostgreSQL store of durable operations, over postgres-nio's PostgresClient.
+#if PostgreSQL
 
 import Foundation
 import Logging
@@ -385,3 +386,4 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // The store's schema, one list of statements per version.
+#if PostgreSQL
 
 /// The schema's versions. A migration runs in one transaction under an advisory lock, so
 /// several workers starting at once migrate once.
@@ -373,3 +374,4 @@ enum PostgresSchema {
         """,
     ]
 }
+#endif

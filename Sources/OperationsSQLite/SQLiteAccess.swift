@@ -1,4 +1,5 @@
 // The store's one connection, used by one task at a time, and its transactions.
+#if SQLite
 
 import Foundation
 import Logging
@@ -241,3 +242,4 @@ extension SQLiteRow {
     }
     func bool(_ name: String) -> Bool { (column(name)?.integer ?? 0) != 0 }
 }
+#endif

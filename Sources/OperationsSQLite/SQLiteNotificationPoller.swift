@@ -1,4 +1,5 @@
 // Notifications without a server: every store polls the events table of the file.
+#if SQLite
 
 import Foundation
 @_spi(Engine) import Operations
@@ -181,3 +182,4 @@ final class PollWake: Sendable {
         waiter?.resume()
     }
 }
+#endif

@@ -1,5 +1,6 @@
 // An operation's life in the SQLite store: enqueue, claim, finish, heartbeat, rescue, cancel.
 // The same rules as the PostgreSQL store's functions, as statements in one transaction each.
+#if SQLite
 
 import Foundation
 import OperationsDurable
@@ -395,3 +396,4 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }
+#endif

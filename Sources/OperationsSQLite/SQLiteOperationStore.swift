@@ -1,4 +1,5 @@
 // The SQLite store of durable operations: one file, shared by the processes of one machine.
+#if SQLite
 
 import Foundation
 import OperationsDurable
@@ -216,3 +217,4 @@ public final class SQLiteOperationStore: DurableOperationStore {
         poller.subscribe()
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // The SQLite store's schema, one list of statements per version.
+#if SQLite
 
 /// The schema's versions. Times are seconds since 1970 (`REAL`); lists are JSON text.
 enum SQLiteSchema {
@@ -94,3 +95,4 @@ enum SQLiteSchema {
         """,
     ]
 }
+#endif

@@ -1,4 +1,5 @@
 // Kinds of work the durable tests run, in process and in worker processes.
+#if Durable
 
 import Foundation
 import OperationsDurable
@@ -68,3 +69,4 @@ public struct Flaky: DurableOperation {
 
 /// Every kind above, for a worker.
 public let allTestKinds: [any DurableOperation] = [Echo(), Node(), Work(), Hold(), Flaky()]
+#endif

@@ -1,6 +1,7 @@
 // A worker process for the multi-process durable tests:
 // DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]
 // Stops gracefully on SIGTERM; the tests also kill it with SIGKILL.
+#if PostgreSQL && SQLite
 
 import DurableTestKinds
 import Foundation
@@ -49,3 +50,4 @@ do {
     exit(1)
 }
 await shutdown()
+#endif

@@ -1,5 +1,6 @@
 // What every durable store must do, written against the store protocol: each test runs
 // once per store in `StoreKind.all`.
+#if PostgreSQL && SQLite
 
 import DurableTestKinds
 import Foundation
@@ -340,3 +341,4 @@ struct DurableBehaviourTests {
         }
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // What only the PostgreSQL store does: its schema, its connection, transactional enqueue.
+#if PostgreSQL && SQLite
 
 import DurableTestKinds
 import Foundation
@@ -88,3 +89,4 @@ struct PostgresStoreTests {
         await store.shutdown()
     }
 }
+#endif

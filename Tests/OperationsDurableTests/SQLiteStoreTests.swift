@@ -1,4 +1,5 @@
 // What only the SQLite store does: its file, its schema, and worker processes sharing the file.
+#if PostgreSQL && SQLite
 
 import DurableTestKinds
 import Foundation
@@ -334,3 +335,4 @@ struct SQLiteInvariants {
         }
     }
 }
+#endif

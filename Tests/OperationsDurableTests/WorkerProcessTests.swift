@@ -1,5 +1,6 @@
 // Several worker processes on one PostgreSQL: graphs, the cluster-wide limit, a worker
 // killed with SIGKILL, a server restart, a cancel from another process.
+#if PostgreSQL && SQLite
 
 import DurableTestKinds
 import Foundation
@@ -134,3 +135,4 @@ struct WorkerProcessTests {
         await store.shutdown()
     }
 }
+#endif

@@ -1,6 +1,7 @@
 // Child processes started with posix_spawn and reaped with waitpid on a thread of their own:
 // Foundation's `Process` waits through a run loop and a Dispatch source, which stalled when
 // the test tasks held the cooperative threads.
+#if PostgreSQL && SQLite
 
 import Foundation
 
@@ -55,3 +56,4 @@ struct ChildProcess: Sendable {
         _ = kill(pid, signal)
     }
 }
+#endif

@@ -1,5 +1,6 @@
 // A throwaway PostgreSQL cluster for the tests: initdb in a temporary directory, a free port
 // on 127.0.0.1, removed when the test process exits.
+#if PostgreSQL && SQLite
 
 import Foundation
 import Logging
@@ -155,3 +156,4 @@ final class PostgresCluster: Sendable {
         let description: String
     }
 }
+#endif

@@ -1,4 +1,5 @@
 // The stores the durable behaviour tests run against, and helpers to run a worker and wait.
+#if PostgreSQL && SQLite
 
 import DurableTestKinds
 import Foundation
@@ -155,3 +156,4 @@ final class Shared<Value: Sendable>: Sendable {
     func set(_ value: Value) { mutex.withLock { $0 = value } }
     func update(_ body: (inout Value) -> Void) { mutex.withLock { body(&$0) } }
 }
+#endif

@@ -1,4 +1,5 @@
 // Worker processes for the multi-process tests, and checks of what they left in the store.
+#if PostgreSQL && SQLite
 
 import Foundation
 import Logging
@@ -102,3 +103,4 @@ struct StoreInvariants {
         }
     }
 }
+#endif
