@@ -2,7 +2,7 @@
 
 import DurableTestKinds
 import Foundation
-import Synchronization
+import Operations
 import OperationsDurable
 import OperationsPostgres
 import Testing
@@ -121,11 +121,12 @@ func maximumOverlap(_ attempts: [DurableAttempt]) -> Int {
     return maximum
 }
 
-/// A value shared between tasks of a test.
+/// A value shared between tasks of a test (behind the library's lock, which Thread
+/// Sanitizer is told about).
 final class Shared<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    var value: Value { mutex.withLock { $0 } }
-    func set(_ value: Value) { mutex.withLock { $0 = value } }
-    func update(_ body: (inout Value) -> Void) { mutex.withLock { body(&$0) } }
+    private let lock: Locked<Value>
+    init(_ value: Value) { lock = Locked(value) }
+    var value: Value { lock.withLock { $0 } }
+    func set(_ value: Value) { lock.withLock { $0 = value } }
+    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
 }
