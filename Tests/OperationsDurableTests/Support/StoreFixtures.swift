@@ -3,7 +3,7 @@
 
 import DurableTestKinds
 import Foundation
-import Synchronization
+import Operations
 import OperationsDurable
 import OperationsPostgres
 import OperationsSQLite
@@ -148,12 +148,13 @@ func maximumOverlap(_ attempts: [DurableAttempt]) -> Int {
     return maximum
 }
 
-/// A value shared between tasks of a test.
+/// A value shared between tasks of a test (behind the library's lock, which Thread
+/// Sanitizer is told about).
 final class Shared<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    var value: Value { mutex.withLock { $0 } }
-    func set(_ value: Value) { mutex.withLock { $0 = value } }
-    func update(_ body: (inout Value) -> Void) { mutex.withLock { body(&$0) } }
+    private let lock: Locked<Value>
+    init(_ value: Value) { lock = Locked(value) }
+    var value: Value { lock.withLock { $0 } }
+    func set(_ value: Value) { lock.withLock { $0 = value } }
+    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
 }
 #endif
