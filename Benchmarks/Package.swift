@@ -14,7 +14,7 @@ let package = Package(
         .executable(name: "durable-benchmark", targets: ["durable-benchmark"]),
     ],
     dependencies: [
-        .package(name: "swift-operations", path: ".."),
+        .package(name: "swift-operations", path: "..", traits: ["PostgreSQL"]),
         // For the durable benchmark's own connections (baseline, setup).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

@@ -3,7 +3,7 @@
 
 import DurableTestKinds
 import Foundation
-import Operations
+@_spi(Engine) import Operations
 import OperationsDurable
 import OperationsPostgres
 import OperationsSQLite
