@@ -110,3 +110,34 @@ struct BodyTaskReuseTests {
         #expect(seen() == operations.map(ObjectIdentifier.init))
     }
 }
+
+/// Each test blocks a thread of the cooperative pool while it waits: one at a time.
+@Suite("Async bodies run in turn: user code of a finish never waits for the next body", .serialized, .timeLimit(.minutes(1)))
+struct BodyTaskReuseWaitTests {
+    @Test("a completion block that blocks until the next async operation of its serial queue finishes returns")
+    func completionBlockWaitsForNext() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let next = AsyncBlockOperation<Void> {}
+        let first = AsyncBlockOperation<Void> {}
+        first.completionBlock = { next.waitUntilFinished() }
+        queue.addOperations([first, next], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(first.isFinished && next.isFinished)
+    }
+
+    @Test("an isFinished observer that blocks until the next async operation of its serial queue finishes returns")
+    func observerWaitsForNext() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let next = AsyncBlockOperation<Void> {}
+        let first = AsyncBlockOperation<Void> {}
+        let observation = first.observe(\.isFinished, options: [.new]) { _, change in
+            if change.newValue == true { next.waitUntilFinished() }
+        }
+        queue.addOperations([first, next], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(first.isFinished && next.isFinished)
+        _ = observation
+    }
+}
