@@ -76,7 +76,13 @@ final class BodySlot: Sendable {
             return state.next
         }) {
             await job.operation._runBody(context: nil, scopes: job.scopes)
-            // While the operation finishes, the queue's next start on this thread comes here.
+            // While the operation finishes, the queue's next start on this thread comes here;
+            // not when the finish runs user code after freeing the slot (a completion block,
+            // an observer): that code could wait for the next body, which would wait for it.
+            guard job.operation._finishesQuietly else {
+                job.operation._finish(wasExecuting: true)
+                continue
+            }
             let outer = Self._handingOver.value
             Self._handingOver.set(Unmanaged.passUnretained(self).toOpaque())
             job.operation._finish(wasExecuting: true)

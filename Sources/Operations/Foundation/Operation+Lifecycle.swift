@@ -101,6 +101,14 @@ extension Operation {
         return finish
     }
 
+    /// Whether its finish, once its queue slot is freed, runs no user code and wakes nothing
+    /// that could wait for the next operation: no completion block, no observers, no
+    /// lifecycle taps or hooks, nobody waiting for it. (Read before the finish; a `BodySlot`
+    /// hands its task to the next body only after such a finish.)
+    final var _finishesQuietly: Bool {
+        !_hasObservers && !_hasExtras && _update { $0.completionBlock == nil && $0.finishWaiters.isEmpty }
+    }
+
     /// Something that may change readiness happened: check `isReady` (user code, no lock
     /// held) and hand the operation to its queue when it reads true. A change announced
     /// while a check is under way makes that check run again, so none is lost.

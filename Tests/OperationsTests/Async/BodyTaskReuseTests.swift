@@ -111,3 +111,41 @@ struct BodyTaskReuseTests {
         #expect(seen() == operations.map(ObjectIdentifier.init))
     }
 }
+
+/// Each test blocks a thread of the cooperative pool while it waits (one at a time, and
+/// never longer than the bound: a thread blocked for good would starve other tests).
+@Suite("Async bodies run in turn: user code of a finish never waits for the next body", .serialized, .timeLimit(.minutes(1)))
+struct BodyTaskReuseWaitTests {
+    @Test("a completion block that blocks until the next async operation of its serial queue finishes returns")
+    func completionBlockWaitsForNext() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let nextFinished = DispatchSemaphore(value: 0)
+        let waited = Shared<Bool?>(nil)
+        let next = AsyncBlockOperation<Void> {}
+        next.completionBlock = { nextFinished.signal() }
+        let first = AsyncBlockOperation<Void> {}
+        first.completionBlock = { let finished = nextFinished.wait(timeout: .now() + 10) == .success; waited.update { $0 = finished } }
+        queue.addOperations([first, next], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(waited() == true, "the next body ran while the completion block waited")
+    }
+
+    @Test("an isFinished observer that blocks until the next async operation of its serial queue finishes returns")
+    func observerWaitsForNext() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let nextFinished = DispatchSemaphore(value: 0)
+        let waited = Shared<Bool?>(nil)
+        let next = AsyncBlockOperation<Void> {}
+        next.completionBlock = { nextFinished.signal() }
+        let first = AsyncBlockOperation<Void> {}
+        let observation = first.observe(\.isFinished, options: [.new]) { _, change in
+            if change.newValue == true { let finished = nextFinished.wait(timeout: .now() + 10) == .success; waited.update { $0 = finished } }
+        }
+        queue.addOperations([first, next], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(waited() == true, "the next body ran while the observer waited")
+        _ = observation
+    }
+}
