@@ -71,8 +71,12 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
         }
     }
 
-    /// The output, once the operation finishes (woken by the store's notifications, not by
-    /// polling); throws ``DurableError`` when it failed or was cancelled.
+    /// How often `value` reads the record again while it waits without a notification.
+    static var recheckInterval: Duration { .seconds(2) }
+
+    /// The output, once the operation finishes (woken by the store's notifications; the
+    /// record is also read again every 2 seconds without one, in case one was lost); throws
+    /// ``DurableError`` when it failed or was cancelled.
     ///
     /// Cancelling the waiting task stops the wait, not the operation.
     public var value: K.Output {
@@ -80,7 +84,24 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
             let store = try boundStore()
             // Listen first, then read: a finish between the two is not missed.
             let notifications = store.notifications()
-            var iterator = notifications.makeAsyncIterator()
+            // Woken by the store's notifications; a re-read every few seconds is the safety
+            // net for one that never arrives (a connection lost between LISTEN and NOTIFY).
+            let (events, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
+            let forward = Task {
+                for await notification in notifications { continuation.yield(notification) }
+                continuation.finish()
+            }
+            let recheck = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.recheckInterval)
+                    continuation.yield(.resynchronize)
+                }
+            }
+            defer {
+                forward.cancel()
+                recheck.cancel()
+            }
+            var iterator = events.makeAsyncIterator()
             while true {
                 let record = try await currentRecord()
                 if record.state.isFinished { return try decodeOutput(record) }
