@@ -134,18 +134,23 @@ public final class DurableWorker: Service, Sendable {
         state.withLock { $0.running[claim.id] = RunningBody(flag: flag, attempt: claim.attempt, claimedAt: .now) }
         let task = Task {
             let result = await self.execute(claim, context: context)
+            // The entry is this attempt's only while no later attempt of the operation was
+            // claimed meanwhile (a retry claimed as soon as this attempt's end was recorded).
             let delivery = self.state.withLock { state -> Delivery in
-                guard let body = state.running[claim.id] else { return .drop }
+                guard let body = state.running[claim.id], body.attempt == claim.attempt else { return .drop }
                 if body.givingBack { return .drop }
                 return body.leaseLost ? .drop : .complete
             }
             if delivery == .complete {
                 await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result))
             }
-            self.state.withLock { _ = $0.running.removeValue(forKey: claim.id) }
+            self.state.withLock { state in
+                if state.running[claim.id]?.attempt == claim.attempt { state.running[claim.id] = nil }
+            }
             self.wakeSignal.wake()
         }
         let cancelledAlready = state.withLock { state -> Bool in
+            guard state.running[claim.id]?.attempt == claim.attempt else { return false }
             state.running[claim.id]?.task = task
             return state.running[claim.id]?.flag.reason != nil
         }
