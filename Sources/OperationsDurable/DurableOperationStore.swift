@@ -259,8 +259,12 @@ public protocol DurableOperationStore: Sendable {
     /// with `reason` and does not count against the maximum.
     func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws
 
-    /// Renews the worker's leases and says which it still holds and which were cancelled.
-    func heartbeat(worker: String, queues: [String], kinds: [String], lease: Duration) async throws -> DurableHeartbeat
+    /// Renews the worker's leases on the operations it is running (`holding`) and says which
+    /// it still holds and which were cancelled. A lease the worker holds but does not name
+    /// (a claim whose answer it never got) is left to expire and be rescued.
+    func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat
 
     /// Takes back operations whose lease expired: ready again, or failed when no attempt is
     /// left. Returns how many.

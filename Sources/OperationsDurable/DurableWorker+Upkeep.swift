@@ -16,8 +16,11 @@ extension DurableWorker {
                 // the loop past the lease, with the bodies still running.
                 let store = self.store
                 let (worker, queues, lease) = (id, self.queues, configuration.lease)
+                // Only what runs here: a lease of an operation this worker no longer runs (its
+                // body's result was dropped, or the claim's answer was lost) must expire.
+                let holding = state.withLock { Array($0.running.keys) }
                 let heartbeat = try await withDeadline(configuration.lease - configuration.heartbeatInterval) {
-                    try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, lease: lease)
+                    try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: holding, lease: lease)
                 }
                 lastSuccess = started
                 let lost = state.withLock { state in

@@ -73,7 +73,7 @@ public final class DurableWorker: Service, Sendable {
         }
         try await store.checkConnection()
         // Registers the worker, so that waitDescription knows its kinds.
-        _ = try await store.heartbeat(worker: id, queues: queues, kinds: kinds.keys.sorted(), lease: configuration.lease)
+        _ = try await store.heartbeat(worker: id, queues: queues, kinds: kinds.keys.sorted(), holding: [], lease: configuration.lease)
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.heartbeatLoop() }

@@ -244,9 +244,12 @@ public final class PostgresOperationStore: DurableOperationStore {
             "SELECT durable_give_back(\(worker), \(ids.map(\.rawValue))::bigint[], \(reason))", "giving back operations")
     }
 
-    public func heartbeat(worker: String, queues: [String], kinds: [String], lease: Duration) async throws -> DurableHeartbeat {
+    public func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat {
+        let held = holding.map(\.rawValue)
         let rows = try await rows(
-            "SELECT operation_id, cancel_reason FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(lease.seconds))",
+            "SELECT operation_id, cancel_reason FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(held)::bigint[], \(lease.seconds))",
             "renewing the leases of worker \(worker)")
         var heartbeat = DurableHeartbeat(held: [], cancelRequested: [:])
         for row in rows {

@@ -293,7 +293,7 @@ enum PostgresSchema {
         END $$
         """,
         """
-        CREATE FUNCTION durable_heartbeat(p_worker text, p_queues text[], p_kinds text[], p_lease double precision)
+        CREATE FUNCTION durable_heartbeat(p_worker text, p_queues text[], p_kinds text[], p_held bigint[], p_lease double precision)
         RETURNS TABLE (operation_id bigint, cancel_reason text)
         LANGUAGE plpgsql AS $$
         BEGIN
@@ -301,7 +301,7 @@ enum PostgresSchema {
             ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, kinds = excluded.kinds, heartbeat_at = excluded.heartbeat_at;
             RETURN QUERY
             UPDATE durable_operations o SET lease_until = clock_timestamp() + p_lease * interval '1 second'
-            WHERE o.worker = p_worker AND o.state = 'running'
+            WHERE o.worker = p_worker AND o.state = 'running' AND o.id = ANY(p_held)
             RETURNING o.id, o.cancel_reason;
         END $$
         """,

@@ -173,8 +173,11 @@ extension SQLiteOperationStore {
         poller.poke()
     }
 
-    public func heartbeat(worker: String, queues: [String], kinds: [String], lease: Duration) async throws -> DurableHeartbeat {
+    public func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat {
         let encoder = JSONEncoder()
+        let heldList = String(decoding: try encoder.encode(holding.map(\.rawValue)), as: UTF8.self)
         let queueList = String(decoding: try encoder.encode(queues), as: UTF8.self)
         let kindList = String(decoding: try encoder.encode(kinds), as: UTF8.self)
         return try await access.write("renewing the leases of worker \(worker)") { transaction in
@@ -185,8 +188,12 @@ extension SQLiteOperationStore {
                 ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, kinds = excluded.kinds, heartbeat_at = excluded.heartbeat_at
                 """, [.text(worker), .text(queueList), .text(kindList), .date(now)])
             let rows = try await transaction.rows(
-                "UPDATE durable_operations SET lease_until = ? WHERE worker = ? AND state = 'running' RETURNING id, cancel_reason",
-                [.date(now.addingTimeInterval(lease.seconds)), .text(worker)])
+                """
+                UPDATE durable_operations SET lease_until = ?
+                WHERE worker = ? AND state = 'running' AND id IN (SELECT value FROM json_each(?))
+                RETURNING id, cancel_reason
+                """,
+                [.date(now.addingTimeInterval(lease.seconds)), .text(worker), .text(heldList)])
             var heartbeat = DurableHeartbeat(held: [], cancelRequested: [:])
             for row in rows {
                 let id = DurableOperationID(rawValue: Int64(row.int("id")))

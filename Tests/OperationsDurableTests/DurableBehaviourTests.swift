@@ -332,6 +332,32 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test(
+        "a worker's heartbeat renews only the leases of what it runs: a claim it never got the answer to expires and is rescued",
+        arguments: StoreKind.all)
+    func heartbeatRenewsOnlyWhatRuns(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let handle = try await queue.add(Echo.self, input: 7, retry: DurableRetry(.immediate, maximumAttempts: 3))
+            // Claimed by "w", which then runs nothing (as if the claim's answer were lost) and
+            // keeps heartbeating.
+            let claims = try await store.claim(
+                queue: "default", kinds: [Echo.kind], worker: "w", limit: 1, lease: .milliseconds(300))
+            #expect(claims.map(\.id) == [handle.id])
+            try await eventually(30, "the unrun claim's lease expired and was rescued") {
+                let heartbeat = try await store.heartbeat(
+                    worker: "w", queues: ["default"], kinds: [Echo.kind], holding: [], lease: .milliseconds(300))
+                #expect(heartbeat.held.isEmpty)
+                return try await store.rescueExpiredLeases() == 1
+            }
+            #expect(try await handle.state == .ready)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the rescued operation") { try await handle.value }
+            }
+            #expect(value == 7)
+        }
+    }
+
     @Test("cancelAll cancels every unfinished operation of the queue", arguments: StoreKind.all)
     func cancelAll(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

@@ -44,8 +44,10 @@ private final class ReclaimBeforeCompletionReturns: DurableOperationStore {
     func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
         try await base.giveBack(ids, worker: worker, reason: reason)
     }
-    func heartbeat(worker: String, queues: [String], kinds: [String], lease: Duration) async throws -> DurableHeartbeat {
-        try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, lease: lease)
+    func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat {
+        try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, holding: holding, lease: lease)
     }
     func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
     func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
