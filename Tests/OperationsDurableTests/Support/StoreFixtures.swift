@@ -9,6 +9,11 @@ import OperationsPostgres
 import OperationsSQLite
 import Testing
 
+/// The sizes of the tests with worker processes are divided by this under a sanitizer
+/// (`OPERATIONS_SANITIZED=1`, set by `.ci/run`): instrumented worker processes on a loaded
+/// machine run a tenth of the work in the same bounds; the plain run checks the full sizes.
+let sanitizedScale = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 10 : 1
+
 /// A kind of store under test. The behaviour tests take it as an argument, so that every
 /// store runs the same tests.
 struct StoreKind: Sendable, CustomTestStringConvertible {
