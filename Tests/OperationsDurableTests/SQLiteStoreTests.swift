@@ -149,7 +149,8 @@ struct SQLiteStoreTests {
         let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
         let bottom = try await queue.add(Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
         let leafCount = 300 / sanitizedScale
-        let leaves = try await store.enqueue((0..<leafCount).map { _ in try queue.request(Work.self, input: 10) })
+        // Fewer, longer leaves under a sanitizer: still long enough for every process to claim some.
+        let leaves = try await store.enqueue((0..<leafCount).map { _ in try queue.request(Work.self, input: 10 * sanitizedScale) })
         let sink = try await queue.add(Echo.self, input: -1, dependencies: leaves.map(\.id))
         let started = ContinuousClock.now
         do {
