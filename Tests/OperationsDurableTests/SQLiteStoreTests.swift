@@ -129,7 +129,7 @@ struct SQLiteStoreTests {
 
     // MARK: Worker processes sharing the file
 
-    @Test("three worker processes share a file: a diamond and a fan-in of 300 within the queue's limit, nothing run twice")
+    @Test("three worker processes share a file: a diamond and a fan-in of 300 within the queue's limit, nothing run twice", notUnderSanitizers)
     func workerProcessesShareAFile() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
@@ -148,9 +148,8 @@ struct SQLiteStoreTests {
         let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
         let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
         let bottom = try await queue.add(Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
-        let leafCount = 300 / sanitizedScale
-        // Fewer, longer leaves under a sanitizer: still long enough for every process to claim some.
-        let leaves = try await store.enqueue((0..<leafCount).map { _ in try queue.request(Work.self, input: 10 * sanitizedScale) })
+        let leafCount = 300
+        let leaves = try await store.enqueue((0..<leafCount).map { _ in try queue.request(Work.self, input: 10) })
         let sink = try await queue.add(Echo.self, input: -1, dependencies: leaves.map(\.id))
         let started = ContinuousClock.now
         do {
@@ -202,7 +201,7 @@ struct SQLiteStoreTests {
         try await SQLiteInvariants(path: file.path).check()
     }
 
-    @Test("two worker processes drain 2,000 no-op operations, each run once; throughput and enqueue-to-start latency are printed")
+    @Test("two worker processes drain 2,000 no-op operations, each run once; throughput and enqueue-to-start latency are printed", notUnderSanitizers)
     func throughputAndLatency() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
