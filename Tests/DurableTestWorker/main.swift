@@ -1,5 +1,6 @@
 // A worker process for the multi-process durable tests:
 // DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]
+//     [--die after-claim|before-completion --die-with KIND]
 // Stops gracefully on SIGTERM; the tests also kill it with SIGKILL.
 #if PostgreSQL && SQLite
 
@@ -33,7 +34,13 @@ func makeStore(_ options: [String: [String]]) -> (any DurableOperationStore, @Se
         Data("usage: DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]\n".utf8))
     exit(2)
 }
-let (store, shutdown) = makeStore(options)
+let (baseStore, shutdown) = makeStore(options)
+let store: any DurableOperationStore
+if let fault = options["die"]?.first.flatMap(Fault.init(rawValue:)), let kind = options["die-with"]?.first {
+    store = FaultyStore(base: baseStore, fault: fault, kind: kind)
+} else {
+    store = baseStore
+}
 var configuration = DurableWorker.Configuration()
 configuration.name = options["name"]?.first ?? "worker"
 let worker = DurableWorker(

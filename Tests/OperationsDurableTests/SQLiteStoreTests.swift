@@ -201,6 +201,33 @@ struct SQLiteStoreTests {
         try await SQLiteInvariants(path: file.path).check()
     }
 
+    @Test(
+        "a worker process killed between a claim and its body, or between a body's end and its record, leaves the operation to be rescued and finished once",
+        arguments: WorkerProcesses.CrashPoint.all)
+    func crashAtAPointOfTheLifeIsRescued(_ crash: WorkerProcesses.CrashPoint) async throws {
+        let file = SQLiteFile()
+        defer { file.remove() }
+        let store = SQLiteOperationStore(path: file.path)
+        try await store.migrate()
+        let workers = WorkerProcesses()
+        defer { workers.stopAll() }
+        let queue = DurableQueue(name: "default", store: store)
+        let operation = try await queue.add(Work.self, input: 0)
+        try workers.start(name: "dying", sqlite: file.path, dying: crash)
+        let status = try await within(60, "the worker's death") { await workers.exitStatus("dying") }
+        #expect(status == 128 + SIGKILL, "\(workers.logs())")
+        #expect(try await operation.state == .running, "the dead worker's claim holds until its lease expires")
+        try workers.start(name: "rescuer", sqlite: file.path)
+        let value = try await within(60, "the rescued operation") { try await operation.value }
+        #expect(value == 2, "the second attempt returned")
+        let attempts = try await operation.attempts
+        #expect(attempts.count == 2, "\(attempts)")
+        #expect(attempts.first?.error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
+        #expect(attempts.last?.worker.hasPrefix("rescuer") == true)
+        await store.shutdown()
+        try await SQLiteInvariants(path: file.path).check()
+    }
+
     @Test("two worker processes drain 2,000 no-op operations, each run once; throughput and enqueue-to-start latency are printed", notUnderSanitizers)
     func throughputAndLatency() async throws {
         let file = SQLiteFile()

@@ -17,22 +17,46 @@ final class WorkerProcesses: Sendable {
     private let processes = Shared<[String: ChildProcess]>([:])
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durable-workers-\(UUID().uuidString.prefix(8))")
 
-    func start(name: String, port: Int, database: String, queue: String = "default", concurrency: Int = 4) throws {
-        try start(name: name, store: ["--port", "\(port)", "--database", database], queue: queue, concurrency: concurrency)
+    func start(
+        name: String, port: Int, database: String, queue: String = "default", concurrency: Int = 4, dying: CrashPoint? = nil
+    ) throws {
+        try start(
+            name: name, store: ["--port", "\(port)", "--database", database], queue: queue, concurrency: concurrency, dying: dying)
     }
 
     /// A worker process on the SQLite store in `sqlite`.
-    func start(name: String, sqlite: String, queue: String = "default", concurrency: Int = 4) throws {
-        try start(name: name, store: ["--sqlite", sqlite], queue: queue, concurrency: concurrency)
+    func start(name: String, sqlite: String, queue: String = "default", concurrency: Int = 4, dying: CrashPoint? = nil) throws {
+        try start(name: name, store: ["--sqlite", sqlite], queue: queue, concurrency: concurrency, dying: dying)
     }
 
-    private func start(name: String, store: [String], queue: String, concurrency: Int) throws {
+    /// Where a worker process started with `dying:` kills itself (SIGKILL), for the first
+    /// operation of `kind` it claims.
+    struct CrashPoint: Sendable, CustomTestStringConvertible {
+        /// `after-claim` (the claim is recorded, the body has not started) or
+        /// `before-completion` (the body ended, its end is not recorded).
+        var point: String
+        var kind: String
+        var testDescription: String { "\(point) of a \(kind)" }
+
+        static let all = [CrashPoint(point: "after-claim", kind: "work"), CrashPoint(point: "before-completion", kind: "work")]
+    }
+
+    private func start(name: String, store: [String], queue: String, concurrency: Int, dying: CrashPoint?) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let log = directory.appendingPathComponent("\(name).log")
         let process = try ChildProcess.spawn(
-            [Self.executable.path] + store + ["--name", name, "--queue", queue, "--concurrency", "\(concurrency)"],
+            [Self.executable.path] + store + ["--name", name, "--queue", queue, "--concurrency", "\(concurrency)"]
+                + (dying.map { ["--die", $0.point, "--die-with", $0.kind] } ?? []),
             output: log.path)
         processes.update { $0[name] = process }
+    }
+
+    /// Waits until the process ends by itself; returns its exit status (128 + signal).
+    func exitStatus(_ name: String) async -> Int32? {
+        guard let process = processes.value[name] else { return nil }
+        let status = await process.exitStatus()
+        processes.update { $0[name] = nil }
+        return status
     }
 
     /// SIGKILL: the process gets no chance to give anything back.
@@ -54,7 +78,8 @@ final class WorkerProcesses: Sendable {
 
     /// The processes' output, for a failing test's message.
     func logs() -> String {
-        processes.value.keys.sorted().map { name in
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".log") }.map { String($0.dropLast(4)) }.sorted().map { name in
             let text = (try? String(contentsOf: directory.appendingPathComponent("\(name).log"), encoding: .utf8)) ?? ""
             return "--- \(name)\n\(text.suffix(2_000))"
         }.joined(separator: "\n")
