@@ -90,3 +90,32 @@ struct PostgresStoreTests {
     }
 }
 #endif
+
+#if PostgreSQL && SQLite
+@Suite("PostgreSQL connection URLs")
+struct PostgresURLTests {
+    @Test("a URL gives host, port, user, password, database and TLS mode; what it leaves out has its default")
+    func urlParts() throws {
+        let full = try PostgresOperationStore.Configuration(url: "postgresql://app:secret@db.example:6543/jobs?sslmode=disable")
+        #expect(full.host == "db.example")
+        #expect(full.port == 6543)
+        #expect(full.username == "app")
+        #expect(full.password == "secret")
+        #expect(full.database == "jobs")
+        let short = try PostgresOperationStore.Configuration(url: "postgres://127.0.0.1")
+        #expect(short.port == 5432)
+        #expect(short.username == "postgres")
+        #expect(short.password == nil)
+        #expect(short.database == nil)
+    }
+
+    @Test("a URL that is not PostgreSQL's, or names no host or an unknown sslmode, is refused without its password")
+    func badURLs() {
+        for text in ["http://u:hunter2@host/db", "postgres:///db", "postgres://u:hunter2@host/db?sslmode=sometimes", "not a url"] {
+            let error = #expect(throws: DurableError.self) { try PostgresOperationStore.Configuration(url: text) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("hunter2") == false, "\(String(describing: error))")
+        }
+    }
+}
+#endif
