@@ -11,9 +11,15 @@ let package = Package(
     products: [
         .executable(name: "operations-demo", targets: ["operations-demo"]),
     ],
+    // `--traits PostgreSQL`: the durable chapter can run on a PostgreSQL database
+    // (`--postgres URL`). Off by default: postgres-nio and its TLS stack add minutes to a
+    // fresh build.
+    traits: [.trait(name: "PostgreSQL", description: "The durable chapter on PostgreSQL (--postgres URL).")],
     dependencies: [
-        // The durable chapter's store.
-        .package(name: "swift-operations", path: "..", traits: ["SQLite"]),
+        // The durable chapter's stores.
+        .package(
+            name: "swift-operations", path: "..",
+            traits: ["SQLite", .trait(name: "PostgreSQL", condition: .when(traits: ["PostgreSQL"]))]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
@@ -28,6 +34,7 @@ let package = Package(
                 .product(name: "OperationsRecording", package: "swift-operations"),
                 .product(name: "OperationsDurable", package: "swift-operations"),
                 .product(name: "OperationsSQLite", package: "swift-operations"),
+                .product(name: "OperationsPostgres", package: "swift-operations", condition: .when(traits: ["PostgreSQL"])),
                 "CLibPNG",
                 .product(name: "FlyingFox", package: "FlyingFox"),
             ]),

@@ -14,6 +14,8 @@ public struct TourSettings: Sendable {
     public var port = 0
     /// The executable the durable chapter starts as its worker processes (`nil`: this one).
     public var durableWorkerExecutable: String?
+    /// The durable chapter's PostgreSQL database (`nil`: a SQLite file in the output folder).
+    public var durablePostgresURL: String?
 
     public init() {}
 

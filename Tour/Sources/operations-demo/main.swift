@@ -16,10 +16,17 @@ struct TourOptions: ParsableArguments {
     @Flag(help: "Short sleeps and few images.")
     var quick = false
 
+    @Option(help: "The durable chapter's PostgreSQL database (postgres://user@host:port/database) instead of a SQLite file; needs a tour built with `--traits PostgreSQL`.")
+    var postgres: String?
+
     func settings() throws -> TourSettings {
         var settings = quick ? TourSettings.quick : TourSettings()
         settings.outputPath = output
         settings.port = port
+        if let postgres {
+            guard DurableStoreLocation.postgresIsBuiltIn else { throw ValidationError(DurableStoreLocation.postgresBuildHint) }
+            settings.durablePostgresURL = postgres
+        }
         if let unit {
             guard unit > 0, unit <= 10 else { throw ValidationError("--unit must be between 0 and 10 seconds") }
             settings.unit = unit
@@ -90,9 +97,18 @@ struct DurableCommand: ChapterCommand { typealias TheChapter = DurableChapter; @
 struct DurableWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "durable-worker", abstract: "Runs the durable chapter's steps from a store.", shouldDisplay: false)
-    @Option(help: "The SQLite store's file.") var store: String
+    @Option(help: "The SQLite store's file.") var store: String?
+    @Option(help: "The PostgreSQL store's URL.") var postgres: String?
     @Option(help: "A readable name for the worker.") var name = "worker"
-    func run() async throws { try await runDurableWorker(storePath: store, name: name) }
+    func run() async throws {
+        let location: DurableStoreLocation
+        switch (store, postgres) {
+        case (let path?, nil): location = .sqlite(path: path)
+        case (nil, let url?): location = .postgres(url: url)
+        default: throw ValidationError("name the store with --store PATH or --postgres URL")
+        }
+        try await runDurableWorker(store: location, name: name)
+    }
 }
 
 let chapterCommands: [any ParsableCommand.Type] = [

@@ -1,12 +1,13 @@
 import Foundation
 import OperationsDurable
-import OperationsSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// 11. Durable: the image pipeline as durable operations in a SQLite file, run by a worker
-/// process that is killed with SIGKILL in the middle; a second worker finishes the work.
+/// process that is killed with SIGKILL in the middle; a second worker finishes the work. With
+/// `--postgres URL` (a tour built with the `PostgreSQL` trait), the operations live in that
+/// database and three worker processes run them; the two that survive the kill finish.
 public struct DurableChapter: Chapter {
     public static let name = "durable"
     public static let title = "durable: the image pipeline survives a worker killed with SIGKILL"
@@ -29,8 +30,14 @@ public struct DurableChapter: Chapter {
     public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let server = try context.blockingImageServer()
-        let storePath = context.output.url.appendingPathComponent("11-durable.sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
+        let location: DurableStoreLocation
+        if let url = context.settings.durablePostgresURL {
+            location = .postgres(url: url)
+        } else {
+            let path = context.output.url.appendingPathComponent("11-durable.sqlite").path
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            location = .sqlite(path: path)
+        }
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("operations-tour-durable-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -40,11 +47,13 @@ public struct DurableChapter: Chapter {
         // server until the worker is gone.
         let victim = min(2, count)
 
-        let store = SQLiteOperationStore(path: storePath)
-        defer { blocking { await store.shutdown() } }
+        let (store, close) = try location.open()
+        defer { blocking { await close() } }
         let queue = DurableQueue(name: Self.queueName, store: store)
         let pipelines = try blocking {
             try await store.migrate()
+            // A database outlives the tour: what an earlier run left unfinished is not run.
+            if location.isPostgres { try await queue.cancelAll(reason: "left by an earlier run of the tour") }
             return try await Self.enqueue(count: count, server: server, queue: queue, work: work, output: context.output)
         }
         let hold = server.hold(image: victim)
@@ -55,8 +64,10 @@ public struct DurableChapter: Chapter {
         defer { for worker in running { worker.stop(SIGKILL) } }
         let log = work.appendingPathComponent("workers.log").path
         let started = Date()
-        let first = try WorkerProcess.start(executable: executable, store: storePath, name: "worker-1", log: log)
-        running.append(first)
+        let fleet = location.isPostgres ? 3 : 1
+        for number in 1...fleet {
+            running.append(try WorkerProcess.start(executable: executable, store: location, name: "worker-\(number)", log: log))
+        }
         // Synchronised on the database: every other image written, the victim's download running.
         let victimPipeline = pipelines[victim - 1]
         try blocking {
@@ -68,19 +79,24 @@ public struct DurableChapter: Chapter {
                 return true
             }
         }
-        first.stop(SIGKILL)
-        running.removeAll()
+        // The worker running the download (its id is its name and a suffix).
+        let runner = try blocking { try await victimPipeline.download.attempts.last?.worker ?? "" }
+        let victimIndex = running.firstIndex { runner.hasPrefix($0.name + "-") } ?? 0
+        let dead = running.remove(at: victimIndex)
+        dead.stop(SIGKILL)
         let killed = Date()
-        context.console.say("   worker-1 (pid \(first.pid)) killed with SIGKILL while image \(victim)'s download was running")
+        context.console.say("   \(dead.name) (pid \(dead.pid)) killed with SIGKILL while image \(victim)'s download was running")
         hold.release()
-        let second = try WorkerProcess.start(executable: executable, store: storePath, name: "worker-2", log: log)
-        running.append(second)
+        if running.isEmpty {
+            running.append(try WorkerProcess.start(executable: executable, store: location, name: "worker-\(fleet + 1)", log: log))
+        }
+        let finishers = running.map(\.name).joined(separator: " and ")
         try blocking {
-            try await Self.waitFor("the second worker to finish image \(victim)", log: log) {
+            try await Self.waitFor("\(finishers) to finish image \(victim)", log: log) {
                 try await victimPipeline.write.state.isFinished
             }
         }
-        second.stop(SIGTERM)
+        for worker in running { worker.stop(SIGTERM) }
         running.removeAll()
         let finished = Date()
 
@@ -111,9 +127,13 @@ public struct DurableChapter: Chapter {
         }
 
         var notes = [
-            "\(count) images × download → sepia → vignette → write PNG = \(records.count) durable operations in \(storePath) (SQLite, WAL)",
-            "worker-1 (a child process) ran until every image but \(victim) was written and image \(victim)'s download was running, then was killed with SIGKILL",
-            "worker-2 started; it rescued the download when worker-1's lease (2 s) expired and finished the pipeline",
+            "\(count) images × download → sepia → vignette → write PNG = \(records.count) durable operations in \(location)",
+            fleet == 1
+                ? "worker-1 (a child process) ran until every image but \(victim) was written and image \(victim)'s download was running, then was killed with SIGKILL"
+                : "\(fleet) worker processes ran until every image but \(victim) was written and image \(victim)'s download was running; \(dead.name), which ran it, was killed with SIGKILL",
+            fleet == 1
+                ? "\(finishers) started; it rescued the download when \(dead.name)'s lease (2 s) expired and finished the pipeline"
+                : "\(finishers) rescued the download when \(dead.name)'s lease (2 s) expired and finished the pipeline",
             "\(succeeded) of \(records.count) steps succeeded; \(once) ran exactly once (completed steps were not redone)",
             "interrupted: \(interrupted.map { "\($0.0) (\($0.2.attempts.count) attempts)" }.joined(separator: ", "))",
             String(format: "time lost to the crash: %.2f s (SIGKILL → the interrupted step's second attempt); whole run %.2f s", lost, finished.timeIntervalSince(started)),

@@ -3,7 +3,6 @@
 
 import Foundation
 import OperationsDurable
-import OperationsSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -93,15 +92,20 @@ public func durableTourWorkerConfiguration(name: String) -> DurableWorker.Config
     return configuration
 }
 
-/// The hidden `durable-worker` subcommand: runs the pipeline's steps from the store at
-/// `path` until the process is killed or told to stop (SIGTERM).
-public func runDurableWorker(storePath path: String, name: String) async throws {
-    let store = SQLiteOperationStore(path: path)
-    try await store.migrate()
+/// The hidden `durable-worker` subcommand: runs the pipeline's steps from `location` until
+/// the process is killed or told to stop (SIGTERM).
+public func runDurableWorker(store location: DurableStoreLocation, name: String) async throws {
+    let (store, close) = try location.open()
+    do {
+        try await store.migrate()
+    } catch {
+        await close()
+        throw error
+    }
     let worker = DurableWorker(
         store: store, queues: [DurableChapter.queueName], kinds: durablePipelineKinds, concurrency: 2,
         configuration: durableTourWorkerConfiguration(name: name))
-    FileHandle.standardOutput.write(Data("worker \(worker.id) started on \(path)\n".utf8))
+    FileHandle.standardOutput.write(Data("worker \(worker.id) started on \(location)\n".utf8))
     let signals = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .global())
     signal(SIGTERM, SIG_IGN)
     signals.setEventHandler { worker.stop() }
@@ -110,8 +114,8 @@ public func runDurableWorker(storePath path: String, name: String) async throws 
     do {
         try await worker.run()
     } catch {
-        await store.shutdown()
+        await close()
         throw error
     }
-    await store.shutdown()
+    await close()
 }

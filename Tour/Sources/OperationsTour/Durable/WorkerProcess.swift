@@ -18,9 +18,10 @@ struct WorkerProcess: Sendable {
         return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
     }
 
-    /// Starts `executable durable-worker --store PATH --name NAME`, its output appended to `log`.
-    static func start(executable: String, store: String, name: String, log: String) throws -> WorkerProcess {
-        let arguments = [executable, "durable-worker", "--store", store, "--name", name]
+    /// Starts `executable durable-worker (--store PATH | --postgres URL) --name NAME`, its
+    /// output appended to `log`.
+    static func start(executable: String, store: DurableStoreLocation, name: String, log: String) throws -> WorkerProcess {
+        let arguments = [executable, "durable-worker"] + store.workerArguments + ["--name", name]
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
