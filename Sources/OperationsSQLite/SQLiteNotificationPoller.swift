@@ -128,7 +128,9 @@ final class PollWake: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
+        /// Counts waits: a timer wakes only the wait that started it.
         var generation = 0
+        var timer: Task<Void, Never>?
     }
 
     private let state = Locked(State())
@@ -145,31 +147,31 @@ final class PollWake: Sendable {
         waiter?.resume()
     }
 
+    /// Waits until `wake()` (or one that came since the last wait) or `duration`, whichever
+    /// is first. The timer starts once the waiter is in place, so that its wake always finds it.
     func wait(atMost duration: Duration) async {
-        let generation = state.withLock { state -> Int in
-            state.generation += 1
-            return state.generation
-        }
-        let timer = Task {
-            try? await Task.sleep(for: duration)
-            self.wake(generation: generation)
-        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state -> Bool in
+                let generation = state.withLock { state -> Int? in
                     if state.pending || Task.isCancelled {
                         state.pending = false
-                        return true
+                        return nil
                     }
+                    state.generation += 1
                     state.waiter = continuation
-                    return false
+                    return state.generation
                 }
-                if now { continuation.resume() }
+                guard let generation else { return continuation.resume() }
+                let timer = Task {
+                    try? await Task.sleep(for: duration)
+                    self.wake(generation: generation)
+                }
+                state.withLock { $0.timer = timer }
             }
         } onCancel: {
             wake()
         }
-        timer.cancel()
+        state.withLock { $0.timer }?.cancel()
     }
 
     /// The timer's wake: only for the wait that started it.
