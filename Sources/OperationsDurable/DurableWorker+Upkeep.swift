@@ -8,7 +8,6 @@ extension DurableWorker {
     func heartbeatLoop() async {
         let kindNames = kinds.keys.sorted()
         var lastSuccess = ContinuousClock.now
-        var ticks = 0
         while !Task.isCancelled {
             let started = ContinuousClock.now
             do {
@@ -40,30 +39,55 @@ extension DurableWorker {
                     }
                 }
             }
-            _ = try? await store.rescueExpiredLeases()
-            if ticks % 60 == 0, let retention = configuration.retention {
-                let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
-                _ = try? await store.prune(finishedBefore: cutoff, limit: 1_000)
-            }
-            ticks += 1
             // Also catches operations whose notBefore passed, and missed notifications.
             wakeSignal.wake()
             try? await Task.sleep(for: configuration.heartbeatInterval)
         }
     }
 
-    /// The body's result, or a thrown error once `duration` has passed (the body is cancelled).
+    /// Takes back expired leases (of any worker) every heartbeat interval, and prunes old
+    /// operations every minute: in a loop of its own, so that heartbeats never wait for them.
+    func rescueLoop() async {
+        var ticks = 0
+        let store = self.store
+        let deadline = configuration.lease
+        while !Task.isCancelled {
+            _ = try? await withDeadline(deadline) { try await store.rescueExpiredLeases() }
+            if ticks % 60 == 0, let retention = configuration.retention {
+                let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
+                _ = try? await withDeadline(deadline) { try await store.prune(finishedBefore: cutoff, limit: 1_000) }
+            }
+            ticks += 1
+            try? await Task.sleep(for: configuration.heartbeatInterval)
+        }
+    }
+
+    /// The body's result, or a thrown error once `duration` has passed. The body is then
+    /// cancelled but not waited for: a call that ignores cancellation (a pool waiting for a
+    /// database that went away) must not hold the caller past its deadline.
     private func withDeadline<T: Sendable>(
         _ duration: Duration, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: duration)
-                throw DurableError(.databaseUnreachable, "no answer within \(duration)")
+        let outcome = FirstOutcome<T>()
+        let work = Task {
+            do {
+                outcome.settle(.success(try await body()))
+            } catch {
+                outcome.settle(.failure(error))
             }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        }
+        let timer = Task {
+            try? await Task.sleep(for: duration)
+            outcome.settle(.failure(DurableError(.databaseUnreachable, "no answer within \(duration)")))
+        }
+        defer {
+            work.cancel()
+            timer.cancel()
+        }
+        return try await withTaskCancellationHandler {
+            try await outcome.value()
+        } onCancel: {
+            outcome.settle(.failure(CancellationError()))
         }
     }
 
@@ -114,6 +138,37 @@ extension DurableWorker {
                 }
             }
         }.value
+    }
+}
+
+/// The first of several results to arrive; later ones are dropped.
+private final class FirstOutcome<T: Sendable>: Sendable {
+    private struct State {
+        var result: Result<T, any Error>?
+        var waiter: CheckedContinuation<T, any Error>?
+    }
+
+    private let state = Locked(State())
+
+    func settle(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let settled = state.withLock { state -> Result<T, any Error>? in
+                if let result = state.result { return result }
+                state.waiter = continuation
+                return nil
+            }
+            if let settled { continuation.resume(with: settled) }
+        }
     }
 }
 

@@ -77,6 +77,7 @@ public final class DurableWorker: Service, Sendable {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.heartbeatLoop() }
+                group.addTask { await self.rescueLoop() }
                 group.addTask { await self.notificationLoop() }
                 await self.claimLoop()
                 await self.drain()

@@ -37,7 +37,7 @@ func makeStore(_ options: [String: [String]]) -> (any DurableOperationStore, @Se
 let (baseStore, shutdown) = makeStore(options)
 let store: any DurableOperationStore
 if let fault = options["die"]?.first.flatMap(Fault.init(rawValue:)), let kind = options["die-with"]?.first {
-    store = FaultyStore(base: baseStore, fault: fault, kind: kind)
+    store = dying(baseStore, at: fault, kind: kind)
 } else {
     store = baseStore
 }

@@ -12,18 +12,12 @@ import Testing
 /// A store that, once a failed attempt of `operation` is recorded, holds the worker's
 /// completion call until the worker has claimed that operation again: the previous
 /// attempt's task then finishes after the next attempt started.
-private final class ReclaimBeforeCompletionReturns: DurableOperationStore {
-    let base: any DurableOperationStore
-    let operation: DurableOperationID
+private func reclaimBeforeCompletionReturns(
+    _ base: any DurableOperationStore, holding operation: DurableOperationID
+) -> InterceptingStore {
     let reclaimed = TestGate()
-
-    init(_ base: any DurableOperationStore, holding operation: DurableOperationID) {
-        self.base = base
-        self.operation = operation
-    }
-
-    func complete(_ completions: [DurableCompletion], worker: String) async throws {
-        try await base.complete(completions, worker: worker)
+    var hooks = InterceptingStore.Hooks()
+    hooks.afterComplete = { completions in
         if completions.contains(where: { completion in
             guard completion.id == operation, case .failed = completion.result else { return false }
             return true
@@ -31,44 +25,10 @@ private final class ReclaimBeforeCompletionReturns: DurableOperationStore {
             await reclaimed.waitIgnoringCancellation()
         }
     }
-
-    func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
-        let claims = try await base.claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease)
+    hooks.afterClaim = { claims in
         if claims.contains(where: { $0.id == operation && $0.attempt > 1 }) { reclaimed.open() }
-        return claims
     }
-
-    func migrate() async throws { try await base.migrate() }
-    func checkConnection() async throws { try await base.checkConnection() }
-    func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] { try await base.enqueue(requests) }
-    func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
-        try await base.giveBack(ids, worker: worker, reason: reason)
-    }
-    func heartbeat(
-        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
-    ) async throws -> DurableHeartbeat {
-        try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, holding: holding, lease: lease)
-    }
-    func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
-    func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
-        try await base.record(of: id, includingAttempts: includingAttempts)
-    }
-    func waitFacts(of id: DurableOperationID) async throws -> DurableWaitFacts? { try await base.waitFacts(of: id) }
-    func cancel(_ id: DurableOperationID, reason: String) async throws { try await base.cancel(id, reason: reason) }
-    func cancelAll(queue: String, reason: String) async throws { try await base.cancelAll(queue: queue, reason: reason) }
-    func reportProgress(of id: DurableOperationID, attempt: Int, completed: Int64, total: Int64) async throws {
-        try await base.reportProgress(of: id, attempt: attempt, completed: completed, total: total)
-    }
-    func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
-        try await base.setMaximumConcurrentOperationCount(count, queue: queue)
-    }
-    func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
-        try await base.maximumConcurrentOperationCount(queue: queue)
-    }
-    func setSuspended(_ suspended: Bool, queue: String) async throws { try await base.setSuspended(suspended, queue: queue) }
-    func isSuspended(queue: String) async throws -> Bool { try await base.isSuspended(queue: queue) }
-    func prune(finishedBefore date: Date, limit: Int) async throws -> Int { try await base.prune(finishedBefore: date, limit: limit) }
-    func notifications() -> AsyncStream<DurableStoreNotification> { base.notifications() }
+    return InterceptingStore(base, hooks: hooks)
 }
 
 @Suite("A worker's attempts of one operation", .timeLimit(.minutes(2)))
@@ -80,7 +40,7 @@ struct WorkerAttemptTrackingTests {
         try await withStore(kind) { store in
             let flaky = try await DurableQueue(name: "default", store: store)
                 .add(Flaky.self, input: 2, retry: DurableRetry(.immediate, maximumAttempts: 2))
-            let gated = ReclaimBeforeCompletionReturns(store, holding: flaky.id)
+            let gated = reclaimBeforeCompletionReturns(store, holding: flaky.id)
             let handle = DurableQueue(name: "default", store: gated).handle(Flaky.self, id: flaky.id)
             let value = try await withWorkers(store: gated) { _ async throws in
                 try await within(30, "the second attempt") { try await handle.value }
@@ -88,6 +48,59 @@ struct WorkerAttemptTrackingTests {
             #expect(value == 2)
             #expect(try await handle.attempts.map(\.number) == [1, 2])
         }
+    }
+
+    @Test(
+        "a worker whose heartbeat gets no answer, even one that ignores cancellation, stops its bodies once its lease may have passed",
+        arguments: StoreKind.all)
+    func unansweredHeartbeatStopsTheBodies(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            _ = try await DurableQueue(name: "default", store: store).add(RunsUntilStopped.self, input: 0)
+            // Every heartbeat after the one that registers the worker waits for a gate that opens
+            // only when the test ends: as a pool waiting for a database that went away, it
+            // answers neither the call nor its cancellation.
+            let unanswered = TestGate()
+            let heartbeats = Shared(0)
+            var hooks = InterceptingStore.Hooks()
+            hooks.beforeHeartbeat = {
+                let number = heartbeats.update { $0 += 1; return $0 }
+                if number > 1 { await unanswered.waitIgnoringCancellation() }
+            }
+            let body = RunsUntilStopped()
+            var configuration = testWorkerConfiguration()
+            configuration.lease = .seconds(2)
+            configuration.heartbeatInterval = .milliseconds(200)
+            let worker = DurableWorker(
+                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [body], configuration: configuration)
+            let run = Task { try await worker.run() }
+            defer {
+                unanswered.open()
+                worker.stop()
+            }
+            try await within(60, "the body to start") { await body.started.wait() }
+            try await within(60, "the body to be stopped") { await body.stopped.wait() }
+            unanswered.open()
+            worker.stop()
+            try await run.value
+        }
+    }
+}
+
+/// Runs until its task is cancelled; says when it started and when it was stopped.
+private struct RunsUntilStopped: DurableOperation {
+    static let kind = "runs-until-stopped"
+    let started = TestGate()
+    let stopped = TestGate()
+
+    func run(_ input: Int, context: DurableContext) async throws -> Int {
+        started.open()
+        do {
+            try await Task.sleep(for: .seconds(3600))
+        } catch {
+            stopped.open()
+            throw error
+        }
+        return input
     }
 }
 #endif

@@ -167,6 +167,6 @@ final class Shared<Value: Sendable>: Sendable {
     init(_ value: Value) { lock = Locked(value) }
     var value: Value { lock.withLock { $0 } }
     func set(_ value: Value) { lock.withLock { $0 = value } }
-    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
+    func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&$0) } }
 }
 #endif

@@ -1,0 +1,82 @@
+// A store for tests that need to act at a chosen point of a worker's conversation with the
+// database: every call is forwarded, and hooks run around the calls that matter.
+#if Durable
+
+import Foundation
+import OperationsDurable
+
+/// Forwards every call to `base`. The hooks, when set, run where their names say; a hook
+/// may wait (holding the worker at that point) or end the process.
+public final class InterceptingStore: DurableOperationStore {
+    public struct Hooks: Sendable {
+        /// After a claim was recorded, with what it claimed, before the worker hears of it.
+        public var afterClaim: (@Sendable ([DurableClaim]) async -> Void)?
+        /// Before the end of attempts is recorded.
+        public var beforeComplete: (@Sendable ([DurableCompletion]) async -> Void)?
+        /// After the end of attempts was recorded, before the worker hears of it.
+        public var afterComplete: (@Sendable ([DurableCompletion]) async -> Void)?
+        /// Before a heartbeat is forwarded.
+        public var beforeHeartbeat: (@Sendable () async -> Void)?
+
+        public init() {}
+    }
+
+    public let base: any DurableOperationStore
+    public let hooks: Hooks
+
+    public init(_ base: any DurableOperationStore, hooks: Hooks) {
+        self.base = base
+        self.hooks = hooks
+    }
+
+    public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
+        let claims = try await base.claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease)
+        await hooks.afterClaim?(claims)
+        return claims
+    }
+
+    public func complete(_ completions: [DurableCompletion], worker: String) async throws {
+        await hooks.beforeComplete?(completions)
+        try await base.complete(completions, worker: worker)
+        await hooks.afterComplete?(completions)
+    }
+
+    public func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat {
+        await hooks.beforeHeartbeat?()
+        return try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, holding: holding, lease: lease)
+    }
+
+    public func migrate() async throws { try await base.migrate() }
+    public func checkConnection() async throws { try await base.checkConnection() }
+    public func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] {
+        try await base.enqueue(requests)
+    }
+    public func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
+        try await base.giveBack(ids, worker: worker, reason: reason)
+    }
+    public func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
+    public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
+        try await base.record(of: id, includingAttempts: includingAttempts)
+    }
+    public func waitFacts(of id: DurableOperationID) async throws -> DurableWaitFacts? { try await base.waitFacts(of: id) }
+    public func cancel(_ id: DurableOperationID, reason: String) async throws { try await base.cancel(id, reason: reason) }
+    public func cancelAll(queue: String, reason: String) async throws { try await base.cancelAll(queue: queue, reason: reason) }
+    public func reportProgress(of id: DurableOperationID, attempt: Int, completed: Int64, total: Int64) async throws {
+        try await base.reportProgress(of: id, attempt: attempt, completed: completed, total: total)
+    }
+    public func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+        try await base.setMaximumConcurrentOperationCount(count, queue: queue)
+    }
+    public func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
+        try await base.maximumConcurrentOperationCount(queue: queue)
+    }
+    public func setSuspended(_ suspended: Bool, queue: String) async throws { try await base.setSuspended(suspended, queue: queue) }
+    public func isSuspended(queue: String) async throws -> Bool { try await base.isSuspended(queue: queue) }
+    public func prune(finishedBefore date: Date, limit: Int) async throws -> Int {
+        try await base.prune(finishedBefore: date, limit: limit)
+    }
+    public func notifications() -> AsyncStream<DurableStoreNotification> { base.notifications() }
+}
+#endif
