@@ -81,10 +81,24 @@ final class SQLiteAccess: Sendable {
                 try await connection.execute("COMMIT")
                 return result
             } catch {
-                try? await connection.execute("ROLLBACK")
+                // In a task of its own: sqlite-nio does not run a statement of a cancelled
+                // task, and a transaction left open would make every later BEGIN fail. If the
+                // rollback fails anyway, the connection is closed and the next use opens one.
+                let rolledBack = await Task {
+                    (try? await connection.execute("ROLLBACK")) != nil
+                }.value
+                if !rolledBack { await discard(connection) }
                 throw error
             }
         }
+    }
+
+    /// Closes `connection` (in an unknown state) and forgets it; called holding it.
+    private func discard(_ connection: SQLiteConnection) async {
+        state.withLock { state in
+            if state.connection === connection { state.connection = nil }
+        }
+        _ = await Task { try? await connection.close() }.value
     }
 
     private func connection() async throws -> SQLiteConnection {
