@@ -10,11 +10,11 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "operations-benchmark", targets: ["operations-benchmark"]),
-        // The durable layer on PostgreSQL against a plain SKIP LOCKED loop.
+        // The durable layer on PostgreSQL and SQLite against a plain SKIP LOCKED loop.
         .executable(name: "durable-benchmark", targets: ["durable-benchmark"]),
     ],
     dependencies: [
-        .package(name: "swift-operations", path: "..", traits: ["PostgreSQL"]),
+        .package(name: "swift-operations", path: "..", traits: ["PostgreSQL", "SQLite"]),
         // For the durable benchmark's own connections (baseline, setup).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -34,6 +34,7 @@ let package = Package(
             dependencies: [
                 .product(name: "OperationsDurable", package: "swift-operations"),
                 .product(name: "OperationsPostgres", package: "swift-operations"),
+                .product(name: "OperationsSQLite", package: "swift-operations"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
