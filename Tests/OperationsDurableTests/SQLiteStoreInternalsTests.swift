@@ -52,5 +52,45 @@ struct SQLiteConnectionTests {
         #expect(try await store.isSuspended(queue: "cancelled") == false)
         await store.shutdown()
     }
+
+    @Test("a full store is a thrown error saying so; what was stored stays, and work goes on once there is room")
+    func fullStore() async throws {
+        let file = SQLiteFile()
+        defer { file.remove() }
+        let store = SQLiteOperationStore(path: file.path)
+        try await store.migrate()
+        let queue = DurableQueue(name: "default", store: store)
+        let first = try await queue.add(Echo.self, input: 1)
+        // SQLITE_FULL, as from a full disk: the file may not grow past its current size.
+        let pages = try await store.access.withConnection("limiting the file") { connection in
+            try await connection.query("PRAGMA page_count").first?.int("page_count") ?? 0
+        }
+        try await store.access.withConnection("limiting the file") { connection in
+            _ = try await connection.query("PRAGMA max_page_count = \(pages)")
+        }
+        let big = String(repeating: "x", count: 64 * 1024)
+        let error = await #expect(throws: DurableError.self) {
+            for _ in 0..<64 { _ = try await queue.add(Blob.self, input: big) }
+        }
+        #expect(error?.message.contains("is full") == true, "\(String(describing: error))")
+        #expect(error?.message.contains(file.path) == true)
+        #expect(try await first.state == .ready, "what was stored before stays")
+        try await store.access.withConnection("lifting the limit") { connection in
+            _ = try await connection.query("PRAGMA max_page_count = 1073741823")
+        }
+        let value = try await withWorkers(store: store, kinds: [Echo(), Blob()]) { _ in
+            try await within(30, "the first operation") { try await first.value }
+        }
+        #expect(value == 1)
+        let later = try await queue.add(Echo.self, input: 2)
+        #expect(try await later.state == .ready)
+        await store.shutdown()
+    }
+}
+
+/// Returns the length of its input.
+private struct Blob: DurableOperation {
+    static let kind = "blob"
+    func run(_ input: String, context: DurableContext) async throws -> Int { input.count }
 }
 #endif
