@@ -86,7 +86,17 @@ final class SQLiteNotificationPoller: Sendable {
 
     private func poll() async {
         var last: Int64?
+        var pruned: ContinuousClock.Instant?
         while !Task.isCancelled {
+            // Events are needed only until every poller has read them: deleted here, every
+            // half retention, whether or not finished operations are ever pruned.
+            if pruned.map({ ContinuousClock.now - $0 > .seconds(Self.eventRetention / 2) }) ?? true {
+                pruned = ContinuousClock.now
+                _ = try? await access.write("deleting the store's old events") { transaction in
+                    try await transaction.rows(
+                        "DELETE FROM durable_events WHERE at < ?", [.date(Date().addingTimeInterval(-Self.eventRetention))])
+                }
+            }
             do {
                 if let seen = last {
                     let rows = try await access.withConnection("reading the store's events") { connection in

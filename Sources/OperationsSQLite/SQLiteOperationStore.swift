@@ -199,8 +199,6 @@ public final class SQLiteOperationStore: DurableOperationStore {
 
     public func prune(finishedBefore date: Date, limit: Int) async throws -> Int {
         try await access.write("pruning finished operations") { transaction in
-            try await transaction.rows(
-                "DELETE FROM durable_events WHERE at < ?", [.date(Date().addingTimeInterval(-SQLiteNotificationPoller.eventRetention))])
             let doomed = try await transaction.rows(
                 "SELECT id FROM durable_operations WHERE finished_at < ? ORDER BY finished_at LIMIT ?", [.date(date), .int(limit)]
             ).map { $0.int("id") }

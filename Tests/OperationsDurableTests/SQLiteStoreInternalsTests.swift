@@ -53,6 +53,32 @@ struct SQLiteConnectionTests {
         await store.shutdown()
     }
 
+    @Test("events older than a minute are deleted by a store that listens, with no pruning of operations asked for")
+    func oldEventsAreDeleted() async throws {
+        let file = SQLiteFile()
+        defer { file.remove() }
+        let store = SQLiteOperationStore(path: file.path)
+        try await store.migrate()
+        try await store.access.write("an old event") { transaction in
+            _ = try await transaction.rows(
+                "INSERT INTO durable_events (kind, payload, at) VALUES ('w', 'default', ?)", [.date(Date().addingTimeInterval(-3_600))])
+        }
+        @Sendable func oldEvents() async throws -> Int {
+            try await store.access.withConnection("counting old events") { connection in
+                try await connection.query(
+                    "SELECT count(*) AS n FROM durable_events WHERE at < ?", [.date(Date().addingTimeInterval(-60))]
+                ).first?.int("n") ?? 0
+            }
+        }
+        #expect(try await oldEvents() == 1)
+        // Listening starts the store's poller; no worker, no `prune` call.
+        let notifications = store.notifications()
+        let listening = Task { for await _ in notifications {} }
+        defer { listening.cancel() }
+        try await eventually(30, "the old event deleted") { try await oldEvents() == 0 }
+        await store.shutdown()
+    }
+
     @Test("a full store is a thrown error saying so; what was stored stays, and work goes on once there is room")
     func fullStore() async throws {
         let file = SQLiteFile()
