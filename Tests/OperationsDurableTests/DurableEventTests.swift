@@ -104,10 +104,12 @@ struct DurableEventTests {
         let next = try #require(await iterator?.next())
         #expect(next.event.operation == second.id && next.event.dependencies == [first.id])
         iterator = nil
-        // Released: its handler went with it, so the queue records nothing any more.
+        // Released: its handler went with it, so an operation added now is not numbered
+        // (nobody listens), and the next listener's first event is the third.
+        try await queue.add(Echo.self, input: 3)
         let recorder = DurableEventRecorder()
         let subscription = queue.addEventHandler(recorder.record)
-        try await queue.add(Echo.self, input: 3)
+        try await queue.add(Echo.self, input: 4)
         subscription.cancel()
         #expect(recorder.events.map(\.sequence) == [2])
         await store.shutdown()
