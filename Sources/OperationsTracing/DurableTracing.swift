@@ -32,9 +32,9 @@ public final class DurableTracing: Sendable {
 
     private struct State {
         var open: [Attempt: any Span] = [:]
-        /// The last ended span of each operation, for its dependents' links; the oldest
-        /// entries are forgotten beyond the limit.
-        var ended: [DurableOperationID: any Span] = [:]
+        /// The context of each operation's last ended span, for its dependents' links; the
+        /// oldest entries are forgotten beyond the limit.
+        var ended: [DurableOperationID: ServiceContext] = [:]
         var endedOrder: [DurableOperationID] = []
         var endedOrderHead = 0
     }
@@ -104,11 +104,13 @@ public final class DurableTracing: Sendable {
             span?.addEvent(SpanEvent(name: "cancelled", at: instant(event.time)))
         case .retried:
             guard let span = end(key) else { return }
+            remember(span, of: key.operation)
             span.attributes["operation.outcome"] = "retried"
             span.setStatus(SpanStatus(code: .error, message: event.error ?? "retried"))
             span.end(at: instant(event.time))
         case .finished(let outcome):
             guard let span = end(key) else { return }
+            remember(span, of: key.operation)
             switch outcome {
             case .succeeded:
                 span.attributes["operation.outcome"] = "succeeded"
@@ -136,17 +138,22 @@ public final class DurableTracing: Sendable {
             state.open[key] = span
             return event.dependencies.compactMap { state.ended[$0] }
         }
-        // The spans' getters are the tracer's code: read after the lock.
-        for dependency in linked { span.addLink(SpanLink(context: dependency.context, attributes: [:])) }
+        for dependency in linked { span.addLink(SpanLink(context: dependency, attributes: [:])) }
     }
 
-    /// Takes the attempt's open span, remembering it as its operation's last.
+    /// Takes the attempt's open span.
     private func end(_ key: Attempt) -> (any Span)? {
-        state.withLock { state -> (any Span)? in
-            guard let span = state.open.removeValue(forKey: key) else { return nil }
-            guard rememberedOperations > 0 else { return span }
-            if state.ended.updateValue(span, forKey: key.operation) == nil {
-                state.endedOrder.append(key.operation)
+        state.withLock { $0.open.removeValue(forKey: key) }
+    }
+
+    /// Keeps the context of `span` as `operation`'s last, for its dependents' links.
+    private func remember(_ span: any Span, of operation: DurableOperationID) {
+        guard rememberedOperations > 0 else { return }
+        // The span's getter is the tracer's code: read before the lock.
+        let context = span.context
+        state.withLock { state in
+            if state.ended.updateValue(context, forKey: operation) == nil {
+                state.endedOrder.append(operation)
                 if state.endedOrder.count - state.endedOrderHead > rememberedOperations {
                     state.ended[state.endedOrder[state.endedOrderHead]] = nil
                     state.endedOrderHead += 1
@@ -157,7 +164,6 @@ public final class DurableTracing: Sendable {
                     }
                 }
             }
-            return span
         }
     }
 }
