@@ -140,26 +140,36 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     private func start(_ claim: DurableClaim, queue: String) {
         let flag = DurableCancellationFlag()
         let context = DurableContext(id: claim.id, attempt: claim.attempt, store: store, cancellation: flag)
-        // Registered before the task exists, so that a cancel or a lost lease finds it.
+        // Registered before the task exists, so that a cancel or a lost lease finds it. The
+        // attempt's events are recorded under this lock, so that a cancel's event falls
+        // between its start and its end.
         state.withLock {
             $0.running[claim.id] = RunningBody(
                 flag: flag, attempt: claim.attempt, claimedAt: .now, queue: queue, kind: claim.kind)
+            broadcaster.record(DurableEvent.Draft(
+                kind: .started, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt,
+                worker: id, dependencies: claim.dependencies))
         }
-        broadcaster.report(DurableEvent.Draft(
-            kind: .started, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt,
-            worker: id, dependencies: claim.dependencies))
+        broadcaster.deliver()
         let task = Task {
             let result = await self.execute(claim, context: context)
             // The entry is this attempt's only while no later attempt of the operation was
             // claimed meanwhile (a retry claimed as soon as this attempt's end was recorded).
             let delivery = self.state.withLock { state -> Delivery in
-                guard let body = state.running[claim.id], body.attempt == claim.attempt else { return .drop }
-                if body.givingBack { return .drop }
-                return body.leaseLost ? .drop : .complete
+                let delivery: Delivery
+                if let body = state.running[claim.id], body.attempt == claim.attempt {
+                    delivery = body.givingBack || body.leaseLost ? .drop : .complete
+                    state.running[claim.id]!.ended = true
+                } else {
+                    delivery = .drop
+                }
+                // Recorded before the store records the end, so that a dependent's start
+                // (which that record releases) comes after it.
+                self.broadcaster.record(
+                    self.endEvent(of: claim, queue: queue, result: result, recorded: delivery == .complete, flag: flag))
+                return delivery
             }
-            // Reported before the store records the end, so that a dependent's start (which
-            // the record releases) comes after it.
-            self.broadcaster.report(self.endEvent(of: claim, queue: queue, result: result, recorded: delivery == .complete, flag: flag))
+            self.broadcaster.deliver()
             if delivery == .complete {
                 await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result))
             }
@@ -235,18 +245,19 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
 
     /// Cancels a running body; `leaseLost` when the store no longer counts it as ours.
     func cancelBody(_ id: DurableOperationID, reason: String, leaseLost: Bool = false) {
-        let (task, cancelled) = state.withLock { state -> (Task<Void, Never>?, DurableEvent.Draft?) in
-            guard let body = state.running[id] else { return (nil, nil) }
+        let (task, cancelled) = state.withLock { state -> (Task<Void, Never>?, Bool) in
+            guard let body = state.running[id] else { return (nil, false) }
             if leaseLost { state.running[id]!.leaseLost = true }
-            let requested = body.flag.set(reason) && !leaseLost
-            let draft = requested
-                ? DurableEvent.Draft(
+            // A cancel request, first heard while the attempt has not ended.
+            let requested = body.flag.set(reason) && !leaseLost && !body.ended
+            if requested {
+                broadcaster.record(DurableEvent.Draft(
                     kind: .cancelled, operation: id, operationKind: body.kind, queue: body.queue, attempt: body.attempt,
-                    worker: self.id, error: reason)
-                : nil
-            return (body.task, draft)
+                    worker: self.id, error: reason))
+            }
+            return (body.task, requested)
         }
-        if let cancelled { broadcaster.report(cancelled) }
+        if cancelled { broadcaster.deliver() }
         task?.cancel()
     }
 
@@ -265,6 +276,8 @@ struct RunningBody {
     var task: Task<Void, Never>?
     var givingBack = false
     var leaseLost = false
+    /// Its body returned and its end event is recorded.
+    var ended = false
 
     init(flag: DurableCancellationFlag, attempt: Int, claimedAt: ContinuousClock.Instant, queue: String, kind: String) {
         self.flag = flag

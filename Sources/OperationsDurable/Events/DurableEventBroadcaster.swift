@@ -58,22 +58,43 @@ final class DurableEventBroadcaster: Sendable {
     @inline(__always)
     func report(_ draft: @autoclosure () -> DurableEvent.Draft) {
         guard isListening.load(ordering: .relaxed) else { return }
-        record(draft())
+        append(draft())
+        deliverPending()
     }
 
-    private func record(_ draft: DurableEvent.Draft) {
-        let batch = state.withLock { state -> [DurableEvent]? in
-            guard !state.handlers.isEmpty else { return nil }
+    /// Records an event without delivering it, for a caller that holds a lock of its own
+    /// (so that the event's place follows that lock's order; this lock is taken last). The
+    /// caller calls ``deliver()`` after its lock.
+    @inline(__always)
+    func record(_ draft: @autoclosure () -> DurableEvent.Draft) {
+        guard isListening.load(ordering: .relaxed) else { return }
+        append(draft())
+    }
+
+    /// Delivers what is pending, unless another task delivers now. Called with no lock held.
+    @inline(__always)
+    func deliver() {
+        guard isListening.load(ordering: .relaxed) else { return }
+        deliverPending()
+    }
+
+    private func append(_ draft: DurableEvent.Draft) {
+        state.withLock { state in
+            guard !state.handlers.isEmpty else { return }
             // Read under the lock, so that times follow the sequence.
-            let event = draft.event(sequence: state.nextSequence, date: Date(), time: DispatchTime.now().uptimeNanoseconds)
+            state.pending.append(draft.event(sequence: state.nextSequence, date: Date(), time: DispatchTime.now().uptimeNanoseconds))
             state.nextSequence += 1
-            state.pending.append(event)
-            if state.delivering { return nil }
+        }
+    }
+
+    private func deliverPending() {
+        let first = state.withLock { state -> [DurableEvent]? in
+            guard !state.delivering, !state.pending.isEmpty else { return nil }
             state.delivering = true
             defer { state.pending = [] }
             return state.pending
         }
-        guard var batch else { return }
+        guard var batch = first else { return }
         while true {
             let handlers = state.withLock { $0.handlers }
             for event in batch {
