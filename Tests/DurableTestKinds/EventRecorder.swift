@@ -71,14 +71,26 @@ public struct RecorderTimedOut: Error, CustomStringConvertible {
 }
 
 extension DurableEvent {
-    /// `kind id attempt`, for messages.
-    public var summary: String { "\(kind) \(operation.rawValue) \(attempt.map(String.init) ?? "-")" }
+    /// `kind id attempt (error)`, for messages.
+    public var summary: String {
+        "\(kind) \(operation.rawValue) \(attempt.map(String.init) ?? "-")" + (error.map { " (\($0))" } ?? "")
+    }
 
     /// Whether it ends `operation`'s attempts for good.
     public func finishes(_ operation: DurableOperationID) -> Bool {
         guard self.operation == operation, case .finished = kind else { return false }
         return true
     }
+}
+
+/// A worker's configuration for the tests of events: a lease long enough that a heartbeat
+/// delayed by a loaded machine does not take a running attempt back (the worker would end
+/// it as `retried`, and the store would rescue it), which is not what those tests are about.
+public func longLeaseConfiguration(name: String) -> DurableWorker.Configuration {
+    var configuration = DurableWorker.Configuration()
+    configuration.name = name
+    configuration.lease = .seconds(120)
+    return configuration
 }
 
 /// Runs `worker` while the body runs, then stops it and waits for it.

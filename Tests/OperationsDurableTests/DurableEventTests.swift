@@ -22,7 +22,7 @@ struct DurableEventTests {
             let hold = try await queue.add(Hold.self, input: 99, retry: .never)
 
             let worker = DurableWorker(
-                store: store, queues: ["default"], kinds: allTestKinds, configuration: testWorkerConfiguration(name: "events"))
+                store: store, queues: ["default"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "events"))
             let workerEvents = DurableEventRecorder()
             let workerSubscription = worker.addEventHandler(workerEvents.record)
             try await withRunningWorker(worker) {
@@ -75,7 +75,7 @@ struct DurableEventTests {
             let queue = DurableQueue(name: "default", store: store)
             let failing = try await queue.add(Flaky.self, input: 5, retry: DurableRetry(.immediate, maximumAttempts: 2))
             let worker = DurableWorker(
-                store: store, queues: ["default"], kinds: allTestKinds, configuration: testWorkerConfiguration(name: "events"))
+                store: store, queues: ["default"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "events"))
             let recorder = DurableEventRecorder()
             let subscription = worker.addEventHandler(recorder.record)
             try await withRunningWorker(worker) {

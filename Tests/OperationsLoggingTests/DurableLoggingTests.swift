@@ -19,7 +19,8 @@ struct DurableLoggingTests {
         let store = SQLiteOperationStore(path: ":memory:")
         try await store.migrate()
         let queue = DurableQueue(name: "jobs", store: store)
-        let worker = DurableWorker(store: store, queues: ["jobs"], kinds: allTestKinds, concurrency: 1)
+        let worker = DurableWorker(
+            store: store, queues: ["jobs"], kinds: allTestKinds, concurrency: 1, configuration: longLeaseConfiguration(name: "logging"))
         let logging = DurableLogging(worker, queue, logger: logger)
         let echo = try await queue.add(Echo.self, input: 1)
         let flaky = try await queue.add(Flaky.self, input: 9, retry: DurableRetry(.immediate, maximumAttempts: 2))
@@ -72,7 +73,8 @@ struct DurableLoggingTests {
         let store = SQLiteOperationStore(path: ":memory:")
         try await store.migrate()
         let queue = DurableQueue(name: "jobs", store: store)
-        let worker = DurableWorker(store: store, queues: ["jobs"], kinds: allTestKinds)
+        let worker = DurableWorker(
+            store: store, queues: ["jobs"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "logging"))
         let logging = DurableLogging(worker, logger: logger)
         let echo = try await queue.add(Echo.self, input: 1)
         let failing = try await queue.add(Flaky.self, input: 9, retry: .never)

@@ -16,7 +16,9 @@ struct DurableMetricsTests {
         let store = SQLiteOperationStore(path: ":memory:")
         try await store.migrate()
         let queue = DurableQueue(name: "measured", store: store)
-        let worker = DurableWorker(store: store, queues: ["measured"], kinds: allTestKinds, concurrency: 1)
+        let worker = DurableWorker(
+            store: store, queues: ["measured"], kinds: allTestKinds, concurrency: 1,
+            configuration: longLeaseConfiguration(name: "metrics"))
         let reporter = DurableMetrics(worker, queue, factory: metrics)
         let echoes = [try await queue.add(Echo.self, input: 1), try await queue.add(Echo.self, input: 2)]
         let flaky = try await queue.add(Flaky.self, input: 2, retry: DurableRetry(.immediate, maximumAttempts: 2))

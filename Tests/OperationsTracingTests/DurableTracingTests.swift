@@ -21,9 +21,8 @@ struct DurableTracingTests {
         let flaky = try await queue.add(
             Flaky.self, input: 2, dependencies: [left, right], retry: DurableRetry(.immediate, maximumAttempts: 2))
         let hold = try await queue.add(Hold.self, input: 99, retry: .never)
-        var configuration = DurableWorker.Configuration()
-        configuration.name = "tracer"
-        let worker = DurableWorker(store: store, queues: ["traced"], kinds: allTestKinds, configuration: configuration)
+        let worker = DurableWorker(
+            store: store, queues: ["traced"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "tracer"))
         let tracer = InMemoryTracer()
         let tracing = DurableTracing(worker, tracer: tracer)
         // Registered after the tracing's: an event seen here has been traced.
@@ -80,7 +79,8 @@ struct DurableTracingTests {
         try await store.migrate()
         let queue = DurableQueue(name: "traced", store: store)
         let failing = try await queue.add(Flaky.self, input: 9, retry: .never)
-        let worker = DurableWorker(store: store, queues: ["traced"], kinds: allTestKinds)
+        let worker = DurableWorker(
+            store: store, queues: ["traced"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "tracer"))
         let tracer = InMemoryTracer()
         let tracing = DurableTracing(worker, tracer: tracer)
         let recorder = DurableEventRecorder()
