@@ -158,15 +158,20 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
             let delivery = self.state.withLock { state -> Delivery in
                 let delivery: Delivery
                 if let body = state.running[claim.id], body.attempt == claim.attempt {
-                    delivery = body.givingBack || body.leaseLost ? .drop : .complete
+                    if body.givingBack {
+                        delivery = .drop("worker \(self.id) stopped before the body finished")
+                    } else if body.leaseLost {
+                        delivery = .drop("worker \(self.id) lost its lease")
+                    } else {
+                        delivery = .complete
+                    }
                     state.running[claim.id]!.ended = true
                 } else {
-                    delivery = .drop
+                    delivery = .drop("worker \(self.id) no longer holds the operation")
                 }
                 // Recorded before the store records the end, so that a dependent's start
                 // (which that record releases) comes after it.
-                self.broadcaster.record(
-                    self.endEvent(of: claim, queue: queue, result: result, recorded: delivery == .complete, flag: flag))
+                self.broadcaster.record(self.endEvent(of: claim, queue: queue, result: result, delivery: delivery))
                 return delivery
             }
             self.broadcaster.deliver()
@@ -186,17 +191,21 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         if cancelledAlready { task.cancel() }
     }
 
-    private enum Delivery { case complete, drop }
+    /// Whether the store hears of an attempt's result, or why not.
+    private enum Delivery: Equatable {
+        case complete
+        case drop(String)
+    }
 
-    /// The event that ends an attempt: `recorded` when the store hears of its result.
+    /// The event that ends an attempt.
     private func endEvent(
-        of claim: DurableClaim, queue: String, result: DurableAttemptResult, recorded: Bool, flag: DurableCancellationFlag
+        of claim: DurableClaim, queue: String, result: DurableAttemptResult, delivery: Delivery
     ) -> DurableEvent.Draft {
         var draft = DurableEvent.Draft(
             kind: .retried, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt, worker: id)
-        guard recorded else {
+        if case .drop(let why) = delivery {
             // Given back, or its lease was lost: the store runs it again.
-            draft.error = flag.reason ?? "worker \(id) no longer holds the operation"
+            draft.error = why
             return draft
         }
         switch result {
