@@ -87,6 +87,29 @@ struct DurableEventTests {
         }
     }
 
+    @Test("an attempt the worker gives back when it stops is reported as retried, saying why", arguments: StoreKind.all)
+    func givenBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let hold = try await queue.add(Hold.self, input: 99, retry: .never)
+            // No time for running bodies: stopping gives the attempt back at once.
+            var configuration = longLeaseConfiguration(name: "stopping")
+            configuration.shutdownDeadline = .zero
+            let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds, configuration: configuration)
+            let recorder = DurableEventRecorder()
+            let subscription = worker.addEventHandler(recorder.record)
+            try await withRunningWorker(worker) {
+                try await recorder.wait("the hold's start") { events in events.contains { $0.kind == .started } }
+            }
+            try await recorder.wait("the hold's end") { events in events.count == 2 }
+            subscription.cancel()
+            #expect(recorder.events.map(\.kind) == [.started, .retried])
+            #expect(recorder.events.last?.error == "worker \(worker.id) stopped before the body finished")
+            #expect(recorder.events.last?.attempt == 1)
+            #expect(try await hold.state == .ready)
+        }
+    }
+
     @Test("the event stream yields a queue's events from when its iterator is made, and stops when it is released")
     func eventStream() async throws {
         let store = SQLiteOperationStore(path: ":memory:")
