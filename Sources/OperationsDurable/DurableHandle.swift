@@ -174,6 +174,7 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
         }
     }
 }
+
 /// The queue a handle reports its cancels to.
 struct DurableHandleEvents: Sendable {
     let broadcaster: DurableEventBroadcaster
