@@ -21,7 +21,8 @@ let package = Package(
         .library(name: "OperationsRecording", targets: ["OperationsRecording"]),
         // Adapters to the server ecosystem, each its own product: a package that uses only
         // `Operations` (or `OperationsRecording`) does not compile their packages (SwiftPM
-        // still fetches them).
+        // still fetches them). With the `Durable` trait they also observe durable workers
+        // and queues; without it they neither compile nor fetch the durable layer.
         .library(name: "OperationsTracing", targets: ["OperationsTracing"]),
         .library(name: "OperationsMetrics", targets: ["OperationsMetrics"]),
         .library(name: "OperationsLogging", targets: ["OperationsLogging"]),
@@ -67,13 +68,22 @@ let package = Package(
         .target(name: "OperationsRecording", dependencies: ["Operations", "OperationsComposition"]),
         .target(
             name: "OperationsTracing",
-            dependencies: ["Operations", .product(name: "Tracing", package: "swift-distributed-tracing")]),
+            dependencies: [
+                "Operations", .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+            ]),
         .target(
             name: "OperationsMetrics",
-            dependencies: ["Operations", .product(name: "CoreMetrics", package: "swift-metrics")]),
+            dependencies: [
+                "Operations", .product(name: "CoreMetrics", package: "swift-metrics"),
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+            ]),
         .target(
             name: "OperationsLogging",
-            dependencies: ["Operations", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "Operations", .product(name: "Logging", package: "swift-log"),
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+            ]),
         .target(
             name: "OperationsDurable",
             dependencies: [
@@ -92,8 +102,9 @@ let package = Package(
                 "Operations", "OperationsDurable", .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // The kinds of work the durable tests run, and a worker process that runs them.
-        .target(name: "DurableTestKinds", dependencies: ["OperationsDurable"], path: "Tests/DurableTestKinds"),
+        // The kinds of work the durable tests run (with a recorder of their events), and a
+        // worker process that runs them.
+        .target(name: "DurableTestKinds", dependencies: ["Operations", "OperationsDurable"], path: "Tests/DurableTestKinds"),
         .executableTarget(
             name: "DurableTestWorker",
             dependencies: [
@@ -123,13 +134,31 @@ let package = Package(
         .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
         .testTarget(
             name: "OperationsTracingTests",
-            dependencies: ["OperationsTracing", .product(name: "InMemoryTracing", package: "swift-distributed-tracing")]),
+            dependencies: [
+                "OperationsTracing", .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                // The durable parts of the adapters' tests run a worker on an SQLite store.
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+                .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "DurableTestKinds", condition: .when(traits: ["Durable"])),
+            ]),
         .testTarget(
             name: "OperationsMetricsTests",
-            dependencies: ["OperationsMetrics", .product(name: "MetricsTestKit", package: "swift-metrics")]),
+            dependencies: [
+                "OperationsMetrics", .product(name: "MetricsTestKit", package: "swift-metrics"),
+                // The durable parts of the adapters' tests run a worker on an SQLite store.
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+                .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "DurableTestKinds", condition: .when(traits: ["Durable"])),
+            ]),
         .testTarget(
             name: "OperationsLoggingTests",
-            dependencies: ["OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log")]),
+            dependencies: [
+                "OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log"),
+                // The durable parts of the adapters' tests run a worker on an SQLite store.
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+                .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "DurableTestKinds", condition: .when(traits: ["Durable"])),
+            ]),
         // Depends on the worker executable so that `swift test` builds it beside the tests.
         .testTarget(
             name: "OperationsDurableTests",

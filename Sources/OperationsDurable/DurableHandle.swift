@@ -11,15 +11,19 @@ import Foundation
 public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
     public let id: DurableOperationID
     let store: (any DurableOperationStore)?
+    /// Where its cancels are reported: the queue that made it, if one did.
+    let events: DurableHandleEvents?
 
-    init(id: DurableOperationID, store: (any DurableOperationStore)?) {
+    init(id: DurableOperationID, store: (any DurableOperationStore)?, events: DurableHandleEvents? = nil) {
         self.id = id
         self.store = store
+        self.events = events
     }
 
     public init(from decoder: any Decoder) throws {
         id = try DurableOperationID(from: decoder)
         store = nil
+        events = nil
     }
 
     public func encode(to encoder: any Encoder) throws { try id.encode(to: encoder) }
@@ -150,8 +154,14 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
 
     /// Cancels it: at once if it has not started (its dependents are cancelled with the
     /// reason); a running body is asked to stop through the store, on whatever machine.
+    ///
+    /// Reported as a `cancelled` ``DurableEvent`` by the queue that made this handle.
     public func cancel(reason: String = "cancelled") async throws {
         try await boundStore().cancel(id, reason: reason)
+        if let events {
+            events.broadcaster.report(DurableEvent.Draft(
+                kind: .cancelled, operation: id, operationKind: K.kind, queue: events.queue, error: reason))
+        }
     }
 
     /// Why it is not running, in a sentence.
@@ -163,5 +173,11 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
             return DurableWaitDescription.describe(facts)
         }
     }
+}
+
+/// The queue a handle reports its cancels to.
+struct DurableHandleEvents: Sendable {
+    let broadcaster: DurableEventBroadcaster
+    let queue: String
 }
 #endif

@@ -92,12 +92,22 @@ public struct DurableClaim: Sendable {
     public var kind: String
     public var input: String
     public var attempt: Int
+    /// The operations it depends on (for the worker's events: tracing links to their spans).
+    public var dependencies: [DurableOperationID]
+    /// How many attempts it has in all (`nil`: the store does not say); the worker's events
+    /// tell a failure that will be retried from a final one by it.
+    public var maximumAttempts: Int?
 
-    public init(id: DurableOperationID, kind: String, input: String, attempt: Int) {
+    public init(
+        id: DurableOperationID, kind: String, input: String, attempt: Int, dependencies: [DurableOperationID] = [],
+        maximumAttempts: Int? = nil
+    ) {
         self.id = id
         self.kind = kind
         self.input = input
         self.attempt = attempt
+        self.dependencies = dependencies
+        self.maximumAttempts = maximumAttempts
     }
 }
 

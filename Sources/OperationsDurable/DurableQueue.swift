@@ -8,13 +8,26 @@ import Operations
 ///
 /// Unlike `OperationQueue`, its settings live in the store: ``maximumConcurrentOperationCount``
 /// holds across every worker of the cluster.
-public struct DurableQueue: Sendable {
+///
+/// What is added and cancelled through it (or through the handles it made) is reported as
+/// ``DurableEvent``s (see ``DurableEventSource``) to the handlers of this value and its
+/// copies; another `DurableQueue` of the same name has handlers of its own.
+public struct DurableQueue: DurableEventSource, Sendable {
     public let name: String
     public let store: any DurableOperationStore
+    let broadcaster = DurableEventBroadcaster()
 
     public init(name: String, store: any DurableOperationStore) {
         self.name = name
         self.store = store
+    }
+
+    /// Calls `handler` for each operation added through this queue (`enqueued`) and each
+    /// cancel issued through it or its handles (`cancelled`).
+    /// - Note: ``cancelAll(reason:)`` reports nothing: which operations it cancels is the
+    ///   store's to know.
+    public func addEventHandler(_ handler: @escaping @Sendable (DurableEvent) -> Void) -> DurableEventSubscription {
+        broadcaster.addHandler(handler)
     }
 
     /// Adds an operation of kind `K`.
@@ -42,7 +55,12 @@ public struct DurableQueue: Sendable {
             kind, input: input, dependencies: dependencies, runsAnyway: runsAnyway, priority: priority, key: key,
             notBefore: notBefore, retry: retry)
         let results = try await store.enqueue([request])
-        return DurableHandle(id: results[0].id, store: store)
+        if !results[0].coalesced {
+            broadcaster.report(DurableEvent.Draft(
+                kind: .enqueued, operation: results[0].id, operationKind: K.kind, queue: name,
+                dependencies: request.dependencies))
+        }
+        return DurableHandle(id: results[0].id, store: store, events: DurableHandleEvents(broadcaster: broadcaster, queue: name))
     }
 
     /// Builds the stored form of an `add` (for stores that enqueue in a caller's transaction).
@@ -68,7 +86,7 @@ public struct DurableQueue: Sendable {
 
     /// A handle for a stored operation known by its id.
     public func handle<K: DurableOperation>(_ kind: K.Type, id: DurableOperationID) -> DurableHandle<K> {
-        DurableHandle(id: id, store: store)
+        DurableHandle(id: id, store: store, events: DurableHandleEvents(broadcaster: broadcaster, queue: name))
     }
 
     /// The cluster-wide limit on running bodies of this queue (`nil`: no limit).

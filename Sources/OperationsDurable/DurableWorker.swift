@@ -11,7 +11,10 @@ import ServiceLifecycle
 /// A `Service` of swift-service-lifecycle: on graceful shutdown it stops claiming, lets
 /// running bodies finish within ``Configuration/shutdownDeadline``, then cancels the rest and
 /// gives their operations back to the store (they run again elsewhere; nothing is lost).
-public final class DurableWorker: Service, Sendable {
+///
+/// Its attempts are reported as ``DurableEvent``s (see ``DurableEventSource``), which the
+/// tracing, metrics and logging adapters read.
+public final class DurableWorker: Service, DurableEventSource, Sendable {
     /// Timings of a worker.
     public struct Configuration: Sendable {
         /// How long the store keeps an operation claimed without a heartbeat. A killed
@@ -40,6 +43,7 @@ public final class DurableWorker: Service, Sendable {
     let state = Locked(WorkerState())
     let wakeSignal = WakeSignal()
     let completions: CompletionBatcher
+    let broadcaster = DurableEventBroadcaster()
 
     public init(
         store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation], concurrency: Int = 4,
@@ -88,6 +92,12 @@ public final class DurableWorker: Service, Sendable {
         }
     }
 
+    /// Calls `handler` for each event of the attempts this worker runs: `started`, then
+    /// `retried` or `finished`, with `cancelled` between when a cancel reaches it.
+    public func addEventHandler(_ handler: @escaping @Sendable (DurableEvent) -> Void) -> DurableEventSubscription {
+        broadcaster.addHandler(handler)
+    }
+
     /// Stops claiming; `run()` then drains and returns.
     public func stop() {
         state.withLock { $0.stopping = true }
@@ -111,7 +121,7 @@ public final class DurableWorker: Service, Sendable {
                         let queue = queues[(rotation + offset) % queues.count]
                         let claims = try await store.claim(
                             queue: queue, kinds: kindNames, worker: id, limit: wanted, lease: configuration.lease)
-                        for claim in claims { start(claim) }
+                        for claim in claims { start(claim, queue: queue) }
                         wanted -= claims.count
                     }
                     rotation += 1
@@ -128,20 +138,44 @@ public final class DurableWorker: Service, Sendable {
         stop()
     }
 
-    private func start(_ claim: DurableClaim) {
+    private func start(_ claim: DurableClaim, queue: String) {
         let flag = DurableCancellationFlag()
         let context = DurableContext(id: claim.id, attempt: claim.attempt, store: store, cancellation: flag)
-        // Registered before the task exists, so that a cancel or a lost lease finds it.
-        state.withLock { $0.running[claim.id] = RunningBody(flag: flag, attempt: claim.attempt, claimedAt: .now) }
+        // Registered before the task exists, so that a cancel or a lost lease finds it. The
+        // attempt's events are recorded under this lock, so that a cancel's event falls
+        // between its start and its end.
+        state.withLock {
+            $0.running[claim.id] = RunningBody(
+                flag: flag, attempt: claim.attempt, claimedAt: .now, queue: queue, kind: claim.kind)
+            broadcaster.record(DurableEvent.Draft(
+                kind: .started, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt,
+                worker: id, dependencies: claim.dependencies))
+        }
+        broadcaster.deliver()
         let task = Task {
             let result = await self.execute(claim, context: context)
             // The entry is this attempt's only while no later attempt of the operation was
             // claimed meanwhile (a retry claimed as soon as this attempt's end was recorded).
             let delivery = self.state.withLock { state -> Delivery in
-                guard let body = state.running[claim.id], body.attempt == claim.attempt else { return .drop }
-                if body.givingBack { return .drop }
-                return body.leaseLost ? .drop : .complete
+                let delivery: Delivery
+                if let body = state.running[claim.id], body.attempt == claim.attempt {
+                    if body.givingBack {
+                        delivery = .drop("worker \(self.id) stopped before the body finished")
+                    } else if body.leaseLost {
+                        delivery = .drop("worker \(self.id) lost its lease")
+                    } else {
+                        delivery = .complete
+                    }
+                    state.running[claim.id]!.ended = true
+                } else {
+                    delivery = .drop("worker \(self.id) no longer holds the operation")
+                }
+                // Recorded before the store records the end, so that a dependent's start
+                // (which that record releases) comes after it.
+                self.broadcaster.record(self.endEvent(of: claim, queue: queue, result: result, delivery: delivery))
+                return delivery
             }
+            self.broadcaster.deliver()
             if delivery == .complete {
                 await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result))
             }
@@ -158,7 +192,39 @@ public final class DurableWorker: Service, Sendable {
         if cancelledAlready { task.cancel() }
     }
 
-    private enum Delivery { case complete, drop }
+    /// Whether the store hears of an attempt's result, or why not.
+    private enum Delivery: Equatable {
+        case complete
+        case drop(String)
+    }
+
+    /// The event that ends an attempt.
+    private func endEvent(
+        of claim: DurableClaim, queue: String, result: DurableAttemptResult, delivery: Delivery
+    ) -> DurableEvent.Draft {
+        var draft = DurableEvent.Draft(
+            kind: .retried, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt, worker: id)
+        if case .drop(let why) = delivery {
+            // Given back, or its lease was lost: the store runs it again.
+            draft.error = why
+            return draft
+        }
+        switch result {
+        case .succeeded:
+            draft.kind = .finished(.succeeded)
+        case .failed(let error):
+            draft.error = error
+            if let maximum = claim.maximumAttempts, claim.attempt < maximum { return draft }
+            draft.kind = .finished(.failed(error))
+        case .rejected(let error):
+            draft.error = error
+            draft.kind = .finished(.failed(error))
+        case .cancelled(let reason):
+            draft.error = reason
+            draft.kind = .finished(.cancelled(reason))
+        }
+        return draft
+    }
 
     private func execute(_ claim: DurableClaim, context: DurableContext) async -> DurableAttemptResult {
         guard let kind = kinds[claim.kind] else {
@@ -189,12 +255,19 @@ public final class DurableWorker: Service, Sendable {
 
     /// Cancels a running body; `leaseLost` when the store no longer counts it as ours.
     func cancelBody(_ id: DurableOperationID, reason: String, leaseLost: Bool = false) {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            guard state.running[id] != nil else { return nil }
+        let (task, cancelled) = state.withLock { state -> (Task<Void, Never>?, Bool) in
+            guard let body = state.running[id] else { return (nil, false) }
             if leaseLost { state.running[id]!.leaseLost = true }
-            state.running[id]!.flag.set(reason)
-            return state.running[id]!.task
+            // A cancel request, first heard while the attempt has not ended.
+            let requested = body.flag.set(reason) && !leaseLost && !body.ended
+            if requested {
+                broadcaster.record(DurableEvent.Draft(
+                    kind: .cancelled, operation: id, operationKind: body.kind, queue: body.queue, attempt: body.attempt,
+                    worker: self.id, error: reason))
+            }
+            return (body.task, requested)
         }
+        if cancelled { broadcaster.deliver() }
         task?.cancel()
     }
 
@@ -207,14 +280,21 @@ struct RunningBody {
     let flag: DurableCancellationFlag
     let attempt: Int
     let claimedAt: ContinuousClock.Instant
+    /// For its events.
+    let queue: String
+    let kind: String
     var task: Task<Void, Never>?
     var givingBack = false
     var leaseLost = false
+    /// Its body returned and its end event is recorded.
+    var ended = false
 
-    init(flag: DurableCancellationFlag, attempt: Int, claimedAt: ContinuousClock.Instant) {
+    init(flag: DurableCancellationFlag, attempt: Int, claimedAt: ContinuousClock.Instant, queue: String, kind: String) {
         self.flag = flag
         self.attempt = attempt
         self.claimedAt = claimedAt
+        self.queue = queue
+        self.kind = kind
     }
 }
 

@@ -21,6 +21,8 @@ import Logging
 /// let logging = OperationQueueLogging(queue, logger: Logger(label: "uploads"))   // keep it
 /// ```
 /// - Note: Operations added before it began are logged from their next event on.
+/// - Note: With the `Durable` trait, `DurableLogging` logs durable workers' attempts at the
+///   same levels.
 public final class OperationQueueLogging: Sendable {
     /// The level each kind of line is logged at; nil leaves it out.
     public struct Levels: Sendable {

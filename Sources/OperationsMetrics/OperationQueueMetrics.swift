@@ -13,6 +13,7 @@ import CoreMetrics
 /// ```swift
 /// let metrics = OperationQueueMetrics(queue)   // keep it: reporting stops when released
 /// ```
+/// - Note: With the `Durable` trait, `DurableMetrics` reports durable workers and queues.
 public final class OperationQueueMetrics: Sendable {
     private struct Counts {
         var pending = 0

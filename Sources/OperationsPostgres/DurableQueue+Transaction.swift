@@ -11,6 +11,8 @@ extension DurableQueue {
     /// see it when that transaction commits, and a rollback removes it.
     ///
     /// The queue's store must be a ``PostgresOperationStore`` on the same database.
+    /// - Note: No `enqueued` event is reported (the transaction may still roll back); the
+    ///   returned handle reports its cancels as the queue's.
     @discardableResult
     public func add<K: DurableOperation>(
         _ kind: K.Type, input: K.Input, dependencies: [any DurableDependency] = [], runsAnyway: Bool = false,

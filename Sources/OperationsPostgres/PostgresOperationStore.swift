@@ -208,13 +208,22 @@ public final class PostgresOperationStore: DurableOperationStore {
     // MARK: Workers
 
     public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
+        // The dependencies and the maximum come with the claim (index lookups), in the claim's order.
         let rows = try await rows(
             """
-            SELECT operation_id, kind, input, attempt FROM durable_claim(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
+            SELECT c.operation_id, c.kind, c.input, c.attempt,
+                ARRAY(SELECT e.dependency FROM durable_edges e WHERE e.dependent = c.operation_id ORDER BY e.dependency),
+                (SELECT o.max_attempts FROM durable_operations o WHERE o.id = c.operation_id)
+            FROM durable_claim(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
+                WITH ORDINALITY AS c(operation_id, kind, input, attempt, claim_order)
+            ORDER BY c.claim_order
             """, "claiming from queue \"\(queue)\"")
         return try rows.map { row in
-            let (id, kind, input, attempt) = try row.decode((Int64, String, String, Int).self)
-            return DurableClaim(id: DurableOperationID(rawValue: id), kind: kind, input: input, attempt: attempt)
+            let (id, kind, input, attempt, dependencies, maximumAttempts) = try row.decode(
+                (Int64, String, String, Int, [Int64], Int?).self)
+            return DurableClaim(
+                id: DurableOperationID(rawValue: id), kind: kind, input: input, attempt: attempt,
+                dependencies: dependencies.map(DurableOperationID.init(rawValue:)), maximumAttempts: maximumAttempts)
         }
     }
 

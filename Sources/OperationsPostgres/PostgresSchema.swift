@@ -20,7 +20,12 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1]
+    static let migrations: [[String]] = [version1, version2]
+
+    /// A claim reads its operation's dependencies (for the worker's events).
+    static let version2: [String] = [
+        "CREATE INDEX durable_edges_dependent ON durable_edges (dependent)",
+    ]
 
     static let version1: [String] = [
         """

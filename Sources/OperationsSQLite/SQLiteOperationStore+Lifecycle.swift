@@ -114,17 +114,24 @@ extension SQLiteOperationStore {
             let claimed = try await transaction.rows(
                 """
                 UPDATE durable_operations SET state = 'running', attempt = attempt + 1, worker = ?, lease_until = ?
-                WHERE id IN (\(list)) RETURNING id, kind, input, attempt, priority
+                WHERE id IN (\(list)) RETURNING id, kind, input, attempt, priority, max_attempts
                 """, [.text(worker), .date(now.addingTimeInterval(lease.seconds))])
             try await transaction.rows(
                 """
                 INSERT INTO durable_attempts (operation, number, worker, started_at)
                 SELECT id, attempt, ?, ? FROM durable_operations WHERE id IN (\(list))
                 """, [.text(worker), .date(now)])
+            var dependencies: [Int: [DurableOperationID]] = [:]
+            for edge in try await transaction.rows(
+                "SELECT dependent, dependency FROM durable_edges WHERE dependent IN (\(list)) ORDER BY dependent, dependency")
+            {
+                dependencies[edge.int("dependent"), default: []].append(DurableOperationID(rawValue: Int64(edge.int("dependency"))))
+            }
             return claimed.sorted { ($1.int("priority"), $0.int("id")) < ($0.int("priority"), $1.int("id")) }.map { row in
                 DurableClaim(
                     id: DurableOperationID(rawValue: Int64(row.int("id"))), kind: row.text("kind"), input: row.text("input"),
-                    attempt: row.int("attempt"))
+                    attempt: row.int("attempt"), dependencies: dependencies[row.int("id")] ?? [],
+                    maximumAttempts: row.int("max_attempts"))
             }
         }
         return claims

@@ -22,6 +22,8 @@ import Tracing
 ///   context current (`ServiceContext.current`), so spans it starts are children of it.
 /// - Note: Operations added before it began are not traced. A synchronous `main()` does not
 ///   run with the span's context current; ``context(of:)`` gives it to code that wants it.
+/// - Note: With the `Durable` trait, `DurableTracing` traces durable workers the same way,
+///   a span per attempt.
 public final class OperationQueueTracing: Sendable {
     private struct Traced {
         let operation: Operation

@@ -27,7 +27,33 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 1)
+        #expect(try rows.first?.decode(Int.self) == 2)
+    }
+
+    @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
+    func upgradeFromVersion1() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, _) = try await cluster.makeStore()
+        // What version 1 left: the same tables, without the index on edges by dependent.
+        try await store.client.query("DROP INDEX durable_edges_dependent")
+        try await store.client.query("UPDATE durable_schema SET version = 1")
+        try await store.migrate()
+        let version = try await store.client.query("SELECT version FROM durable_schema").collect()
+        #expect(try version.first?.decode(Int.self) == 2)
+        let index = try await store.client.query(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
+        #expect(try index.first?.decode(Int.self) == 1)
+        let queue = DurableQueue(name: "default", store: store)
+        let first = try await queue.add(Echo.self, input: 1)
+        let second = try await queue.add(Echo.self, input: 2, dependencies: [first])
+        let claimed = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 2, lease: .seconds(5))
+        #expect(claimed.map(\.id) == [first.id])
+        #expect(claimed.first?.dependencies == [] && claimed.first?.maximumAttempts == 3)
+        try await store.complete([DurableCompletion(id: first.id, attempt: 1, result: .succeeded(output: "1"))], worker: "w")
+        let next = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 2, lease: .seconds(5))
+        #expect(next.map(\.id) == [second.id])
+        #expect(next.first?.dependencies == [first.id])
+        await store.shutdown()
     }
 
     @Test("a schema newer than the library is refused with a message")

@@ -1,0 +1,116 @@
+// The handlers of one source and the delivery of its events, in order, one at a time.
+#if Durable
+
+import Dispatch
+import Foundation
+@_spi(Engine) import Operations
+import Synchronization
+
+/// One source's handlers and the events recorded and not yet delivered.
+///
+/// An event is numbered where it is recorded, under the lock; it is delivered after the lock,
+/// by one task at a time (the *deliverer*), in sequence order. A task that records an event
+/// while another delivers leaves it to that one and goes on, so no task waits for a handler
+/// but the one delivering.
+final class DurableEventBroadcaster: Sendable {
+    private struct State {
+        var handlers: [(id: UInt64, handler: @Sendable (DurableEvent) -> Void)] = []
+        var nextID: UInt64 = 1
+        var pending: [DurableEvent] = []
+        var nextSequence: UInt64 = 0
+        var delivering = false
+    }
+
+    private let state = Locked(State())
+    /// Whether any handler is registered: the one load an event costs when nobody listens.
+    /// Changed only inside the lock, where a recording decides too.
+    private let isListening = Atomic<Bool>(false)
+
+    init() {}
+
+    func addHandler(_ handler: @escaping @Sendable (DurableEvent) -> Void) -> DurableEventSubscription {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            state.handlers.append((state.nextID, handler))
+            isListening.store(true, ordering: .releasing)
+            return state.nextID
+        }
+        return DurableEventSubscription(broadcaster: self, id: id)
+    }
+
+    func removeHandler(_ id: UInt64) {
+        var removed = state.withLock { state in
+            let removed = state.handlers.filter { $0.id == id }
+            state.handlers.removeAll { $0.id == id }
+            if state.handlers.isEmpty {
+                isListening.store(false, ordering: .releasing)
+                // Nobody would receive them.
+                if !state.delivering { state.pending = [] }
+            }
+            return removed
+        }
+        // Dropped after the lock: the handler's captures' deinit is user code.
+        removed.removeAll()
+    }
+
+    /// Records an event and delivers what is pending, unless another task delivers now.
+    /// Called with no lock held; `draft` is evaluated only when someone listens.
+    @inline(__always)
+    func report(_ draft: @autoclosure () -> DurableEvent.Draft) {
+        guard isListening.load(ordering: .relaxed) else { return }
+        append(draft())
+        deliverPending()
+    }
+
+    /// Records an event without delivering it, for a caller that holds a lock of its own
+    /// (so that the event's place follows that lock's order; this lock is taken last). The
+    /// caller calls ``deliver()`` after its lock.
+    @inline(__always)
+    func record(_ draft: @autoclosure () -> DurableEvent.Draft) {
+        guard isListening.load(ordering: .relaxed) else { return }
+        append(draft())
+    }
+
+    /// Delivers what is pending, unless another task delivers now. Called with no lock held.
+    @inline(__always)
+    func deliver() {
+        guard isListening.load(ordering: .relaxed) else { return }
+        deliverPending()
+    }
+
+    private func append(_ draft: DurableEvent.Draft) {
+        state.withLock { state in
+            guard !state.handlers.isEmpty else { return }
+            // Read under the lock, so that times follow the sequence.
+            state.pending.append(draft.event(sequence: state.nextSequence, date: Date(), time: DispatchTime.now().uptimeNanoseconds))
+            state.nextSequence += 1
+        }
+    }
+
+    private func deliverPending() {
+        let first = state.withLock { state -> [DurableEvent]? in
+            guard !state.delivering, !state.pending.isEmpty else { return nil }
+            state.delivering = true
+            defer { state.pending = [] }
+            return state.pending
+        }
+        guard var batch = first else { return }
+        while true {
+            let handlers = state.withLock { $0.handlers }
+            for event in batch {
+                for (_, handler) in handlers { handler(event) }
+            }
+            let next = state.withLock { state -> [DurableEvent]? in
+                guard !state.pending.isEmpty else {
+                    state.delivering = false
+                    return nil
+                }
+                defer { state.pending = [] }
+                return state.pending
+            }
+            guard let next else { return }
+            batch = next
+        }
+    }
+}
+#endif
