@@ -19,7 +19,9 @@ extension DurableWorker {
                 // Only what runs here: a lease of an operation this worker no longer runs (its
                 // body's result was dropped, or the claim's answer was lost) must expire.
                 let holding = state.withLock { Array($0.running.keys) }
-                let heartbeat = try await withDeadline(configuration.lease - configuration.heartbeatInterval) {
+                let heartbeat = try await withDeadline(
+                    configuration.lease - configuration.heartbeatInterval, "renewing the leases of worker \(worker)"
+                ) {
                     try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: holding, lease: lease)
                 }
                 lastSuccess = started
@@ -40,30 +42,20 @@ extension DurableWorker {
                     }
                 }
             }
-            _ = try? await store.rescueExpiredLeases()
+            let store = self.store
+            _ = try? await withDeadline(configuration.storeCallTimeout, "rescuing expired leases") {
+                try await store.rescueExpiredLeases()
+            }
             if ticks % 60 == 0, let retention = configuration.retention {
                 let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
-                _ = try? await store.prune(finishedBefore: cutoff, limit: 1_000)
+                _ = try? await withDeadline(configuration.storeCallTimeout, "pruning finished operations") {
+                    try await store.prune(finishedBefore: cutoff, limit: 1_000)
+                }
             }
             ticks += 1
             // Also catches operations whose notBefore passed, and missed notifications.
             wakeSignal.wake()
             try? await Task.sleep(for: configuration.heartbeatInterval)
-        }
-    }
-
-    /// The body's result, or a thrown error once `duration` has passed (the body is cancelled).
-    private func withDeadline<T: Sendable>(
-        _ duration: Duration, _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: duration)
-                throw DurableError(.databaseUnreachable, "no answer within \(duration)")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
         }
     }
 
@@ -74,7 +66,11 @@ extension DurableWorker {
                 if queues.contains(queue) { wakeSignal.wake() }
             case .cancelRequested(let operation):
                 guard state.withLock({ $0.running[operation] != nil }) else { continue }
-                let reason = (try? await store.record(of: operation, includingAttempts: false))?.cancelReason
+                let store = self.store
+                let record = try? await withDeadline(configuration.storeCallTimeout, "reading \(operation)") {
+                    try await store.record(of: operation, includingAttempts: false)
+                }
+                let reason = record?.cancelReason
                 cancelBody(operation, reason: reason ?? "cancelled")
             case .resynchronize:
                 wakeSignal.wake()
@@ -104,10 +100,13 @@ extension DurableWorker {
         let store = self.store
         let worker = id
         let ids = remaining.map(\.0)
+        let timeout = configuration.storeCallTimeout
         await Task {
             for failures in 0..<10 {
                 do {
-                    try await store.giveBack(ids, worker: worker, reason: reason)
+                    try await withDeadline(timeout, "giving back operations") {
+                        try await store.giveBack(ids, worker: worker, reason: reason)
+                    }
                     return
                 } catch {
                     try? await Task.sleep(for: backoff(failures + 1))
@@ -168,10 +167,12 @@ final class CompletionBatcher: Sendable {
     private let state = Locked(State())
     private let store: any DurableOperationStore
     private let worker: String
+    private let callTimeout: Duration
 
-    init(store: any DurableOperationStore, worker: String) {
+    init(store: any DurableOperationStore, worker: String, callTimeout: Duration) {
         self.store = store
         self.worker = worker
+        self.callTimeout = callTimeout
     }
 
     /// Returns once the completion is recorded (or the store refused it for good).
@@ -197,10 +198,14 @@ final class CompletionBatcher: Sendable {
             }
             if batch.isEmpty { return }
             var failures = 0
-            // Retried until it lands: a lease that expires meanwhile makes the store ignore it.
+            // Retried until it lands: a lease that expires meanwhile makes the store ignore it,
+            // and so does a repeat of a call that landed without answering.
+            let (store, worker, completions) = (store, worker, batch.map(\.0))
             while true {
                 do {
-                    try await store.complete(batch.map(\.0), worker: worker)
+                    try await withDeadline(callTimeout, "recording \(completions.count) finished attempts") {
+                        try await store.complete(completions, worker: worker)
+                    }
                     break
                 } catch {
                     failures += 1
