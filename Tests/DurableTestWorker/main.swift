@@ -33,7 +33,8 @@ func makeStore(_ options: [String: [String]]) -> (any DurableOperationStore, @Se
         Data("usage: DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]\n".utf8))
     exit(2)
 }
-let (store, shutdown) = makeStore(options)
+let (untracedStore, shutdown) = makeStore(options)
+let store = TracingStore(untracedStore)
 var configuration = DurableWorker.Configuration()
 configuration.name = options["name"]?.first ?? "worker"
 let worker = DurableWorker(
