@@ -228,10 +228,10 @@ public final class PostgresOperationStore: DurableOperationStore {
             ids.append(completion.id.rawValue)
             attempts.append(completion.attempt)
             switch completion.result {
-            case .succeeded(let output): outcomes.append("succeeded"); values.append(output)
-            case .failed(let error): outcomes.append("failed"); values.append(error)
-            case .rejected(let error): outcomes.append("rejected"); values.append(error)
-            case .cancelled(let reason): outcomes.append("cancelled"); values.append(reason)
+            case .succeeded(let output): outcomes.append("succeeded"); values.append(Self.storable(output))
+            case .failed(let error): outcomes.append("failed"); values.append(Self.storable(error))
+            case .rejected(let error): outcomes.append("rejected"); values.append(Self.storable(error))
+            case .cancelled(let reason): outcomes.append("cancelled"); values.append(Self.storable(reason))
             }
         }
         try await rows(
@@ -241,7 +241,8 @@ public final class PostgresOperationStore: DurableOperationStore {
 
     public func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
         try await rows(
-            "SELECT durable_give_back(\(worker), \(ids.map(\.rawValue))::bigint[], \(reason))", "giving back operations")
+            "SELECT durable_give_back(\(worker), \(ids.map(\.rawValue))::bigint[], \(Self.storable(reason)))",
+            "giving back operations")
     }
 
     public func heartbeat(
@@ -263,6 +264,12 @@ public final class PostgresOperationStore: DurableOperationStore {
     public func rescueExpiredLeases() async throws -> Int {
         let rows = try await rows("SELECT durable_rescue()", "rescuing expired leases")
         return try rows.first?.decode(Int.self) ?? 0
+    }
+
+    /// The text with every NUL character replaced by U+FFFD: PostgreSQL's text cannot hold
+    /// NUL, and one such error text would otherwise fail its whole batch of completions.
+    static func storable(_ text: String) -> String {
+        text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 
     // MARK: Reading
@@ -313,7 +320,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     // MARK: Changing
 
     public func cancel(_ id: DurableOperationID, reason: String) async throws {
-        let rows = try await rows("SELECT durable_cancel(\(id.rawValue)::bigint, \(reason)::text)", "cancelling \(id)")
+        let rows = try await rows("SELECT durable_cancel(\(id.rawValue)::bigint, \(Self.storable(reason))::text)", "cancelling \(id)")
         guard try rows.first?.decode(Bool.self) == true else {
             throw DurableError(.notFound, "cancelling \(id): it is not stored (never added, or pruned)")
         }
@@ -322,7 +329,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     public func cancelAll(queue: String, reason: String) async throws {
         try await rows(
             """
-            SELECT durable_cancel(id, \(reason)::text) FROM (SELECT id FROM durable_operations
+            SELECT durable_cancel(id, \(Self.storable(reason))::text) FROM (SELECT id FROM durable_operations
                 WHERE queue = \(queue) AND state IN ('waiting', 'ready', 'running') ORDER BY id) unfinished
             """, "cancelling the operations of queue \"\(queue)\"")
     }

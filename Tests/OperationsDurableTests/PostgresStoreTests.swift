@@ -88,5 +88,24 @@ struct PostgresStoreTests {
         #expect(try orders.map { try $0.decode(Int.self) } == [2])
         await store.shutdown()
     }
+
+    @Test("an error text with a NUL character is recorded with the character replaced, and the others of its batch complete")
+    func errorTextWithNulCharacter() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, _) = try await cluster.makeStore()
+        let queue = DurableQueue(name: "default", store: store)
+        let failing = try await queue.add(Echo.self, input: 1, retry: .never)
+        let succeeding = try await queue.add(Echo.self, input: 2)
+        let claims = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 2, lease: .seconds(60))
+        #expect(claims.map(\.id) == [failing.id, succeeding.id])
+        try await store.complete(
+            [
+                DurableCompletion(id: failing.id, attempt: 1, result: .failed(error: "bad\u{0}text")),
+                DurableCompletion(id: succeeding.id, attempt: 1, result: .succeeded(output: "2")),
+            ], worker: "w")
+        #expect(try await failing.outcome == .failed("bad\u{FFFD}text"))
+        #expect(try await succeeding.value == 2)
+        await store.shutdown()
+    }
 }
 #endif
