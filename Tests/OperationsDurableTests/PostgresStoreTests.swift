@@ -27,7 +27,7 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 1)
+        #expect(try rows.first?.decode(Int.self) == 2)
     }
 
     @Test("a schema newer than the library is refused with a message")
@@ -105,6 +105,43 @@ struct PostgresStoreTests {
             ], worker: "w")
         #expect(try await failing.outcome == .failed("bad\u{FFFD}text"))
         #expect(try await succeeding.value == 2)
+        await store.shutdown()
+    }
+
+    @Test("a dependent added in an open transaction holds off its running dependency's finish, not its heartbeat")
+    func dependentInOpenTransactionLocksOnlyAgainstFinish() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, database) = try await cluster.makeStore()
+        let queue = DurableQueue(name: "default", store: store)
+        let logger = Logger(label: "test")
+        let dependency = try await queue.add(Echo.self, input: 1)
+        let claims = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
+        #expect(claims.map(\.id) == [dependency.id])
+        let other = try await PostgresConnection.connect(
+            configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
+            id: 98, logger: logger)
+        // A bound on waiting for a row lock: a statement that would wait fails instead.
+        try await other.query("SET lock_timeout = '2s'", logger: logger)
+        let id = dependency.id.rawValue
+        do {
+            try await store.client.withTransaction(logger: logger) { connection in
+                _ = try await queue.add(Echo.self, input: 2, dependencies: [dependency], on: connection)
+                let renewed = try await other.query(
+                    "SELECT operation_id FROM durable_heartbeat('w', ARRAY['default'], ARRAY['echo'], ARRAY[\(id)]::bigint[], 60)",
+                    logger: logger
+                ).collect()
+                #expect(renewed.count == 1, "the heartbeat renewed the dependency's lease while the dependent's transaction was open")
+                await #expect(throws: PSQLError.self, "finishing the dependency waits for the dependent's transaction") {
+                    try await other.query(
+                        "SELECT durable_complete('w', ARRAY[\(id)]::bigint[], ARRAY[1], ARRAY['succeeded'], ARRAY['1'])", logger: logger
+                    ).collect()
+                }
+            }
+        } catch {
+            try? await other.close()
+            throw error
+        }
+        try await other.close()
         await store.shutdown()
     }
 }
