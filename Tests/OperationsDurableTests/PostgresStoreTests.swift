@@ -4,6 +4,7 @@
 import DurableTestKinds
 import Foundation
 import Logging
+import NIOSSL
 import OperationsDurable
 import OperationsPostgres
 import PostgresNIO
@@ -53,6 +54,17 @@ struct PostgresStoreTests {
         await #expect(throws: DurableError.self) { try await worker.run() }
         await store.shutdown()
         _ = cluster
+    }
+
+    @Test("a store that requires TLS does not connect to a server without it, in its connection check either")
+    func requiredTLSIsUsedByTheConnectionCheck() async throws {
+        let cluster = try await PostgresCluster.shared()
+        var configuration = cluster.configuration(database: "postgres")
+        configuration.tls = .require(.makeClientConfiguration())
+        let store = PostgresOperationStore(configuration: configuration)
+        let error = await #expect(throws: DurableError.self) { try await store.checkConnection() }
+        #expect(error?.code == .databaseUnreachable)
+        await store.shutdown()
     }
 
     @Test("an operation added in the application's transaction is visible at commit and gone on rollback")
