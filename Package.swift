@@ -56,6 +56,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // For the durable layer only (behind its traits).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The PostgreSQL store's TLS settings (postgres-nio's own dependency).
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // For the SQLite store only: it bundles SQLite's amalgamation, so nothing is installed.
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
@@ -94,6 +96,7 @@ let package = Package(
             name: "OperationsPostgres",
             dependencies: [
                 "Operations", "OperationsDurable", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(

@@ -18,7 +18,9 @@ extension DurableWorker {
                 // Only what runs here: a lease of an operation this worker no longer runs (its
                 // body's result was dropped, or the claim's answer was lost) must expire.
                 let holding = state.withLock { Array($0.running.keys) }
-                let heartbeat = try await withDeadline(configuration.lease - configuration.heartbeatInterval) {
+                let heartbeat = try await withDeadline(
+                    configuration.lease - configuration.heartbeatInterval, "renewing the leases of worker \(worker)"
+                ) {
                     try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: holding, lease: lease)
                 }
                 lastSuccess = started
@@ -50,44 +52,17 @@ extension DurableWorker {
     func rescueLoop() async {
         var ticks = 0
         let store = self.store
-        let deadline = configuration.lease
+        let deadline = configuration.storeCallTimeout
         while !Task.isCancelled {
-            _ = try? await withDeadline(deadline) { try await store.rescueExpiredLeases() }
+            _ = try? await withDeadline(deadline, "rescuing expired leases") { try await store.rescueExpiredLeases() }
             if ticks % 60 == 0, let retention = configuration.retention {
                 let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
-                _ = try? await withDeadline(deadline) { try await store.prune(finishedBefore: cutoff, limit: 1_000) }
+                _ = try? await withDeadline(deadline, "pruning finished operations") {
+                    try await store.prune(finishedBefore: cutoff, limit: 1_000)
+                }
             }
             ticks += 1
             try? await Task.sleep(for: configuration.heartbeatInterval)
-        }
-    }
-
-    /// The body's result, or a thrown error once `duration` has passed. The body is then
-    /// cancelled but not waited for: a call that ignores cancellation (a pool waiting for a
-    /// database that went away) must not hold the caller past its deadline.
-    private func withDeadline<T: Sendable>(
-        _ duration: Duration, _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let outcome = FirstOutcome<T>()
-        let work = Task {
-            do {
-                outcome.settle(.success(try await body()))
-            } catch {
-                outcome.settle(.failure(error))
-            }
-        }
-        let timer = Task {
-            try? await Task.sleep(for: duration)
-            outcome.settle(.failure(DurableError(.databaseUnreachable, "no answer within \(duration)")))
-        }
-        defer {
-            work.cancel()
-            timer.cancel()
-        }
-        return try await withTaskCancellationHandler {
-            try await outcome.value()
-        } onCancel: {
-            outcome.settle(.failure(CancellationError()))
         }
     }
 
@@ -98,7 +73,11 @@ extension DurableWorker {
                 if queues.contains(queue) { wakeSignal.wake() }
             case .cancelRequested(let operation):
                 guard state.withLock({ $0.running[operation] != nil }) else { continue }
-                let reason = (try? await store.record(of: operation, includingAttempts: false))?.cancelReason
+                let store = self.store
+                let record = try? await withDeadline(configuration.storeCallTimeout, "reading \(operation)") {
+                    try await store.record(of: operation, includingAttempts: false)
+                }
+                let reason = record?.cancelReason
                 cancelBody(operation, reason: reason ?? "cancelled")
             case .resynchronize:
                 wakeSignal.wake()
@@ -128,47 +107,19 @@ extension DurableWorker {
         let store = self.store
         let worker = id
         let ids = remaining.map(\.0)
+        let timeout = configuration.storeCallTimeout
         await Task {
             for failures in 0..<10 {
                 do {
-                    try await store.giveBack(ids, worker: worker, reason: reason)
+                    try await withDeadline(timeout, "giving back operations") {
+                        try await store.giveBack(ids, worker: worker, reason: reason)
+                    }
                     return
                 } catch {
                     try? await Task.sleep(for: backoff(failures + 1))
                 }
             }
         }.value
-    }
-}
-
-/// The first of several results to arrive; later ones are dropped.
-private final class FirstOutcome<T: Sendable>: Sendable {
-    private struct State {
-        var result: Result<T, any Error>?
-        var waiter: CheckedContinuation<T, any Error>?
-    }
-
-    private let state = Locked(State())
-
-    func settle(_ result: Result<T, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<T, any Error>? in
-            guard state.result == nil else { return nil }
-            state.result = result
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(with: result)
-    }
-
-    func value() async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let settled = state.withLock { state -> Result<T, any Error>? in
-                if let result = state.result { return result }
-                state.waiter = continuation
-                return nil
-            }
-            if let settled { continuation.resume(with: settled) }
-        }
     }
 }
 
@@ -223,10 +174,12 @@ final class CompletionBatcher: Sendable {
     private let state = Locked(State())
     private let store: any DurableOperationStore
     private let worker: String
+    private let callTimeout: Duration
 
-    init(store: any DurableOperationStore, worker: String) {
+    init(store: any DurableOperationStore, worker: String, callTimeout: Duration) {
         self.store = store
         self.worker = worker
+        self.callTimeout = callTimeout
     }
 
     /// Returns once the completion is recorded (or the store refused it for good).
@@ -252,10 +205,14 @@ final class CompletionBatcher: Sendable {
             }
             if batch.isEmpty { return }
             var failures = 0
-            // Retried until it lands: a lease that expires meanwhile makes the store ignore it.
+            // Retried until it lands: a lease that expires meanwhile makes the store ignore it,
+            // and so does a repeat of a call that landed without answering.
+            let (store, worker, completions) = (store, worker, batch.map(\.0))
             while true {
                 do {
-                    try await store.complete(batch.map(\.0), worker: worker)
+                    try await withDeadline(callTimeout, "recording \(completions.count) finished attempts") {
+                        try await store.complete(completions, worker: worker)
+                    }
                     break
                 } catch {
                     failures += 1

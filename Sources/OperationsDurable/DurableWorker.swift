@@ -22,6 +22,10 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         public var lease: Duration = .seconds(5)
         /// How often the worker renews its leases and rescues expired ones.
         public var heartbeatInterval: Duration = .seconds(1)
+        /// How long the worker waits for one answer of the store before it gives up on the call
+        /// and tries again: a call whose connection dropped mid-way may never answer, and a
+        /// worker waiting on it would hold its operations (and renew their leases) for ever.
+        public var storeCallTimeout: Duration = .seconds(10)
         /// How long a graceful shutdown lets running bodies finish.
         public var shutdownDeadline: Duration = .seconds(10)
         /// How long finished operations are kept before they are pruned (`nil`: forever).
@@ -63,7 +67,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         self.duplicateKinds = duplicates
         self.concurrency = concurrency
         self.configuration = configuration
-        self.completions = CompletionBatcher(store: store, worker: id)
+        self.completions = CompletionBatcher(store: store, worker: id, callTimeout: configuration.storeCallTimeout)
     }
 
     /// Runs until graceful shutdown or cancellation; throws when the store cannot be reached
@@ -77,7 +81,10 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         }
         try await store.checkConnection()
         // Registers the worker, so that waitDescription knows its kinds.
-        _ = try await store.heartbeat(worker: id, queues: queues, kinds: kinds.keys.sorted(), holding: [], lease: configuration.lease)
+        let (store, worker, queues, kindNames, lease) = (store, id, queues, kinds.keys.sorted(), configuration.lease)
+        _ = try await withDeadline(configuration.storeCallTimeout, "registering worker \(worker)") {
+            try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: [], lease: lease)
+        }
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.heartbeatLoop() }
@@ -119,8 +126,12 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
                 do {
                     for offset in 0..<queues.count where wanted > 0 {
                         let queue = queues[(rotation + offset) % queues.count]
-                        let claims = try await store.claim(
-                            queue: queue, kinds: kindNames, worker: id, limit: wanted, lease: configuration.lease)
+                        // A claim that lands after the deadline is not lost: its operations,
+                        // not run here, are not renewed by the heartbeat and are rescued.
+                        let (store, worker, limit, lease) = (store, id, wanted, configuration.lease)
+                        let claims = try await withDeadline(configuration.storeCallTimeout, "claiming from queue \"\(queue)\"") {
+                            try await store.claim(queue: queue, kinds: kindNames, worker: worker, limit: limit, lease: lease)
+                        }
                         for claim in claims { start(claim, queue: queue) }
                         wanted -= claims.count
                     }

@@ -76,7 +76,7 @@ final class PostgresNotificationListener: Sendable {
         while !Task.isCancelled {
             do {
                 let connection = try await PostgresConnection.connect(
-                    configuration: configuration.connectionConfiguration, id: 1, logger: logger)
+                    configuration: try configuration.connectionConfiguration(), id: 1, logger: logger)
                 let stopped = state.withLock { state -> Bool in
                     state.connection = connection
                     return state.stopped

@@ -3,6 +3,7 @@
 
 import Foundation
 import Logging
+import NIOSSL
 @_spi(Engine) import Operations
 import OperationsDurable
 import PostgresNIO
@@ -17,12 +18,49 @@ public final class PostgresOperationStore: DurableOperationStore {
         public var username: String
         public var password: String?
         public var database: String?
-        public var tls: PostgresClient.Configuration.TLS
+        public var tls: TLS
         public var maximumConnections: Int
+
+        /// TLS for every connection the store opens: its pool's, its listener's, its connection check's.
+        public struct TLS: Sendable {
+            enum Mode: Sendable {
+                case disable
+                case prefer(TLSConfiguration)
+                case require(TLSConfiguration)
+            }
+
+            let mode: Mode
+
+            /// Connections without TLS.
+            public static let disable = TLS(mode: .disable)
+
+            /// TLS when the server offers it, otherwise a connection without.
+            public static func prefer(_ configuration: TLSConfiguration) -> TLS { TLS(mode: .prefer(configuration)) }
+
+            /// TLS or no connection.
+            public static func require(_ configuration: TLSConfiguration) -> TLS { TLS(mode: .require(configuration)) }
+
+            var client: PostgresClient.Configuration.TLS {
+                switch mode {
+                case .disable: .disable
+                case .prefer(let configuration): .prefer(configuration)
+                case .require(let configuration): .require(configuration)
+                }
+            }
+
+            /// Throws when the TLS configuration does not make a context (a certificate that does not load).
+            func connection() throws -> PostgresConnection.Configuration.TLS {
+                switch mode {
+                case .disable: .disable
+                case .prefer(let configuration): .prefer(try NIOSSLContext(configuration: configuration))
+                case .require(let configuration): .require(try NIOSSLContext(configuration: configuration))
+                }
+            }
+        }
 
         public init(
             host: String = "127.0.0.1", port: Int = 5432, username: String, password: String? = nil,
-            database: String? = nil, tls: PostgresClient.Configuration.TLS = .disable, maximumConnections: Int = 8
+            database: String? = nil, tls: TLS = .disable, maximumConnections: Int = 8
         ) {
             self.host = host
             self.port = port
@@ -35,16 +73,17 @@ public final class PostgresOperationStore: DurableOperationStore {
 
         var clientConfiguration: PostgresClient.Configuration {
             var configuration = PostgresClient.Configuration(
-                host: host, port: port, username: username, password: password, database: database, tls: tls)
+                host: host, port: port, username: username, password: password, database: database, tls: tls.client)
             configuration.options.maximumConnections = maximumConnections
             configuration.options.connectTimeout = .seconds(5)
             return configuration
         }
 
-        var connectionConfiguration: PostgresConnection.Configuration {
+        /// For the connections the store opens outside its pool, with the pool's TLS settings.
+        func connectionConfiguration() throws -> PostgresConnection.Configuration {
             var configuration = PostgresConnection.Configuration(
                 host: host, port: port, username: username, password: password, database: database,
-                tls: .disable)
+                tls: try tls.connection())
             configuration.options.connectTimeout = .seconds(5)
             return configuration
         }
@@ -107,7 +146,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     public func checkConnection() async throws {
         do {
             let connection = try await PostgresConnection.connect(
-                configuration: configuration.connectionConfiguration, id: 0, logger: logger)
+                configuration: try configuration.connectionConfiguration(), id: 0, logger: logger)
             try await connection.close()
         } catch {
             var detail = "\(error)"
@@ -237,10 +276,10 @@ public final class PostgresOperationStore: DurableOperationStore {
             ids.append(completion.id.rawValue)
             attempts.append(completion.attempt)
             switch completion.result {
-            case .succeeded(let output): outcomes.append("succeeded"); values.append(output)
-            case .failed(let error): outcomes.append("failed"); values.append(error)
-            case .rejected(let error): outcomes.append("rejected"); values.append(error)
-            case .cancelled(let reason): outcomes.append("cancelled"); values.append(reason)
+            case .succeeded(let output): outcomes.append("succeeded"); values.append(Self.storable(output))
+            case .failed(let error): outcomes.append("failed"); values.append(Self.storable(error))
+            case .rejected(let error): outcomes.append("rejected"); values.append(Self.storable(error))
+            case .cancelled(let reason): outcomes.append("cancelled"); values.append(Self.storable(reason))
             }
         }
         try await rows(
@@ -250,7 +289,8 @@ public final class PostgresOperationStore: DurableOperationStore {
 
     public func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
         try await rows(
-            "SELECT durable_give_back(\(worker), \(ids.map(\.rawValue))::bigint[], \(reason))", "giving back operations")
+            "SELECT durable_give_back(\(worker), \(ids.map(\.rawValue))::bigint[], \(Self.storable(reason)))",
+            "giving back operations")
     }
 
     public func heartbeat(
@@ -272,6 +312,12 @@ public final class PostgresOperationStore: DurableOperationStore {
     public func rescueExpiredLeases() async throws -> Int {
         let rows = try await rows("SELECT durable_rescue()", "rescuing expired leases")
         return try rows.first?.decode(Int.self) ?? 0
+    }
+
+    /// The text with every NUL character replaced by U+FFFD: PostgreSQL's text cannot hold
+    /// NUL, and one such error text would otherwise fail its whole batch of completions.
+    static func storable(_ text: String) -> String {
+        text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 
     // MARK: Reading
@@ -322,7 +368,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     // MARK: Changing
 
     public func cancel(_ id: DurableOperationID, reason: String) async throws {
-        let rows = try await rows("SELECT durable_cancel(\(id.rawValue)::bigint, \(reason)::text)", "cancelling \(id)")
+        let rows = try await rows("SELECT durable_cancel(\(id.rawValue)::bigint, \(Self.storable(reason))::text)", "cancelling \(id)")
         guard try rows.first?.decode(Bool.self) == true else {
             throw DurableError(.notFound, "cancelling \(id): it is not stored (never added, or pruned)")
         }
@@ -331,7 +377,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     public func cancelAll(queue: String, reason: String) async throws {
         try await rows(
             """
-            SELECT durable_cancel(id, \(reason)::text) FROM (SELECT id FROM durable_operations
+            SELECT durable_cancel(id, \(Self.storable(reason))::text) FROM (SELECT id FROM durable_operations
                 WHERE queue = \(queue) AND state IN ('waiting', 'ready', 'running') ORDER BY id) unfinished
             """, "cancelling the operations of queue \"\(queue)\"")
     }

@@ -22,8 +22,87 @@ enum PostgresSchema {
 
     static let migrations: [[String]] = [version1, version2]
 
-    /// A claim reads its operation's dependencies (for the worker's events).
+    /// The enqueue function, with the lock it takes on the dependencies' rows.
+    static func enqueueFunction(create: String, dependencyLock: String) -> String {
+        """
+        \(create) durable_enqueue(
+            p_queue text, p_kind text, p_input text, p_priority integer, p_key text, p_not_before timestamptz,
+            p_max_attempts integer, p_delays double precision[], p_dependencies bigint[], p_runs_anyway boolean)
+        RETURNS TABLE (operation_id bigint, coalesced boolean)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            v_id bigint;
+            v_pending integer := 0;
+            v_found integer := 0;
+            v_cancel text;
+            v_state text;
+            d record;
+        BEGIN
+            IF p_key IS NOT NULL THEN
+                SELECT o.id INTO v_id FROM durable_operations o
+                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
+                IF FOUND THEN
+                    RETURN QUERY SELECT v_id, true;
+                    RETURN;
+                END IF;
+            END IF;
+            -- Locked so that a dependency cannot finish between reading its state and storing the edge.
+            FOR d IN
+                SELECT o.id, o.kind, o.state, o.error, o.cancel_reason FROM durable_operations o
+                WHERE o.id = ANY(p_dependencies) ORDER BY o.id \(dependencyLock)
+            LOOP
+                v_found := v_found + 1;
+                IF d.state NOT IN ('succeeded', 'failed', 'cancelled') THEN
+                    v_pending := v_pending + 1;
+                ELSIF d.state <> 'succeeded' AND NOT p_runs_anyway AND v_cancel IS NULL THEN
+                    v_cancel := 'dependency ' || d.id || ' (' || d.kind || ') '
+                        || CASE WHEN d.state = 'failed' THEN 'failed: ' || coalesce(d.error, '')
+                                ELSE 'was cancelled: ' || coalesce(d.cancel_reason, '') END;
+                END IF;
+            END LOOP;
+            IF v_found <> (SELECT count(DISTINCT x) FROM unnest(p_dependencies) x) THEN
+                RAISE EXCEPTION 'adding % to queue "%": a dependency is not stored (ids %)', p_kind, p_queue, p_dependencies
+                    USING ERRCODE = 'P0001';
+            END IF;
+            v_state := CASE WHEN v_cancel IS NOT NULL THEN 'cancelled' WHEN v_pending > 0 THEN 'waiting' ELSE 'ready' END;
+            INSERT INTO durable_operations AS o (queue, kind, input, state, priority, key, not_before,
+                pending_dependencies, runs_anyway, max_attempts, retry_delays, cancel_reason, finished_at)
+            VALUES (p_queue, p_kind, p_input, v_state, p_priority, p_key, coalesce(p_not_before, clock_timestamp()),
+                v_pending, p_runs_anyway, p_max_attempts, p_delays, v_cancel,
+                CASE WHEN v_cancel IS NOT NULL THEN clock_timestamp() END)
+            ON CONFLICT (queue, key) WHERE key IS NOT NULL AND state IN ('waiting', 'ready', 'running') DO NOTHING
+            RETURNING o.id INTO v_id;
+            IF v_id IS NULL THEN
+                -- Another transaction added the same key first.
+                SELECT o.id INTO v_id FROM durable_operations o
+                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
+                RETURN QUERY SELECT v_id, true;
+                RETURN;
+            END IF;
+            INSERT INTO durable_edges (dependency, dependent)
+                SELECT DISTINCT x, v_id FROM unnest(p_dependencies) x;
+            IF v_state = 'ready' THEN
+                PERFORM pg_notify('operations_durable', 'w:' || p_queue);
+            ELSIF v_state = 'cancelled' THEN
+                PERFORM pg_notify('operations_durable', 'f:' || v_id);
+            END IF;
+            RETURN QUERY SELECT v_id, false;
+        END $$
+        """
+    }
+
+    // The dependencies' rows are locked FOR KEY SHARE instead of FOR SHARE. What the lock must
+    // prevent is a dependency finishing (or being pruned) between reading its state and storing
+    // the edge; every statement that finishes or deletes an operation first locks its row FOR
+    // UPDATE (durable_complete, durable_rescue, durable_give_back, durable_cancel,
+    // durable_settle_dependents, prune), which KEY SHARE still conflicts with. FOR SHARE also
+    // conflicted with the plain UPDATEs of a running dependency's heartbeat and progress, so
+    // an application transaction that added a dependent held up the dependency's lease renewal.
+    //
+    // A claim reads its operation's dependencies (for the worker's events): an index on edges
+    // by dependent.
     static let version2: [String] = [
+        enqueueFunction(create: "CREATE OR REPLACE FUNCTION", dependencyLock: "FOR KEY SHARE"),
         "CREATE INDEX durable_edges_dependent ON durable_edges (dependent)",
     ]
 
@@ -123,71 +202,7 @@ enum PostgresSchema {
             END LOOP;
         END $$
         """,
-        """
-        CREATE FUNCTION durable_enqueue(
-            p_queue text, p_kind text, p_input text, p_priority integer, p_key text, p_not_before timestamptz,
-            p_max_attempts integer, p_delays double precision[], p_dependencies bigint[], p_runs_anyway boolean)
-        RETURNS TABLE (operation_id bigint, coalesced boolean)
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            v_id bigint;
-            v_pending integer := 0;
-            v_found integer := 0;
-            v_cancel text;
-            v_state text;
-            d record;
-        BEGIN
-            IF p_key IS NOT NULL THEN
-                SELECT o.id INTO v_id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
-                IF FOUND THEN
-                    RETURN QUERY SELECT v_id, true;
-                    RETURN;
-                END IF;
-            END IF;
-            -- Locked so that a dependency cannot finish between reading its state and storing the edge.
-            FOR d IN
-                SELECT o.id, o.kind, o.state, o.error, o.cancel_reason FROM durable_operations o
-                WHERE o.id = ANY(p_dependencies) ORDER BY o.id FOR SHARE
-            LOOP
-                v_found := v_found + 1;
-                IF d.state NOT IN ('succeeded', 'failed', 'cancelled') THEN
-                    v_pending := v_pending + 1;
-                ELSIF d.state <> 'succeeded' AND NOT p_runs_anyway AND v_cancel IS NULL THEN
-                    v_cancel := 'dependency ' || d.id || ' (' || d.kind || ') '
-                        || CASE WHEN d.state = 'failed' THEN 'failed: ' || coalesce(d.error, '')
-                                ELSE 'was cancelled: ' || coalesce(d.cancel_reason, '') END;
-                END IF;
-            END LOOP;
-            IF v_found <> (SELECT count(DISTINCT x) FROM unnest(p_dependencies) x) THEN
-                RAISE EXCEPTION 'adding % to queue "%": a dependency is not stored (ids %)', p_kind, p_queue, p_dependencies
-                    USING ERRCODE = 'P0001';
-            END IF;
-            v_state := CASE WHEN v_cancel IS NOT NULL THEN 'cancelled' WHEN v_pending > 0 THEN 'waiting' ELSE 'ready' END;
-            INSERT INTO durable_operations AS o (queue, kind, input, state, priority, key, not_before,
-                pending_dependencies, runs_anyway, max_attempts, retry_delays, cancel_reason, finished_at)
-            VALUES (p_queue, p_kind, p_input, v_state, p_priority, p_key, coalesce(p_not_before, clock_timestamp()),
-                v_pending, p_runs_anyway, p_max_attempts, p_delays, v_cancel,
-                CASE WHEN v_cancel IS NOT NULL THEN clock_timestamp() END)
-            ON CONFLICT (queue, key) WHERE key IS NOT NULL AND state IN ('waiting', 'ready', 'running') DO NOTHING
-            RETURNING o.id INTO v_id;
-            IF v_id IS NULL THEN
-                -- Another transaction added the same key first.
-                SELECT o.id INTO v_id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
-                RETURN QUERY SELECT v_id, true;
-                RETURN;
-            END IF;
-            INSERT INTO durable_edges (dependency, dependent)
-                SELECT DISTINCT x, v_id FROM unnest(p_dependencies) x;
-            IF v_state = 'ready' THEN
-                PERFORM pg_notify('operations_durable', 'w:' || p_queue);
-            ELSIF v_state = 'cancelled' THEN
-                PERFORM pg_notify('operations_durable', 'f:' || v_id);
-            END IF;
-            RETURN QUERY SELECT v_id, false;
-        END $$
-        """,
+        enqueueFunction(create: "CREATE FUNCTION", dependencyLock: "FOR SHARE"),
         // The cluster-wide limit: with a limit, claims of a queue take its row's lock and count
         // its running operations; the operation rows themselves are skipped when locked.
         """

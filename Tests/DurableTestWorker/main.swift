@@ -34,13 +34,14 @@ func makeStore(_ options: [String: [String]]) -> (any DurableOperationStore, @Se
         Data("usage: DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]\n".utf8))
     exit(2)
 }
-let (baseStore, shutdown) = makeStore(options)
-let store: any DurableOperationStore
+let (untracedStore, shutdown) = makeStore(options)
+let baseStore: any DurableOperationStore
 if let fault = options["die"]?.first.flatMap(Fault.init(rawValue:)), let kind = options["die-with"]?.first {
-    store = dying(baseStore, at: fault, kind: kind)
+    baseStore = dying(untracedStore, at: fault, kind: kind)
 } else {
-    store = baseStore
+    baseStore = untracedStore
 }
+let store = TracingStore(baseStore)
 var configuration = DurableWorker.Configuration()
 configuration.name = options["name"]?.first ?? "worker"
 let worker = DurableWorker(

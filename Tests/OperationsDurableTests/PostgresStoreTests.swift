@@ -4,6 +4,7 @@
 import DurableTestKinds
 import Foundation
 import Logging
+import NIOSSL
 import OperationsDurable
 import OperationsPostgres
 import PostgresNIO
@@ -81,6 +82,17 @@ struct PostgresStoreTests {
         _ = cluster
     }
 
+    @Test("a store that requires TLS does not connect to a server without it, in its connection check either")
+    func requiredTLSIsUsedByTheConnectionCheck() async throws {
+        let cluster = try await PostgresCluster.shared()
+        var configuration = cluster.configuration(database: "postgres")
+        configuration.tls = .require(.makeClientConfiguration())
+        let store = PostgresOperationStore(configuration: configuration)
+        let error = await #expect(throws: DurableError.self) { try await store.checkConnection() }
+        #expect(error?.code == .databaseUnreachable)
+        await store.shutdown()
+    }
+
     @Test("an operation added in the application's transaction is visible at commit and gone on rollback")
     func transactionalEnqueue() async throws {
         let cluster = try await PostgresCluster.shared()
@@ -112,6 +124,62 @@ struct PostgresStoreTests {
         #expect(value == 2)
         let orders = try await store.client.query("SELECT id FROM orders").collect()
         #expect(try orders.map { try $0.decode(Int.self) } == [2])
+        await store.shutdown()
+    }
+
+    @Test("an error text with a NUL character is recorded with the character replaced, and the others of its batch complete")
+    func errorTextWithNulCharacter() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, _) = try await cluster.makeStore()
+        let queue = DurableQueue(name: "default", store: store)
+        let failing = try await queue.add(Echo.self, input: 1, retry: .never)
+        let succeeding = try await queue.add(Echo.self, input: 2)
+        let claims = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 2, lease: .seconds(60))
+        #expect(claims.map(\.id) == [failing.id, succeeding.id])
+        try await store.complete(
+            [
+                DurableCompletion(id: failing.id, attempt: 1, result: .failed(error: "bad\u{0}text")),
+                DurableCompletion(id: succeeding.id, attempt: 1, result: .succeeded(output: "2")),
+            ], worker: "w")
+        #expect(try await failing.outcome == .failed("bad\u{FFFD}text"))
+        #expect(try await succeeding.value == 2)
+        await store.shutdown()
+    }
+
+    @Test("a dependent added in an open transaction holds off its running dependency's finish, not its heartbeat")
+    func dependentInOpenTransactionLocksOnlyAgainstFinish() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, database) = try await cluster.makeStore()
+        let queue = DurableQueue(name: "default", store: store)
+        let logger = Logger(label: "test")
+        let dependency = try await queue.add(Echo.self, input: 1)
+        let claims = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
+        #expect(claims.map(\.id) == [dependency.id])
+        let other = try await PostgresConnection.connect(
+            configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
+            id: 98, logger: logger)
+        // A bound on waiting for a row lock: a statement that would wait fails instead.
+        try await other.query("SET lock_timeout = '2s'", logger: logger)
+        let id = dependency.id.rawValue
+        do {
+            try await store.client.withTransaction(logger: logger) { connection in
+                _ = try await queue.add(Echo.self, input: 2, dependencies: [dependency], on: connection)
+                let renewed = try await other.query(
+                    "SELECT operation_id FROM durable_heartbeat('w', ARRAY['default'], ARRAY['echo'], ARRAY[\(id)]::bigint[], 60)",
+                    logger: logger
+                ).collect()
+                #expect(renewed.count == 1, "the heartbeat renewed the dependency's lease while the dependent's transaction was open")
+                await #expect(throws: PSQLError.self, "finishing the dependency waits for the dependent's transaction") {
+                    try await other.query(
+                        "SELECT durable_complete('w', ARRAY[\(id)]::bigint[], ARRAY[1], ARRAY['succeeded'], ARRAY['1'])", logger: logger
+                    ).collect()
+                }
+            }
+        } catch {
+            try? await other.close()
+            throw error
+        }
+        try await other.close()
         await store.shutdown()
     }
 }

@@ -81,7 +81,7 @@ final class WorkerProcesses: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         return names.filter { $0.hasSuffix(".log") }.map { String($0.dropLast(4)) }.sorted().map { name in
             let text = (try? String(contentsOf: directory.appendingPathComponent("\(name).log"), encoding: .utf8)) ?? ""
-            return "--- \(name)\n\(text.suffix(2_000))"
+            return "--- \(name)\n\(text.suffix(6_000))"
         }.joined(separator: "\n")
     }
 }
@@ -115,6 +115,23 @@ struct StoreInvariants {
                 """) == 0, "two attempts of one operation overlap")
         #expect(try await count("SELECT count(*)::integer FROM durable_operations WHERE state = 'running' OR worker IS NOT NULL") == 0)
         #expect(try await count("SELECT count(*)::integer FROM durable_attempts WHERE ended_at IS NULL") == 0)
+    }
+
+    /// The operations not finished yet, with their attempts, for a failing test's message.
+    func describeUnfinished(limit: Int = 20) async throws -> String {
+        let rows = try await store.client.query(
+            """
+            SELECT o.id, o.state, o.attempt, coalesce(o.worker, '-'), coalesce(to_char(o.lease_until, 'HH24:MI:SS.MS'), '-'),
+                to_char(clock_timestamp(), 'HH24:MI:SS.MS'),
+                coalesce((SELECT string_agg(a.number || ' ' || a.worker || ' ' || to_char(a.started_at, 'HH24:MI:SS.MS') || '..'
+                    || coalesce(to_char(a.ended_at, 'HH24:MI:SS.MS'), 'open') || coalesce(' ' || a.error, ''), '; ' ORDER BY a.number)
+                    FROM durable_attempts a WHERE a.operation = o.id), '')
+            FROM durable_operations o WHERE o.state IN ('waiting', 'ready', 'running') ORDER BY o.id LIMIT \(limit)
+            """).collect()
+        return try rows.map { row in
+            let (id, state, attempt, worker, lease, now, attempts) = try row.decode((Int64, String, Int, String, String, String, String).self)
+            return "\(id) \(state) attempt \(attempt) worker \(worker) lease until \(lease) (now \(now)): \(attempts)"
+        }.joined(separator: "\n")
     }
 
     /// Every attempt of the queue, for measuring overlap.

@@ -1,0 +1,178 @@
+// A store call that never answers (its connection dropped mid-way) must not hold a worker:
+// the worker gives up on it after its store call timeout and carries on.
+#if PostgreSQL && SQLite
+
+import DurableTestKinds
+import Foundation
+@_spi(Engine) import Operations
+import OperationsDurable
+import OperationsTestSupport
+import Testing
+
+/// A store whose chosen call, once, never answers and ignores cancellation, as a query on a
+/// connection that dropped at the wrong moment: either the request is lost, or it lands and
+/// only its answer is lost.
+private final class UnansweredCallStore: DurableOperationStore {
+    enum Call: Sendable { case claim, complete, heartbeat }
+
+    let base: any DurableOperationStore
+    let call: Call
+    let landsFirst: Bool
+    /// Calls of that kind answered before the one that is not.
+    let answeredFirst: Int
+    private let calls = Locked(0)
+    /// Opened when the unanswered call began.
+    let unanswered = TestGate()
+    /// Opened when the test ends, so that the unanswered call's task finishes.
+    let release = TestGate()
+
+    init(_ base: any DurableOperationStore, leavingUnanswered call: Call, landsFirst: Bool, answeredFirst: Int = 0) {
+        self.base = base
+        self.call = call
+        self.landsFirst = landsFirst
+        self.answeredFirst = answeredFirst
+    }
+
+    private func pass<T>(_ kind: Call, _ body: () async throws -> T) async throws -> T {
+        let isTheOne = kind == call && calls.withLock { count in
+            count += 1
+            return count == answeredFirst + 1
+        }
+        guard isTheOne else { return try await body() }
+        if landsFirst { _ = try await body() }
+        unanswered.open()
+        await release.waitIgnoringCancellation()
+        throw DurableError(.databaseUnreachable, "the connection dropped")
+    }
+
+    func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
+        try await pass(.claim) { try await base.claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease) }
+    }
+
+    func complete(_ completions: [DurableCompletion], worker: String) async throws {
+        try await pass(.complete) { try await base.complete(completions, worker: worker) }
+    }
+
+    func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat {
+        try await pass(.heartbeat) {
+            try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, holding: holding, lease: lease)
+        }
+    }
+
+    func migrate() async throws { try await base.migrate() }
+    func checkConnection() async throws { try await base.checkConnection() }
+    func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] { try await base.enqueue(requests) }
+    func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
+        try await base.giveBack(ids, worker: worker, reason: reason)
+    }
+    func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
+    func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
+        try await base.record(of: id, includingAttempts: includingAttempts)
+    }
+    func waitFacts(of id: DurableOperationID) async throws -> DurableWaitFacts? { try await base.waitFacts(of: id) }
+    func cancel(_ id: DurableOperationID, reason: String) async throws { try await base.cancel(id, reason: reason) }
+    func cancelAll(queue: String, reason: String) async throws { try await base.cancelAll(queue: queue, reason: reason) }
+    func reportProgress(of id: DurableOperationID, attempt: Int, completed: Int64, total: Int64) async throws {
+        try await base.reportProgress(of: id, attempt: attempt, completed: completed, total: total)
+    }
+    func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+        try await base.setMaximumConcurrentOperationCount(count, queue: queue)
+    }
+    func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
+        try await base.maximumConcurrentOperationCount(queue: queue)
+    }
+    func setSuspended(_ suspended: Bool, queue: String) async throws { try await base.setSuspended(suspended, queue: queue) }
+    func isSuspended(queue: String) async throws -> Bool { try await base.isSuspended(queue: queue) }
+    func prune(finishedBefore date: Date, limit: Int) async throws -> Int { try await base.prune(finishedBefore: date, limit: limit) }
+    func notifications() -> AsyncStream<DurableStoreNotification> { base.notifications() }
+}
+
+/// One in-process worker on `store` with a short store call timeout, while the body runs.
+private func withImpatientWorker<T: Sendable>(
+    store: any DurableOperationStore, _ body: @Sendable () async throws -> T
+) async throws -> T {
+    var configuration = testWorkerConfiguration(name: "impatient")
+    configuration.storeCallTimeout = .seconds(1)
+    let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds, configuration: configuration)
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await worker.run(); return nil }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        worker.stop()
+        while let _ = try await group.next() {}
+        return try result.get()
+    }
+}
+
+@Suite("A store call that never answers", .timeLimit(.minutes(2)))
+struct WorkerUnansweredCallTests {
+    @Test(
+        "a completion that never answers is recorded again, once, and the operation finishes",
+        arguments: StoreKind.all, [false, true])
+    func unansweredCompletion(_ kind: StoreKind, landsFirst: Bool) async throws {
+        try await withStore(kind) { store in
+            let unanswering = UnansweredCallStore(store, leavingUnanswered: .complete, landsFirst: landsFirst)
+            defer { unanswering.release.open() }
+            let queue = DurableQueue(name: "default", store: unanswering)
+            let handle = try await queue.add(Echo.self, input: 7)
+            let (value, next) = try await withImpatientWorker(store: unanswering) {
+                let value = try await within(30, "the operation whose completion was not answered") { try await handle.value }
+                // Completions after it are recorded too, not queued behind the unanswered one.
+                let later = try await queue.add(Echo.self, input: 70)
+                let next = try await within(30, "an operation finished after it") { try await later.value }
+                return (value, next)
+            }
+            #expect(value == 7)
+            #expect(next == 70)
+            #expect(unanswering.unanswered.isOpen)
+            let attempts = try await handle.attempts
+            #expect(attempts.count == 1 && attempts[0].error == nil, "\(attempts)")
+        }
+    }
+
+    @Test(
+        "a claim that never answers does not stop the worker claiming; an operation it claimed unseen is rescued",
+        arguments: StoreKind.all, [false, true])
+    func unansweredClaim(_ kind: StoreKind, landsFirst: Bool) async throws {
+        try await withStore(kind) { store in
+            let unanswering = UnansweredCallStore(store, leavingUnanswered: .claim, landsFirst: landsFirst)
+            defer { unanswering.release.open() }
+            let handle = try await DurableQueue(name: "default", store: unanswering).add(Echo.self, input: 8)
+            let value = try await withImpatientWorker(store: unanswering) {
+                try await within(60, "the operation after the unanswered claim") { try await handle.value }
+            }
+            #expect(value == 8)
+            #expect(unanswering.unanswered.isOpen)
+            let attempts = try await handle.attempts
+            // Claimed unseen, its lease was not renewed: the rescue ended that attempt.
+            #expect(attempts.count == (landsFirst ? 2 : 1), "\(attempts)")
+            #expect(attempts.last?.error == nil)
+        }
+    }
+
+    @Test(
+        "a heartbeat that never answers does not stop the worker's rounds: an operation that comes due is claimed",
+        arguments: StoreKind.all)
+    func unansweredHeartbeat(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            // The first heartbeat registers the worker; the second, the first round's, is not answered.
+            let unanswering = UnansweredCallStore(store, leavingUnanswered: .heartbeat, landsFirst: false, answeredFirst: 1)
+            defer { unanswering.release.open() }
+            let queue = DurableQueue(name: "default", store: unanswering)
+            let value = try await withImpatientWorker(store: unanswering) {
+                await unanswering.unanswered.wait()
+                // Due shortly: only the worker's rounds wake it for an operation that comes due.
+                let handle = try await queue.add(Echo.self, input: 9, notBefore: Date().addingTimeInterval(0.2))
+                return try await within(30, "the operation that came due") { try await handle.value }
+            }
+            #expect(value == 9)
+        }
+    }
+}
+#endif
