@@ -22,7 +22,7 @@ extension PostgresOperationStore.Configuration {
             throw DurableError(.invalidArgument, "the PostgreSQL URL names no host: \(Self.redacted(text))")
         }
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        let tls: PostgresClient.Configuration.TLS
+        let tls: PostgresOperationStore.Configuration.TLS
         switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "disable" {
         case "disable": tls = .disable
         case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
