@@ -91,6 +91,57 @@ enum PostgresSchema {
         """
     }
 
+    /// The function that ends an attempt; `delayIndex` picks the retry's wait from
+    /// `retry_delays` (1-based).
+    static func finishAttemptFunction(create: String, delayIndex: String) -> String {
+        """
+        \(create) durable_finish_attempt(o durable_operations, p_outcome text, p_value text) RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            v_outcome text := p_outcome;
+            v_delay double precision;
+            v_limited boolean;
+        BEGIN
+            IF v_outcome IN ('failed', 'rejected') AND o.cancel_reason IS NOT NULL THEN
+                v_outcome := 'cancelled';
+            END IF;
+            UPDATE durable_attempts SET ended_at = clock_timestamp(),
+                error = CASE WHEN v_outcome = 'succeeded' THEN NULL
+                             WHEN v_outcome = 'cancelled' THEN 'cancelled: ' || coalesce(o.cancel_reason, p_value)
+                             ELSE p_value END
+            WHERE operation = o.id AND number = o.attempt;
+            IF v_outcome = 'succeeded' THEN
+                UPDATE durable_operations SET state = 'succeeded', output = p_value, worker = NULL, lease_until = NULL,
+                    finished_at = clock_timestamp() WHERE id = o.id;
+                PERFORM pg_notify('operations_durable', 'f:' || o.id);
+                PERFORM durable_settle_dependents(o.id, true, NULL);
+            ELSIF v_outcome = 'failed' AND o.attempt < o.max_attempts THEN
+                v_delay := coalesce(o.retry_delays[\(delayIndex)], 0);
+                UPDATE durable_operations SET state = 'ready', error = p_value, worker = NULL, lease_until = NULL,
+                    not_before = clock_timestamp() + v_delay * interval '1 second' WHERE id = o.id;
+                PERFORM pg_notify('operations_durable', 'w:' || o.queue);
+            ELSIF v_outcome = 'cancelled' THEN
+                UPDATE durable_operations SET state = 'cancelled', cancel_reason = coalesce(o.cancel_reason, p_value),
+                    worker = NULL, lease_until = NULL, finished_at = clock_timestamp() WHERE id = o.id;
+                PERFORM pg_notify('operations_durable', 'f:' || o.id);
+                PERFORM durable_settle_dependents(o.id, false,
+                    'dependency ' || o.id || ' (' || o.kind || ') was cancelled: ' || coalesce(o.cancel_reason, p_value));
+            ELSE
+                UPDATE durable_operations SET state = 'failed', error = p_value, worker = NULL, lease_until = NULL,
+                    finished_at = clock_timestamp() WHERE id = o.id;
+                PERFORM pg_notify('operations_durable', 'f:' || o.id);
+                PERFORM durable_settle_dependents(o.id, false,
+                    'dependency ' || o.id || ' (' || o.kind || ') failed: ' || p_value);
+            END IF;
+            -- A slot of a limited queue is free: its workers may claim again.
+            SELECT max_concurrent IS NOT NULL INTO v_limited FROM durable_queues WHERE name = o.queue;
+            IF v_limited THEN
+                PERFORM pg_notify('operations_durable', 'w:' || o.queue);
+            END IF;
+        END $$
+        """
+    }
+
     // The dependencies' rows are locked FOR KEY SHARE instead of FOR SHARE. What the lock must
     // prevent is a dependency finishing (or being pruned) between reading its state and storing
     // the edge; every statement that finishes or deletes an operation first locks its row FOR
@@ -101,8 +152,15 @@ enum PostgresSchema {
     //
     // A claim reads its operation's dependencies (for the worker's events): an index on edges
     // by dependent.
+    //
+    // A retry waits the delay of its failure's number: attempts given back (which raised
+    // max_attempts by one each, past the retry_delays stored for the original maximum) are
+    // not failures.
     static let version2: [String] = [
         enqueueFunction(create: "CREATE OR REPLACE FUNCTION", dependencyLock: "FOR KEY SHARE"),
+        finishAttemptFunction(
+            create: "CREATE OR REPLACE FUNCTION",
+            delayIndex: "o.attempt - (o.max_attempts - 1 - coalesce(array_length(o.retry_delays, 1), 0))"),
         "CREATE INDEX durable_edges_dependent ON durable_edges (dependent)",
     ]
 
@@ -249,52 +307,7 @@ enum PostgresSchema {
         END $$
         """,
         // Ends an attempt: succeeded, retried (while attempts remain), failed, or cancelled.
-        """
-        CREATE FUNCTION durable_finish_attempt(o durable_operations, p_outcome text, p_value text) RETURNS void
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            v_outcome text := p_outcome;
-            v_delay double precision;
-            v_limited boolean;
-        BEGIN
-            IF v_outcome IN ('failed', 'rejected') AND o.cancel_reason IS NOT NULL THEN
-                v_outcome := 'cancelled';
-            END IF;
-            UPDATE durable_attempts SET ended_at = clock_timestamp(),
-                error = CASE WHEN v_outcome = 'succeeded' THEN NULL
-                             WHEN v_outcome = 'cancelled' THEN 'cancelled: ' || coalesce(o.cancel_reason, p_value)
-                             ELSE p_value END
-            WHERE operation = o.id AND number = o.attempt;
-            IF v_outcome = 'succeeded' THEN
-                UPDATE durable_operations SET state = 'succeeded', output = p_value, worker = NULL, lease_until = NULL,
-                    finished_at = clock_timestamp() WHERE id = o.id;
-                PERFORM pg_notify('operations_durable', 'f:' || o.id);
-                PERFORM durable_settle_dependents(o.id, true, NULL);
-            ELSIF v_outcome = 'failed' AND o.attempt < o.max_attempts THEN
-                v_delay := coalesce(o.retry_delays[o.attempt], 0);
-                UPDATE durable_operations SET state = 'ready', error = p_value, worker = NULL, lease_until = NULL,
-                    not_before = clock_timestamp() + v_delay * interval '1 second' WHERE id = o.id;
-                PERFORM pg_notify('operations_durable', 'w:' || o.queue);
-            ELSIF v_outcome = 'cancelled' THEN
-                UPDATE durable_operations SET state = 'cancelled', cancel_reason = coalesce(o.cancel_reason, p_value),
-                    worker = NULL, lease_until = NULL, finished_at = clock_timestamp() WHERE id = o.id;
-                PERFORM pg_notify('operations_durable', 'f:' || o.id);
-                PERFORM durable_settle_dependents(o.id, false,
-                    'dependency ' || o.id || ' (' || o.kind || ') was cancelled: ' || coalesce(o.cancel_reason, p_value));
-            ELSE
-                UPDATE durable_operations SET state = 'failed', error = p_value, worker = NULL, lease_until = NULL,
-                    finished_at = clock_timestamp() WHERE id = o.id;
-                PERFORM pg_notify('operations_durable', 'f:' || o.id);
-                PERFORM durable_settle_dependents(o.id, false,
-                    'dependency ' || o.id || ' (' || o.kind || ') failed: ' || p_value);
-            END IF;
-            -- A slot of a limited queue is free: its workers may claim again.
-            SELECT max_concurrent IS NOT NULL INTO v_limited FROM durable_queues WHERE name = o.queue;
-            IF v_limited THEN
-                PERFORM pg_notify('operations_durable', 'w:' || o.queue);
-            END IF;
-        END $$
-        """,
+        finishAttemptFunction(create: "CREATE FUNCTION", delayIndex: "o.attempt"),
         """
         CREATE FUNCTION durable_complete(p_worker text, p_ids bigint[], p_attempts integer[], p_outcomes text[], p_values text[])
         RETURNS void

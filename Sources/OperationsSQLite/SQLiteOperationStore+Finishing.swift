@@ -80,7 +80,11 @@ extension SQLiteOperationStore {
             try await transaction.notify(.finished(id))
             try await settleDependents(of: id, success: true, reason: nil, in: transaction)
         case .failed where operation.attempt < operation.maximumAttempts:
-            let delay = operation.retryDelays.indices.contains(operation.attempt - 1) ? operation.retryDelays[operation.attempt - 1] : 0
+            // The delay of this failure's number: attempts given back (each raised the maximum
+            // by one, past the delays stored for the original maximum) are not failures.
+            let givenBack = operation.maximumAttempts - 1 - operation.retryDelays.count
+            let failure = operation.attempt - givenBack
+            let delay = operation.retryDelays.indices.contains(failure - 1) ? operation.retryDelays[failure - 1] : 0
             try await transaction.rows(
                 "UPDATE durable_operations SET state = 'ready', error = ?, worker = NULL, lease_until = NULL, not_before = ? WHERE id = ?",
                 [.text(value), .date(now.addingTimeInterval(delay)), .id(id)])

@@ -305,6 +305,32 @@ struct DurableBehaviourTests {
     }
 
     @Test(
+        "a failure after a given-back attempt waits the first retry delay: the given-back attempt counts for neither attempts nor delays",
+        arguments: StoreKind.all)
+    func retryDelayAfterGiveBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            // An hour after the first failure, two after the second: told apart without waiting.
+            let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: 3)
+            let operation = try await queue.add(HoldsThenFails.self, input: 0, retry: retry)
+            try await withWorkers(store: store, kinds: [HoldsThenFails()]) { _ async throws in
+                try await eventually(30, "the first attempt started") { try await operation.state == .running }
+            }
+            try await withWorkers(store: store, kinds: [HoldsThenFails()]) { _ async throws in
+                try await eventually(30, "the second attempt failed") {
+                    let attempts = try await operation.attempts
+                    return attempts.count == 2 && attempts[1].end != nil
+                }
+            }
+            let record = try #require(try await store.record(of: operation.id, includingAttempts: true))
+            #expect(record.state == .ready)
+            #expect(record.attempts.first?.error?.contains("stopped before the body finished") == true, "\(record.attempts)")
+            let wait = record.notBefore.timeIntervalSinceNow
+            #expect(wait > 1_800 && wait < 5_400, "waits the first delay (3,600 s), not the second (7,200 s): \(wait) s")
+        }
+    }
+
+    @Test(
         "a claim whose worker vanished is rescued when its lease expires, and that attempt's late finish is ignored",
         arguments: StoreKind.all)
     func vanishedWorkerIsRescuedAndItsLateFinishIgnored(_ kind: StoreKind) async throws {
@@ -368,6 +394,16 @@ struct DurableBehaviourTests {
             #expect(try await first.outcome == .cancelled("shutting down"))
             #expect(try await second.state == .cancelled)
         }
+    }
+}
+
+/// Runs until stopped on its first attempt; fails on every later one.
+private struct HoldsThenFails: DurableOperation {
+    static let kind = "holds-then-fails"
+    struct Failure: Error {}
+    func run(_ input: Int, context: DurableContext) async throws -> Int {
+        if context.attempt == 1 { try await Task.sleep(for: .seconds(3_600)) }
+        throw Failure()
     }
 }
 #endif
