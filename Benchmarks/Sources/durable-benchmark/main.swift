@@ -9,6 +9,11 @@ import OperationsDurable
 import Glibc
 #endif
 
+/// Writes a line at once, also into a pipe: what was measured is not lost if a later run fails.
+func print(_ line: String = "") {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 let quick = CommandLine.arguments.contains("--quick")
 let count = quick ? 2_000 : 20_000
 let graphSize = quick ? 250 : 1_000
