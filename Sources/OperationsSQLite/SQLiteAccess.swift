@@ -84,9 +84,7 @@ final class SQLiteAccess: Sendable {
                 // In a task of its own: sqlite-nio does not run a statement of a cancelled
                 // task, and a transaction left open would make every later BEGIN fail. If the
                 // rollback fails anyway, the connection is closed and the next use opens one.
-                let rolledBack = await Task {
-                    (try? await connection.execute("ROLLBACK")) != nil
-                }.value
+                let rolledBack = await shielded { (try? await connection.execute("ROLLBACK")) != nil }
                 if !rolledBack { await discard(connection) }
                 throw error
             }
@@ -98,7 +96,7 @@ final class SQLiteAccess: Sendable {
         state.withLock { state in
             if state.connection === connection { state.connection = nil }
         }
-        _ = await Task { try? await connection.close() }.value
+        await shielded { try? await connection.close() }
     }
 
     private func connection() async throws -> SQLiteConnection {
@@ -134,7 +132,7 @@ final class SQLiteAccess: Sendable {
             // Reads the header: a file that is not a database fails here, before anything is written.
             try await connection.execute("SELECT count(*) FROM sqlite_master")
         } catch {
-            try? await connection.close()
+            await shielded { try? await connection.close() }
             throw error
         }
         state.withLock { $0.connection = connection }
@@ -170,9 +168,17 @@ final class SQLiteAccess: Sendable {
             }
             return (state.connection, state.closed)
         }
-        try? await connection?.close()
+        await shielded { try? await connection?.close() }
         release()
-        if !wasClosed { try? await thread.shutdownGracefully() }
+        let thread = self.thread
+        if !wasClosed { await shielded { try? await thread.shutdownGracefully() } }
+    }
+
+    /// Runs `body` in a task of its own, so that the caller's cancellation does not reach it:
+    /// sqlite-nio does not run a cancelled task's statements, and what must happen (a
+    /// rollback, a close: a connection released unclosed stops the process) would not.
+    private func shielded<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+        await Task { await body() }.value
     }
 
     /// A `DurableError` that names the file and says what failed.

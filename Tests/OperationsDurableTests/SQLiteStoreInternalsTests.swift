@@ -53,6 +53,22 @@ struct SQLiteConnectionTests {
         await store.shutdown()
     }
 
+    @Test("a store shut down from a cancelled task closes its file")
+    func shutdownFromCancelledTask() async {
+        // In a process of its own: a connection left open stops the process when released.
+        await #expect(processExitsWith: .success) {
+            let file = SQLiteFile()
+            defer { file.remove() }
+            let store = SQLiteOperationStore(path: file.path)
+            try await store.migrate()
+            let shutdown = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                await store.shutdown()
+            }
+            await shutdown.value
+        }
+    }
+
     @Test("events older than a minute are deleted by a store that listens, with no pruning of operations asked for")
     func oldEventsAreDeleted() async throws {
         let file = SQLiteFile()
