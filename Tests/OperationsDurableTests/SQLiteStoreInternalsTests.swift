@@ -49,7 +49,10 @@ struct SQLiteConnectionTests {
         let queue = DurableQueue(name: "default", store: store)
         let added = try await queue.add(Echo.self, input: 1)
         #expect(try await added.state == .ready)
-        #expect(try await store.isSuspended(queue: "cancelled") == false)
+        let rolledBack = try await store.access.withConnection("reading the queues") { connection in
+            try await connection.query("SELECT count(*) AS n FROM durable_queues WHERE name = 'cancelled'").first?.int("n")
+        }
+        #expect(rolledBack == 0, "the cancelled write's row is gone")
         await store.shutdown()
     }
 
@@ -95,11 +98,14 @@ struct SQLiteConnectionTests {
         await store.shutdown()
     }
 
-    @Test("a full store is a thrown error saying so; what was stored stays, and work goes on once there is room")
-    func fullStore() async throws {
+    @Test(
+        "a full store is a thrown error saying so; what was stored stays, and work goes on once there is room",
+        arguments: [false, true])
+    func fullStore(inMemory: Bool) async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
+        let path = inMemory ? ":memory:" : file.path
+        let store = SQLiteOperationStore(path: path)
         try await store.migrate()
         let queue = DurableQueue(name: "default", store: store)
         let first = try await queue.add(Echo.self, input: 1)
@@ -115,7 +121,7 @@ struct SQLiteConnectionTests {
             for _ in 0..<64 { _ = try await queue.add(Blob.self, input: big) }
         }
         #expect(error?.message.contains("is full") == true, "\(String(describing: error))")
-        #expect(error?.message.contains(file.path) == true)
+        #expect(error?.message.contains(path) == true)
         #expect(try await first.state == .ready, "what was stored before stays")
         try await store.access.withConnection("lifting the limit") { connection in
             _ = try await connection.query("PRAGMA max_page_count = 1073741823")
