@@ -32,10 +32,19 @@ struct BodyTaskReuseTests {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let seen = Shared<[String: Bool]>([:])
-        let second = AsyncBlockOperation<Void> { seen.update { $0["second"] = Task.isCancelled } }
+        // The second body, if it starts, reads its cancellation only once the cancel was
+        // issued: the completion block runs beside it and may come after its end otherwise.
+        let cancelIssued = TestGate()
+        let second = AsyncBlockOperation<Void> {
+            await cancelIssued.waitIgnoringCancellation()
+            seen.update { $0["second"] = Task.isCancelled }
+        }
         let first = AsyncBlockOperation<Void> { seen.update { $0["first"] = Task.isCancelled } }
-        // Runs after the queue started `second` (the slot is freed first).
-        first.completionBlock = { second.cancel() }
+        // Runs once `first` finished: the queue may have started `second` already.
+        first.completionBlock = {
+            second.cancel()
+            cancelIssued.open()
+        }
         let third = AsyncBlockOperation<Void> { seen.update { $0["third"] = Task.isCancelled } }
         queue.addOperations([first, second, third], waitUntilFinished: false)
         await queue.waitUntilAllOperationsAreFinished()
