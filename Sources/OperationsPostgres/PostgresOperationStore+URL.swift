@@ -10,7 +10,7 @@ extension PostgresOperationStore.Configuration {
     /// `postgresql://`). The port is 5432 and the user `postgres` when not given;
     /// `sslmode` is `disable` (the default), `prefer` or `require` (`verify-full` is
     /// `require` with certificate checks, which `require` also does here).
-    /// - Throws: ``DurableError`` (`invalidArgument`) naming what is wrong with the URL; the
+    /// - Throws: `DurableError` (`invalidArgument`) naming what is wrong with the URL; the
     ///   message leaves the password out.
     public init(url text: String, maximumConnections: Int = 8) throws {
         guard let components = URLComponents(string: text), let scheme = components.scheme,
