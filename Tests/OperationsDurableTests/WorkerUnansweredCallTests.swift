@@ -98,18 +98,7 @@ private func withImpatientWorker<T: Sendable>(
     var configuration = testWorkerConfiguration(name: "impatient")
     configuration.storeCallTimeout = .seconds(5)
     let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds, configuration: configuration)
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await worker.run(); return nil }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body())
-        } catch {
-            result = .failure(error)
-        }
-        worker.stop()
-        while let _ = try await group.next() {}
-        return try result.get()
-    }
+    return try await withRunningWorker(worker, body)
 }
 
 @Suite("A store call that never answers", .timeLimit(.minutes(3)))
