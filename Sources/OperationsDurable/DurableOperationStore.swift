@@ -224,10 +224,16 @@ public struct DurableHeartbeat: Sendable {
     public var held: Set<DurableOperationID>
     /// Held operations whose cancel was requested, with the reason.
     public var cancelRequested: [DurableOperationID: String]
+    /// Running operations leased to the worker that it did not name: claims whose answer it
+    /// never received (or results it dropped). Their leases are not renewed.
+    public var unnamed: Set<DurableOperationID>
 
-    public init(held: Set<DurableOperationID>, cancelRequested: [DurableOperationID: String]) {
+    public init(
+        held: Set<DurableOperationID>, cancelRequested: [DurableOperationID: String], unnamed: Set<DurableOperationID> = []
+    ) {
         self.held = held
         self.cancelRequested = cancelRequested
+        self.unnamed = unnamed
     }
 }
 
@@ -271,7 +277,7 @@ public protocol DurableOperationStore: Sendable {
 
     /// Renews the worker's leases on the operations it is running (`holding`) and says which
     /// it still holds and which were cancelled. A lease the worker holds but does not name
-    /// (a claim whose answer it never got) is left to expire and be rescued.
+    /// (a claim whose answer it never got) is not renewed, and is reported as `unnamed`.
     func heartbeat(
         worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
     ) async throws -> DurableHeartbeat

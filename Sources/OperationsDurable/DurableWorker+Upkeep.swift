@@ -7,34 +7,39 @@ import Foundation
 extension DurableWorker {
     func heartbeatLoop() async {
         let kindNames = kinds.keys.sorted()
-        var lastSuccess = ContinuousClock.now
+        let (store, worker, queues, lease) = (store, id, self.queues, configuration.lease)
+        var leases = LeaseKeeping(lease: lease, heartbeatInterval: configuration.heartbeatInterval, renewedAt: .now)
+        var unstarted = UnstartedLeases()
         while !Task.isCancelled {
             let started = ContinuousClock.now
             do {
+                // What runs here, and what may be a claim's answer still on its way: a lease of
+                // an operation this worker will not run must not be renewed for ever.
+                let holding = state.withLock { Array(unstarted.renewing.union($0.running.keys)) }
                 // Bounded: a pool waiting for a database that is down would otherwise hold
                 // the loop past the lease, with the bodies still running.
-                let store = self.store
-                let (worker, queues, lease) = (id, self.queues, configuration.lease)
-                // Only what runs here: a lease of an operation this worker no longer runs (its
-                // body's result was dropped, or the claim's answer was lost) must expire.
-                let holding = state.withLock { Array($0.running.keys) }
                 let heartbeat = try await withDeadline(
-                    configuration.lease - configuration.heartbeatInterval, "renewing the leases of worker \(worker)"
+                    leases.callDeadline(at: started), "renewing the leases of worker \(worker)"
                 ) {
                     try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: holding, lease: lease)
                 }
-                lastSuccess = started
-                let lost = state.withLock { state in
-                    state.running.filter { $0.value.claimedAt < started && !heartbeat.held.contains($0.key) }.map(\.key)
+                leases.renewed(at: started)
+                let (lost, strays) = state.withLock { state in
+                    (
+                        state.running.filter { $0.value.claimedAt < started && !heartbeat.held.contains($0.key) }.map(\.key),
+                        unstarted.heartbeatAnswered(
+                            held: heartbeat.held.union(heartbeat.unnamed), running: Set(state.running.keys), claims: state.claims)
+                    )
                 }
                 for operation in lost {
                     cancelBody(operation, reason: "worker \(id) lost its lease", leaseLost: true)
                 }
                 for (operation, reason) in heartbeat.cancelRequested { cancelBody(operation, reason: reason) }
+                if !strays.isEmpty { await giveBackUnstarted(strays) }
             } catch {
-                // Past the lease the store may give our operations to another worker: stop
-                // their bodies, so that two attempts do not run at once for long.
-                if ContinuousClock.now - lastSuccess > configuration.lease - configuration.heartbeatInterval {
+                // Before the lease may end, the store may give our operations to another
+                // worker: stop their bodies, so that two attempts do not run at once.
+                if leases.mustStopBodies(at: .now) {
                     let held = state.withLock { Array($0.running.keys) }
                     for operation in held {
                         cancelBody(operation, reason: "worker \(id) could not renew its lease", leaseLost: true)
@@ -44,6 +49,16 @@ extension DurableWorker {
             // Also catches operations whose notBefore passed, and missed notifications.
             wakeSignal.wake()
             try? await Task.sleep(for: configuration.heartbeatInterval)
+        }
+    }
+
+    /// Gives back operations the store says this worker holds but that it does not run: claims
+    /// whose answer it gave up on, results it dropped. They run again without costing an attempt.
+    private func giveBackUnstarted(_ operations: [DurableOperationID]) async {
+        let (store, worker) = (store, id)
+        let reason = "worker \(worker) held the operation without running it: it never received the claim's answer, or dropped the result"
+        _ = try? await withDeadline(configuration.storeCallTimeout, "giving back operations worker \(worker) never started") {
+            try await store.giveBack(operations, worker: worker, reason: reason)
         }
     }
 

@@ -18,7 +18,9 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     /// Timings of a worker.
     public struct Configuration: Sendable {
         /// How long the store keeps an operation claimed without a heartbeat. A killed
-        /// worker's operations are rescued about this long after its last heartbeat.
+        /// worker's operations are rescued about this long after its last heartbeat. At least
+        /// twice ``heartbeatInterval`` (`run()` throws otherwise): a worker whose heartbeats go
+        /// unanswered stops its bodies an interval before its leases may end.
         public var lease: Duration = .seconds(5)
         /// How often the worker renews its leases and rescues expired ones.
         public var heartbeatInterval: Duration = .seconds(1)
@@ -79,6 +81,11 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         guard concurrency >= 1, !queues.isEmpty, !kinds.isEmpty else {
             throw DurableError(.invalidArgument, "worker \(id): needs concurrency ≥ 1 (is \(concurrency)), a queue and a kind")
         }
+        guard configuration.heartbeatInterval > .zero, configuration.lease >= configuration.heartbeatInterval * 2 else {
+            throw DurableError(
+                .invalidArgument,
+                "worker \(id): its lease (\(configuration.lease)) must be at least twice its heartbeat interval (\(configuration.heartbeatInterval)), which must be positive: bodies are stopped an interval before the lease may end")
+        }
         try await store.checkConnection()
         // Registers the worker, so that waitDescription knows its kinds.
         let (store, worker, queues, kindNames, lease) = (store, id, queues, kinds.keys.sorted(), configuration.lease)
@@ -129,6 +136,8 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
                         // A claim that lands after the deadline is not lost: its operations,
                         // not run here, are not renewed by the heartbeat and are rescued.
                         let (store, worker, limit, lease) = (store, id, wanted, configuration.lease)
+                        state.withLock { $0.claims.begin() }
+                        defer { state.withLock { $0.claims.end() } }
                         let claims = try await withDeadline(configuration.storeCallTimeout, "claiming from queue \"\(queue)\"") {
                             try await store.claim(queue: queue, kinds: kindNames, worker: worker, limit: limit, lease: lease)
                         }
@@ -312,5 +321,40 @@ struct RunningBody {
 struct WorkerState {
     var running: [DurableOperationID: RunningBody] = [:]
     var stopping = false
+    var claims = ClaimCount()
+}
+
+/// The worker's claims so far: one at a time, each ended when its operations are registered
+/// or the worker gave up on it.
+struct ClaimCount: Equatable {
+    private(set) var begun = 0
+    private(set) var ended = 0
+
+    mutating func begin() { begun += 1 }
+    mutating func end() { ended += 1 }
+}
+
+/// Operations the store says the worker holds that it does not run. Each may be the answer of
+/// a claim still in flight, about to start; once every claim that could have claimed it has
+/// ended, it never will (a claim the worker gave up on, or a result it dropped), and it is
+/// given back. Until then its lease is renewed, so that it is not rescued as a failed attempt.
+struct UnstartedLeases {
+    /// Each such operation, with the number of claims begun when it was first seen.
+    private(set) var seen: [DurableOperationID: Int] = [:]
+
+    /// What the next heartbeat names besides the running operations.
+    var renewing: Set<DurableOperationID> { Set(seen.keys) }
+
+    /// After a heartbeat: `held` is everything the store says the worker holds, `running` what
+    /// runs now. Returns the operations to give back.
+    mutating func heartbeatAnswered(
+        held: Set<DurableOperationID>, running: Set<DurableOperationID>, claims: ClaimCount
+    ) -> [DurableOperationID] {
+        seen = seen.filter { held.contains($0.key) && !running.contains($0.key) }
+        for id in held where !running.contains(id) && seen[id] == nil { seen[id] = claims.begun }
+        let settled = seen.filter { $0.value <= claims.ended }.map(\.key).sorted()
+        for id in settled { seen[id] = nil }
+        return settled
+    }
 }
 #endif

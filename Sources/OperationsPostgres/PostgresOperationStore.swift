@@ -247,19 +247,16 @@ public final class PostgresOperationStore: DurableOperationStore {
     // MARK: Workers
 
     public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
-        // The dependencies and the maximum come with the claim (index lookups), in the claim's order.
+        // The dependencies and the maximum come with the claim, read in the claim's statement,
+        // in the claim's order.
         let rows = try await rows(
             """
-            SELECT c.operation_id, c.kind, c.input, c.attempt,
-                ARRAY(SELECT e.dependency FROM durable_edges e WHERE e.dependent = c.operation_id ORDER BY e.dependency),
-                (SELECT o.max_attempts FROM durable_operations o WHERE o.id = c.operation_id)
-            FROM durable_claim(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
-                WITH ORDINALITY AS c(operation_id, kind, input, attempt, claim_order)
-            ORDER BY c.claim_order
+            SELECT operation_id, kind, input, attempt, dependencies, max_attempts
+            FROM durable_claim_operations(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
             """, "claiming from queue \"\(queue)\"")
         return try rows.map { row in
             let (id, kind, input, attempt, dependencies, maximumAttempts) = try row.decode(
-                (Int64, String, String, Int, [Int64], Int?).self)
+                (Int64, String, String, Int, [Int64], Int).self)
             return DurableClaim(
                 id: DurableOperationID(rawValue: id), kind: kind, input: input, attempt: attempt,
                 dependencies: dependencies.map(DurableOperationID.init(rawValue:)), maximumAttempts: maximumAttempts)
@@ -298,13 +295,18 @@ public final class PostgresOperationStore: DurableOperationStore {
     ) async throws -> DurableHeartbeat {
         let held = holding.map(\.rawValue)
         let rows = try await rows(
-            "SELECT operation_id, cancel_reason FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(held)::bigint[], \(lease.seconds))",
+            "SELECT operation_id, cancel_reason, renewed FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(held)::bigint[], \(lease.seconds))",
             "renewing the leases of worker \(worker)")
         var heartbeat = DurableHeartbeat(held: [], cancelRequested: [:])
         for row in rows {
-            let (id, reason) = try row.decode((Int64, String?).self)
-            heartbeat.held.insert(DurableOperationID(rawValue: id))
-            if let reason { heartbeat.cancelRequested[DurableOperationID(rawValue: id)] = reason }
+            let (rawID, reason, renewed) = try row.decode((Int64, String?, Bool).self)
+            let id = DurableOperationID(rawValue: rawID)
+            guard renewed else {
+                heartbeat.unnamed.insert(id)
+                continue
+            }
+            heartbeat.held.insert(id)
+            if let reason { heartbeat.cancelRequested[id] = reason }
         }
         return heartbeat
     }

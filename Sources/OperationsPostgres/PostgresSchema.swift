@@ -20,7 +20,7 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2]
+    static let migrations: [[String]] = [version1, version2, version3]
 
     /// The enqueue function, with the lock it takes on the dependencies' rows.
     static func enqueueFunction(create: String, dependencyLock: String) -> String {
@@ -91,6 +91,54 @@ enum PostgresSchema {
         """
     }
 
+    /// The claim function: `columns` are what it returns, `select` computes them from the
+    /// claimed rows (`c`).
+    static func claimFunction(create: String, name: String, columns: String, select: String) -> String {
+        """
+        \(create) \(name)(p_queue text, p_kinds text[], p_worker text, p_limit integer, p_lease double precision)
+        RETURNS TABLE (\(columns))
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            q record;
+            v_limit integer := p_limit;
+            v_running integer;
+        BEGIN
+            SELECT * INTO q FROM durable_queues WHERE name = p_queue;
+            IF FOUND THEN
+                IF q.max_concurrent IS NOT NULL THEN
+                    SELECT * INTO q FROM durable_queues WHERE name = p_queue FOR UPDATE;
+                END IF;
+                IF q.suspended THEN
+                    RETURN;
+                END IF;
+                IF q.max_concurrent IS NOT NULL THEN
+                    SELECT count(*) INTO v_running FROM durable_operations o WHERE o.queue = p_queue AND o.state = 'running';
+                    v_limit := least(v_limit, q.max_concurrent - v_running);
+                END IF;
+            END IF;
+            IF v_limit <= 0 THEN
+                RETURN;
+            END IF;
+            RETURN QUERY
+            WITH picked AS (
+                SELECT o.id FROM durable_operations o
+                WHERE o.queue = p_queue AND o.state = 'ready' AND o.kind = ANY(p_kinds) AND o.not_before <= clock_timestamp()
+                ORDER BY o.priority DESC, o.id
+                LIMIT v_limit
+                FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE durable_operations o SET state = 'running', attempt = o.attempt + 1, worker = p_worker,
+                    lease_until = clock_timestamp() + p_lease * interval '1 second'
+                FROM picked WHERE o.id = picked.id
+                RETURNING o.id, o.kind, o.input, o.attempt, o.priority, o.max_attempts),
+            recorded AS (
+                INSERT INTO durable_attempts (operation, number, worker, started_at)
+                SELECT c.id, c.attempt, p_worker, clock_timestamp() FROM claimed c)
+            SELECT \(select) FROM claimed c ORDER BY c.priority DESC, c.id;
+        END $$
+        """
+    }
+
     /// The function that ends an attempt; `delayIndex` picks the retry's wait from
     /// `retry_delays` (1-based).
     static func finishAttemptFunction(create: String, delayIndex: String) -> String {
@@ -141,6 +189,38 @@ enum PostgresSchema {
         END $$
         """
     }
+
+    // A claim returns each operation's maximum and dependencies itself, read in its own
+    // statement: read by the caller's statement, whose snapshot is older than the claim's
+    // (which may wait for a limited queue's row), an operation committed meanwhile had neither.
+    // The old claim function stays for workers of the previous version during an upgrade.
+    //
+    // A heartbeat also returns the running operations the worker holds but did not name
+    // (`renewed` false): claims whose answer it never received, which it gives back.
+    static let version3: [String] = [
+        claimFunction(
+            create: "CREATE FUNCTION", name: "durable_claim_operations",
+            columns: "operation_id bigint, kind text, input text, attempt integer, max_attempts integer, dependencies bigint[]",
+            select: "c.id, c.kind, c.input, c.attempt, c.max_attempts, "
+                + "ARRAY(SELECT e.dependency FROM durable_edges e WHERE e.dependent = c.id ORDER BY e.dependency)"),
+        "DROP FUNCTION durable_heartbeat(text, text[], text[], bigint[], double precision)",
+        """
+        CREATE FUNCTION durable_heartbeat(p_worker text, p_queues text[], p_kinds text[], p_held bigint[], p_lease double precision)
+        RETURNS TABLE (operation_id bigint, cancel_reason text, renewed boolean)
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO durable_workers (id, queues, kinds, heartbeat_at) VALUES (p_worker, p_queues, p_kinds, clock_timestamp())
+            ON CONFLICT (id) DO UPDATE SET queues = excluded.queues, kinds = excluded.kinds, heartbeat_at = excluded.heartbeat_at;
+            RETURN QUERY
+            UPDATE durable_operations o SET lease_until = clock_timestamp() + p_lease * interval '1 second'
+            WHERE o.worker = p_worker AND o.state = 'running' AND o.id = ANY(p_held)
+            RETURNING o.id, o.cancel_reason, true;
+            RETURN QUERY
+            SELECT o.id, o.cancel_reason, false FROM durable_operations o
+            WHERE o.worker = p_worker AND o.state = 'running' AND NOT (o.id = ANY(p_held));
+        END $$
+        """,
+    ]
 
     // The dependencies' rows are locked FOR KEY SHARE instead of FOR SHARE. What the lock must
     // prevent is a dependency finishing (or being pruned) between reading its state and storing
@@ -263,49 +343,10 @@ enum PostgresSchema {
         enqueueFunction(create: "CREATE FUNCTION", dependencyLock: "FOR SHARE"),
         // The cluster-wide limit: with a limit, claims of a queue take its row's lock and count
         // its running operations; the operation rows themselves are skipped when locked.
-        """
-        CREATE FUNCTION durable_claim(p_queue text, p_kinds text[], p_worker text, p_limit integer, p_lease double precision)
-        RETURNS TABLE (operation_id bigint, kind text, input text, attempt integer)
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            q record;
-            v_limit integer := p_limit;
-            v_running integer;
-        BEGIN
-            SELECT * INTO q FROM durable_queues WHERE name = p_queue;
-            IF FOUND THEN
-                IF q.max_concurrent IS NOT NULL THEN
-                    SELECT * INTO q FROM durable_queues WHERE name = p_queue FOR UPDATE;
-                END IF;
-                IF q.suspended THEN
-                    RETURN;
-                END IF;
-                IF q.max_concurrent IS NOT NULL THEN
-                    SELECT count(*) INTO v_running FROM durable_operations o WHERE o.queue = p_queue AND o.state = 'running';
-                    v_limit := least(v_limit, q.max_concurrent - v_running);
-                END IF;
-            END IF;
-            IF v_limit <= 0 THEN
-                RETURN;
-            END IF;
-            RETURN QUERY
-            WITH picked AS (
-                SELECT o.id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.state = 'ready' AND o.kind = ANY(p_kinds) AND o.not_before <= clock_timestamp()
-                ORDER BY o.priority DESC, o.id
-                LIMIT v_limit
-                FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE durable_operations o SET state = 'running', attempt = o.attempt + 1, worker = p_worker,
-                    lease_until = clock_timestamp() + p_lease * interval '1 second'
-                FROM picked WHERE o.id = picked.id
-                RETURNING o.id, o.kind, o.input, o.attempt, o.priority),
-            recorded AS (
-                INSERT INTO durable_attempts (operation, number, worker, started_at)
-                SELECT c.id, c.attempt, p_worker, clock_timestamp() FROM claimed c)
-            SELECT c.id, c.kind, c.input, c.attempt FROM claimed c ORDER BY c.priority DESC, c.id;
-        END $$
-        """,
+        claimFunction(
+            create: "CREATE FUNCTION", name: "durable_claim",
+            columns: "operation_id bigint, kind text, input text, attempt integer",
+            select: "c.id, c.kind, c.input, c.attempt"),
         // Ends an attempt: succeeded, retried (while attempts remain), failed, or cancelled.
         finishAttemptFunction(create: "CREATE FUNCTION", delayIndex: "o.attempt"),
         """

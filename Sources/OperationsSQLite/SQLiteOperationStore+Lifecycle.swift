@@ -207,6 +207,13 @@ extension SQLiteOperationStore {
                 heartbeat.held.insert(id)
                 if let reason = row.optionalText("cancel_reason") { heartbeat.cancelRequested[id] = reason }
             }
+            let unnamed = try await transaction.rows(
+                """
+                SELECT id FROM durable_operations
+                WHERE worker = ? AND state = 'running' AND id NOT IN (SELECT value FROM json_each(?))
+                """,
+                [.text(worker), .text(heldList)])
+            for row in unnamed { heartbeat.unnamed.insert(DurableOperationID(rawValue: Int64(row.int("id")))) }
             return heartbeat
         }
     }

@@ -28,19 +28,21 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 2)
+        #expect(try rows.first?.decode(Int.self) == 3)
     }
 
     @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
     func upgradeFromVersion1() async throws {
         let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
-        // What version 1 left: the same tables, without the index on edges by dependent.
+        // What version 1 left: the same tables, without the index on edges by dependent and
+        // without the claim function that returns dependencies.
         try await store.client.query("DROP INDEX durable_edges_dependent")
+        try await store.client.query("DROP FUNCTION durable_claim_operations")
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()
-        #expect(try version.first?.decode(Int.self) == 2)
+        #expect(try version.first?.decode(Int.self) == 3)
         let index = try await store.client.query(
             "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
         #expect(try index.first?.decode(Int.self) == 1)
@@ -143,6 +145,49 @@ struct PostgresStoreTests {
             ], worker: "w")
         #expect(try await failing.outcome == .failed("bad\u{FFFD}text"))
         #expect(try await succeeding.value == 2)
+        await store.shutdown()
+    }
+
+    @Test("a claim that waited for its queue's limit reports the maximum and dependencies of an operation committed meanwhile")
+    func claimReportsOperationCommittedWhileItWaited() async throws {
+        let cluster = try await PostgresCluster.shared()
+        let (store, database) = try await cluster.makeStore()
+        let queue = DurableQueue(name: "limited", store: store)
+        // With a limit, a claim locks the queue's row before it picks operations.
+        try await queue.setMaximumConcurrentOperationCount(4)
+        let logger = Logger(label: "test")
+        let dependency = try await queue.add(Echo.self, input: 1)
+        _ = try await store.claim(queue: "limited", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
+        try await store.complete([DurableCompletion(id: dependency.id, attempt: 1, result: .succeeded(output: "1"))], worker: "w")
+        let other = try await PostgresConnection.connect(
+            configuration: .init(host: "127.0.0.1", port: cluster.port, username: "postgres", password: nil, database: database, tls: .disable),
+            id: 97, logger: logger)
+        do {
+            try await other.query("BEGIN", logger: logger)
+            try await other.query("SELECT 1 FROM durable_queues WHERE name = 'limited' FOR UPDATE", logger: logger)
+            let claiming = Task {
+                try await store.claim(queue: "limited", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
+            }
+            // The claim's statement has begun (its snapshot is taken) and waits for the row.
+            // Read outside the open transaction, whose view of the statistics stays as first read.
+            try await eventually(30, "the claim waiting for the queue's row") {
+                let rows = try await store.client.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%durable_claim%' AND pid <> pg_backend_pid()"
+                ).collect()
+                return try rows.first?.decode(Int.self) ?? 0 > 0
+            }
+            let added = try await queue.add(
+                Echo.self, input: 2, dependencies: [dependency], retry: DurableRetry(maximumAttempts: 5), on: other)
+            try await other.query("COMMIT", logger: logger)
+            let claims = try await within(30, "the claim") { try await claiming.value }
+            #expect(claims.map(\.id) == [added.id])
+            #expect(claims.first?.maximumAttempts == 5)
+            #expect(claims.first?.dependencies == [dependency.id])
+        } catch {
+            try? await other.close()
+            throw error
+        }
+        try await other.close()
         await store.shutdown()
     }
 
