@@ -15,7 +15,7 @@ import Operations
 public struct DurableQueue: DurableEventSource, Sendable {
     public let name: String
     public let store: any DurableOperationStore
-    let broadcaster = DurableEventBroadcaster()
+    let broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: false)
 
     public init(name: String, store: any DurableOperationStore) {
         self.name = name

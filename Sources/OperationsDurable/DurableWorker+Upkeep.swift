@@ -109,12 +109,14 @@ extension DurableWorker {
             try? await Task.sleep(for: .milliseconds(20))
         }
         let reason = "worker \(id) stopped before the body finished"
+        // An attempt whose body has ended is being recorded: its result is not given back.
         let remaining = state.withLock { state -> [(DurableOperationID, Task<Void, Never>?)] in
-            for key in state.running.keys {
+            let unended = state.running.filter { !$0.value.ended }.map(\.key)
+            for key in unended {
                 state.running[key]!.givingBack = true
                 state.running[key]!.flag.set(reason)
             }
-            return state.running.map { ($0.key, $0.value.task) }
+            return unended.map { ($0, state.running[$0]!.task) }
         }
         guard !remaining.isEmpty else { return }
         for (_, task) in remaining { task?.cancel() }

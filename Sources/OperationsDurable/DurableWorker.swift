@@ -49,7 +49,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     let state = Locked(WorkerState())
     let wakeSignal = WakeSignal()
     let completions: CompletionBatcher
-    let broadcaster = DurableEventBroadcaster()
+    let broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: true)
 
     public init(
         store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation], concurrency: Int = 4,
@@ -180,10 +180,14 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
                 let delivery: Delivery
                 if let body = state.running[claim.id], body.attempt == claim.attempt {
                     if body.givingBack {
+                        // Given back by the shutdown, with the others.
                         delivery = .drop("worker \(self.id) stopped before the body finished")
-                    } else if body.leaseLost {
-                        delivery = .drop("worker \(self.id) lost its lease")
+                    } else if let reason = body.stoppedForLease, case .cancelled = result {
+                        // Stopped because its lease may have ended: run again, costing no attempt.
+                        delivery = .giveBack(reason)
                     } else {
+                        // Also when the lease may have ended: the store ignores a result whose
+                        // attempt is no longer this worker's.
                         delivery = .complete
                     }
                     state.running[claim.id]!.ended = true
@@ -196,8 +200,21 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
                 return delivery
             }
             self.broadcaster.deliver()
-            if delivery == .complete {
+            switch delivery {
+            case .complete:
                 await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result))
+            case .giveBack(let reason):
+                // Not renewed from now on; if this call fails, a heartbeat names it as held
+                // without running, and it is given back then. In a task of its own: this one
+                // is cancelled (that stopped the body).
+                let (store, worker, timeout) = (self.store, self.id, self.configuration.storeCallTimeout)
+                await Task {
+                    _ = try? await withDeadline(timeout, "giving back \(claim.id)") {
+                        try await store.giveBack([claim.id], worker: worker, reason: reason)
+                    }
+                }.value
+            case .drop:
+                break
             }
             self.state.withLock { state in
                 if state.running[claim.id]?.attempt == claim.attempt { state.running[claim.id] = nil }
@@ -215,6 +232,9 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     /// Whether the store hears of an attempt's result, or why not.
     private enum Delivery: Equatable {
         case complete
+        /// The body was stopped for its lease: the operation is given back, with the reason.
+        case giveBack(String)
+        /// Someone else tells the store (the shutdown), or nobody (no longer this worker's).
         case drop(String)
     }
 
@@ -224,10 +244,13 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     ) -> DurableEvent.Draft {
         var draft = DurableEvent.Draft(
             kind: .retried, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt, worker: id)
-        if case .drop(let why) = delivery {
-            // Given back, or its lease was lost: the store runs it again.
+        switch delivery {
+        case .drop(let why), .giveBack(let why):
+            // Given back, or no longer this worker's: the store runs it again.
             draft.error = why
             return draft
+        case .complete:
+            break
         }
         switch result {
         case .succeeded:
@@ -277,9 +300,10 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     func cancelBody(_ id: DurableOperationID, reason: String, leaseLost: Bool = false) {
         let (task, cancelled) = state.withLock { state -> (Task<Void, Never>?, Bool) in
             guard let body = state.running[id] else { return (nil, false) }
-            if leaseLost { state.running[id]!.leaseLost = true }
+            let first = body.flag.set(reason)
+            if leaseLost && first { state.running[id]!.stoppedForLease = reason }
             // A cancel request, first heard while the attempt has not ended.
-            let requested = body.flag.set(reason) && !leaseLost && !body.ended
+            let requested = first && !leaseLost && !body.ended
             if requested {
                 broadcaster.record(DurableEvent.Draft(
                     kind: .cancelled, operation: id, operationKind: body.kind, queue: body.queue, attempt: body.attempt,
@@ -305,7 +329,8 @@ struct RunningBody {
     let kind: String
     var task: Task<Void, Never>?
     var givingBack = false
-    var leaseLost = false
+    /// Why the worker stopped the body, when it did so because its lease may have ended.
+    var stoppedForLease: String?
     /// Its body returned and its end event is recorded.
     var ended = false
 

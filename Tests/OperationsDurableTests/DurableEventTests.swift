@@ -6,6 +6,8 @@ import Foundation
 import Operations
 import OperationsDurable
 import OperationsSQLite
+import OperationsTestSupport
+import Synchronization
 import Testing
 
 @Suite("Events of durable queues and workers", .timeLimit(.minutes(2)))
@@ -84,6 +86,35 @@ struct DurableEventTests {
             subscription.cancel()
             #expect(recorder.events.map(\.kind) == [.started, .retried, .started, .finished(.failed("flaky attempt 2 failed"))])
             #expect(recorder.events.last?.error == "flaky attempt 2 failed")
+        }
+    }
+
+    @Test("a handler that does not return holds up no body, claim or heartbeat of the worker", arguments: StoreKind.all)
+    func slowHandlerHoldsUpNothing(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let worker = DurableWorker(
+                store: store, queues: ["default"], kinds: allTestKinds, configuration: testWorkerConfiguration(name: "slow-handler"))
+            // The first event's handler blocks its thread until the test is done with the
+            // operations, or for 30 s (a worker that waited for it is then seen to have waited).
+            let release = DispatchSemaphore(value: 0), first = Atomic(true), returned = Atomic(false)
+            let subscription = worker.addEventHandler { _ in
+                guard first.exchange(false, ordering: .acquiringAndReleasing) else { return }
+                _ = release.wait(timeout: .now() + 30)
+                returned.store(true, ordering: .releasing)
+            }
+            defer { release.signal() }
+            let (values, handlerReturned) = try await withRunningWorker(worker) {
+                let first = try await queue.add(Echo.self, input: 1)
+                let second = try await queue.add(Echo.self, input: 2)
+                let values = try await within(60, "both operations") { [try await first.value, try await second.value] }
+                let handlerReturned = returned.load(ordering: .acquiring)
+                release.signal()
+                return (values, handlerReturned)
+            }
+            #expect(values == [1, 2])
+            #expect(!handlerReturned, "both operations finished only after the handler of the first event returned")
+            subscription.cancel()
         }
     }
 

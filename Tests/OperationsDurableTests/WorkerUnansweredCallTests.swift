@@ -93,10 +93,14 @@ private final class UnansweredCallStore: DurableOperationStore {
 /// the body runs. Not much shorter: on a loaded machine a call that is answered can take
 /// seconds, and must not count as unanswered.
 private func withImpatientWorker<T: Sendable>(
-    store: any DurableOperationStore, _ body: @Sendable () async throws -> T
+    store: any DurableOperationStore, lease: Duration? = nil, _ body: @Sendable () async throws -> T
 ) async throws -> T {
     var configuration = testWorkerConfiguration(name: "impatient")
     configuration.storeCallTimeout = .seconds(5)
+    if let lease {
+        configuration.lease = lease
+        configuration.heartbeatInterval = lease / 4
+    }
     let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds, configuration: configuration)
     return try await withRunningWorker(worker, body)
 }
@@ -150,6 +154,27 @@ struct WorkerUnansweredCallTests {
     }
 
     @Test(
+        "a body stopped because its heartbeats went unanswered is given back: it runs again without costing an attempt",
+        arguments: StoreKind.all)
+    func bodyStoppedForItsLeaseIsGivenBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            // The first heartbeat registers the worker; the second, the first round's, is not
+            // answered, so the worker stops its bodies before their leases may end.
+            let unanswering = UnansweredCallStore(store, leavingUnanswered: .heartbeat, landsFirst: false, answeredFirst: 1)
+            defer { unanswering.release.open() }
+            // Held on its first attempt until stopped; one attempt only.
+            let handle = try await DurableQueue(name: "default", store: unanswering).add(Hold.self, input: 2, retry: .never)
+            let value = try await withImpatientWorker(store: unanswering, lease: .seconds(8)) {
+                try await within(60, "the operation after its body was stopped") { try await handle.value }
+            }
+            #expect(value == 2)
+            let attempts = try await handle.attempts
+            #expect(attempts.count == 2, "\(attempts)")
+            #expect(attempts.first?.error?.contains("could not renew its lease") == true, "\(attempts)")
+        }
+    }
+
+    @Test(
         "a heartbeat that never answers does not stop the worker's rounds: an operation that comes due is claimed",
         arguments: StoreKind.all)
     func unansweredHeartbeat(_ kind: StoreKind) async throws {
@@ -158,7 +183,7 @@ struct WorkerUnansweredCallTests {
             let unanswering = UnansweredCallStore(store, leavingUnanswered: .heartbeat, landsFirst: false, answeredFirst: 1)
             defer { unanswering.release.open() }
             let queue = DurableQueue(name: "default", store: unanswering)
-            let value = try await withImpatientWorker(store: unanswering) {
+            let value = try await withImpatientWorker(store: unanswering, lease: .seconds(8)) {
                 await unanswering.unanswered.wait()
                 // Due shortly: only the worker's rounds wake it for an operation that comes due.
                 let handle = try await queue.add(Echo.self, input: 9, notBefore: Date().addingTimeInterval(0.2))

@@ -8,10 +8,11 @@ import Synchronization
 
 /// One source's handlers and the events recorded and not yet delivered.
 ///
-/// An event is numbered where it is recorded, under the lock; it is delivered after the lock,
-/// by one task at a time (the *deliverer*), in sequence order. A task that records an event
-/// while another delivers leaves it to that one and goes on, so no task waits for a handler
-/// but the one delivering.
+/// An event is numbered where it is recorded, under the lock, and delivered in sequence order
+/// by one deliverer at a time. A worker's events are delivered on a serial dispatch queue of
+/// their own: no task of the worker (a body, the claim loop, the heartbeat) runs a handler, so
+/// a slow handler delays only later events. A queue's events are delivered by the task that
+/// adds (before `add` returns), unless another task delivers at that moment.
 final class DurableEventBroadcaster: Sendable {
     private struct State {
         var handlers: [(id: UInt64, handler: @Sendable (DurableEvent) -> Void)] = []
@@ -22,11 +23,15 @@ final class DurableEventBroadcaster: Sendable {
     }
 
     private let state = Locked(State())
+    /// Where events are delivered: nil, by the task that records them.
+    private let deliveries: DispatchQueue?
     /// Whether any handler is registered: the one load an event costs when nobody listens.
     /// Changed only inside the lock, where a recording decides too.
     private let isListening = Atomic<Bool>(false)
 
-    init() {}
+    init(deliveringOnOwnQueue: Bool) {
+        deliveries = deliveringOnOwnQueue ? DispatchQueue(label: "OperationsDurable.events") : nil
+    }
 
     func addHandler(_ handler: @escaping @Sendable (DurableEvent) -> Void) -> DurableEventSubscription {
         let id = state.withLock { state in
@@ -94,7 +99,17 @@ final class DurableEventBroadcaster: Sendable {
             defer { state.pending = [] }
             return state.pending
         }
-        guard var batch = first else { return }
+        guard let first else { return }
+        if let deliveries {
+            deliveries.async { self.drain(first) }
+        } else {
+            drain(first)
+        }
+    }
+
+    /// As the deliverer: `first`, then whatever was recorded meanwhile.
+    private func drain(_ first: [DurableEvent]) {
+        var batch = first
         while true {
             let handlers = state.withLock { $0.handlers }
             for event in batch {

@@ -82,6 +82,10 @@ func testWorkerConfiguration(name: String = "test") -> DurableWorker.Configurati
     var configuration = DurableWorker.Configuration()
     configuration.name = name
     configuration.shutdownDeadline = .seconds(2)
+    // Longer than the default: under a sanitizer, with the whole suite running, a heartbeat
+    // can take seconds, and a worker that stops its bodies for their leases is not what most
+    // tests are about (the tests of leases set their own).
+    configuration.lease = .seconds(20)
     return configuration
 }
 
