@@ -89,14 +89,13 @@ private final class UnansweredCallStore: DurableOperationStore {
     func notifications() -> AsyncStream<DurableStoreNotification> { base.notifications() }
 }
 
-/// One in-process worker on `store` with a shorter store call timeout than the default, while
-/// the body runs. Not much shorter: on a loaded machine a call that is answered can take
-/// seconds, and must not count as unanswered.
-private func withImpatientWorker<T: Sendable>(
+/// One in-process worker on `store`, with the default store call timeout (10 s), while the
+/// body runs. Not shorter: on a loaded machine (the whole suite, a sanitizer) a call that is
+/// answered can take several seconds, and must not count as unanswered.
+private func withWorkerOn<T: Sendable>(
     store: any DurableOperationStore, lease: Duration? = nil, _ body: @Sendable () async throws -> T
 ) async throws -> T {
     var configuration = testWorkerConfiguration(name: "impatient")
-    configuration.storeCallTimeout = .seconds(5)
     if let lease {
         configuration.lease = lease
         configuration.heartbeatInterval = lease / 4
@@ -116,7 +115,7 @@ struct WorkerUnansweredCallTests {
             defer { unanswering.release.open() }
             let queue = DurableQueue(name: "default", store: unanswering)
             let handle = try await queue.add(Echo.self, input: 7)
-            let (value, next) = try await withImpatientWorker(store: unanswering) {
+            let (value, next) = try await withWorkerOn(store: unanswering) {
                 let value = try await within(30, "the operation whose completion was not answered") { try await handle.value }
                 // Completions after it are recorded too, not queued behind the unanswered one.
                 let later = try await queue.add(Echo.self, input: 70)
@@ -140,7 +139,7 @@ struct WorkerUnansweredCallTests {
             defer { unanswering.release.open() }
             // One attempt only: an attempt the worker never saw must not use it up.
             let handle = try await DurableQueue(name: "default", store: unanswering).add(Echo.self, input: 8, retry: .never)
-            let value = try await withImpatientWorker(store: unanswering) {
+            let value = try await withWorkerOn(store: unanswering) {
                 try await within(60, "the operation after the unanswered claim") { try await handle.value }
             }
             #expect(value == 8)
@@ -164,7 +163,7 @@ struct WorkerUnansweredCallTests {
             defer { unanswering.release.open() }
             // Held on its first attempt until stopped; one attempt only.
             let handle = try await DurableQueue(name: "default", store: unanswering).add(Hold.self, input: 2, retry: .never)
-            let value = try await withImpatientWorker(store: unanswering, lease: .seconds(8)) {
+            let value = try await withWorkerOn(store: unanswering, lease: .seconds(8)) {
                 try await within(60, "the operation after its body was stopped") { try await handle.value }
             }
             #expect(value == 2)
@@ -183,7 +182,7 @@ struct WorkerUnansweredCallTests {
             let unanswering = UnansweredCallStore(store, leavingUnanswered: .heartbeat, landsFirst: false, answeredFirst: 1)
             defer { unanswering.release.open() }
             let queue = DurableQueue(name: "default", store: unanswering)
-            let value = try await withImpatientWorker(store: unanswering, lease: .seconds(8)) {
+            let value = try await withWorkerOn(store: unanswering, lease: .seconds(8)) {
                 await unanswering.unanswered.wait()
                 // Due shortly: only the worker's rounds wake it for an operation that comes due.
                 let handle = try await queue.add(Echo.self, input: 9, notBefore: Date().addingTimeInterval(0.2))
