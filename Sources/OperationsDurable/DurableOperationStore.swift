@@ -218,18 +218,36 @@ public struct DurableWaitFacts: Sendable {
     }
 }
 
+/// One attempt of an operation: what a give-back names, so that it never ends a later attempt
+/// of the same operation.
+public struct DurableAttemptID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var operation: DurableOperationID
+    public var attempt: Int
+
+    public init(operation: DurableOperationID, attempt: Int) {
+        self.operation = operation
+        self.attempt = attempt
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.operation, lhs.attempt) < (rhs.operation, rhs.attempt)
+    }
+
+    public var description: String { "attempt \(attempt) of \(operation)" }
+}
+
 /// What a heartbeat learnt.
 public struct DurableHeartbeat: Sendable {
     /// The operations the worker still holds (a lease the store took back is missing).
     public var held: Set<DurableOperationID>
     /// Held operations whose cancel was requested, with the reason.
     public var cancelRequested: [DurableOperationID: String]
-    /// Running operations leased to the worker that it did not name: claims whose answer it
-    /// never received (or results it dropped). Their leases are not renewed.
-    public var unnamed: Set<DurableOperationID>
+    /// Running attempts leased to the worker whose operations it did not name: claims whose
+    /// answer it never received (or results it dropped). Their leases are not renewed.
+    public var unnamed: Set<DurableAttemptID>
 
     public init(
-        held: Set<DurableOperationID>, cancelRequested: [DurableOperationID: String], unnamed: Set<DurableOperationID> = []
+        held: Set<DurableOperationID>, cancelRequested: [DurableOperationID: String], unnamed: Set<DurableAttemptID> = []
     ) {
         self.held = held
         self.cancelRequested = cancelRequested
@@ -271,9 +289,10 @@ public protocol DurableOperationStore: Sendable {
     /// ignored. Releases dependents, schedules retries, cancels dependents of failures.
     func complete(_ completions: [DurableCompletion], worker: String) async throws
 
-    /// Hands back held operations unfinished (the worker is stopping); the attempt is recorded
-    /// with `reason` and does not count against the maximum.
-    func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws
+    /// Hands back held attempts unfinished (the worker is stopping, or does not run them); each
+    /// is recorded with `reason` and does not count against the maximum. An attempt that is no
+    /// longer the operation's current one, or no longer the worker's, is left alone.
+    func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws
 
     /// Renews the worker's leases on the operations it is running (`holding`) and says which
     /// it still holds and which were cancelled. A lease the worker holds but does not name

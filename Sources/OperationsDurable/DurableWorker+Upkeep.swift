@@ -8,57 +8,77 @@ extension DurableWorker {
     func heartbeatLoop() async {
         let kindNames = kinds.keys.sorted()
         let (store, worker, queues, lease) = (store, id, self.queues, configuration.lease)
-        var leases = LeaseKeeping(lease: lease, heartbeatInterval: configuration.heartbeatInterval, renewedAt: .now)
+        let leases = LeaseKeeping(lease: lease, heartbeatInterval: configuration.heartbeatInterval)
         var unstarted = UnstartedLeases()
         while !Task.isCancelled {
             let started = ContinuousClock.now
+            stopBodiesPastTheirLeases(leases, at: started)
             do {
                 // What runs here, and what may be a claim's answer still on its way: a lease of
                 // an operation this worker will not run must not be renewed for ever.
-                let holding = state.withLock { Array(unstarted.renewing.union($0.running.keys)) }
+                let (holding, firstStop) = state.withLock { state in
+                    (Array(unstarted.renewing.union(state.running.keys)), self.earliestStop(leases, state))
+                }
                 // Bounded: a pool waiting for a database that is down would otherwise hold
-                // the loop past the lease, with the bodies still running.
+                // the loop past the time to stop the bodies.
                 let heartbeat = try await withDeadline(
-                    leases.callDeadline(at: started), "renewing the leases of worker \(worker)"
+                    leases.callDeadline(at: started, earliestStop: firstStop), "renewing the leases of worker \(worker)"
                 ) {
                     try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: holding, lease: lease)
                 }
-                leases.renewed(at: started)
                 let (lost, strays) = state.withLock { state in
-                    (
+                    for id in holding where heartbeat.held.contains(id) {
+                        if let body = state.running[id], body.renewedAt < started { state.running[id]!.renewedAt = started }
+                    }
+                    return (
                         state.running.filter { $0.value.claimedAt < started && !heartbeat.held.contains($0.key) }.map(\.key),
                         unstarted.heartbeatAnswered(
-                            held: heartbeat.held.union(heartbeat.unnamed), running: Set(state.running.keys), claims: state.claims)
+                            held: heartbeat.held, unnamed: heartbeat.unnamed, running: Set(state.running.keys), claims: state.claims)
                     )
                 }
                 for operation in lost {
                     cancelBody(operation, reason: "worker \(id) lost its lease", leaseLost: true)
                 }
                 for (operation, reason) in heartbeat.cancelRequested { cancelBody(operation, reason: reason) }
-                if !strays.isEmpty { await giveBackUnstarted(strays) }
+                // Not awaited: the next heartbeat must not wait for it.
+                if !strays.isEmpty { Task { await self.giveBackUnstarted(strays) } }
             } catch {
-                // Before the lease may end, the store may give our operations to another
-                // worker: stop their bodies, so that two attempts do not run at once.
-                if leases.mustStopBodies(at: .now) {
-                    let held = state.withLock { Array($0.running.keys) }
-                    for operation in held {
-                        cancelBody(operation, reason: "worker \(id) could not renew its lease", leaseLost: true)
-                    }
-                }
+                stopBodiesPastTheirLeases(leases, at: .now)
             }
             // Also catches operations whose notBefore passed, and missed notifications.
             wakeSignal.wake()
-            try? await Task.sleep(for: configuration.heartbeatInterval)
+            let earliest = state.withLock { self.earliestStop(leases, $0) }
+            try? await Task.sleep(for: leases.pause(at: .now, earliestStop: earliest))
         }
     }
 
-    /// Gives back operations the store says this worker holds but that it does not run: claims
+    /// The earliest time a running body not yet stopped must be stopped.
+    private func earliestStop(_ leases: LeaseKeeping, _ state: WorkerState) -> ContinuousClock.Instant? {
+        state.running.values.filter { !$0.leaseStopped && !$0.ended }
+            .map { leases.stopAt(renewedAt: $0.renewedAt) }.min()
+    }
+
+    /// Stops the bodies whose leases may end within a heartbeat interval: the store may give
+    /// their operations to another worker, and two attempts must not run at once.
+    private func stopBodiesPastTheirLeases(_ leases: LeaseKeeping, at now: ContinuousClock.Instant) {
+        let due = state.withLock { state in
+            state.running.filter {
+                !$0.value.leaseStopped && !$0.value.ended && leases.stopAt(renewedAt: $0.value.renewedAt) <= now
+            }
+                .map(\.key)
+        }
+        for operation in due {
+            cancelBody(operation, reason: "worker \(id) could not renew its lease", leaseLost: true)
+        }
+    }
+
+    /// Gives back attempts the store says this worker holds but that it does not run: claims
     /// whose answer it gave up on, results it dropped. They run again without costing an attempt.
-    private func giveBackUnstarted(_ operations: [DurableOperationID]) async {
+    private func giveBackUnstarted(_ attempts: [DurableAttemptID]) async {
         let (store, worker) = (store, id)
         let reason = "worker \(worker) held the operation without running it: it never received the claim's answer, or dropped the result"
-        _ = try? await withDeadline(configuration.storeCallTimeout, "giving back operations worker \(worker) never started") {
-            try await store.giveBack(operations, worker: worker, reason: reason)
+        _ = try? await withDeadline(configuration.storeCallTimeout, "giving back operations worker \(worker) does not run") {
+            try await store.giveBack(attempts, worker: worker, reason: reason)
         }
     }
 
@@ -110,13 +130,13 @@ extension DurableWorker {
         }
         let reason = "worker \(id) stopped before the body finished"
         // An attempt whose body has ended is being recorded: its result is not given back.
-        let remaining = state.withLock { state -> [(DurableOperationID, Task<Void, Never>?)] in
+        let remaining = state.withLock { state -> [(DurableAttemptID, Task<Void, Never>?)] in
             let unended = state.running.filter { !$0.value.ended }.map(\.key)
             for key in unended {
                 state.running[key]!.givingBack = true
                 state.running[key]!.flag.set(reason)
             }
-            return unended.map { ($0, state.running[$0]!.task) }
+            return unended.map { (DurableAttemptID(operation: $0, attempt: state.running[$0]!.attempt), state.running[$0]!.task) }
         }
         guard !remaining.isEmpty else { return }
         for (_, task) in remaining { task?.cancel() }

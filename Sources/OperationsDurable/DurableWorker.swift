@@ -133,15 +133,17 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
                 do {
                     for offset in 0..<queues.count where wanted > 0 {
                         let queue = queues[(rotation + offset) % queues.count]
-                        // A claim that lands after the deadline is not lost: its operations,
-                        // not run here, are not renewed by the heartbeat and are rescued.
+                        // A claim that lands after the deadline is not lost: a heartbeat finds
+                        // its operations held but not running, and they are given back.
                         let (store, worker, limit, lease) = (store, id, wanted, configuration.lease)
+                        // The leases of what it claims start no earlier than this.
+                        let claimBegan = ContinuousClock.now
                         state.withLock { $0.claims.begin() }
                         defer { state.withLock { $0.claims.end() } }
                         let claims = try await withDeadline(configuration.storeCallTimeout, "claiming from queue \"\(queue)\"") {
                             try await store.claim(queue: queue, kinds: kindNames, worker: worker, limit: limit, lease: lease)
                         }
-                        for claim in claims { start(claim, queue: queue) }
+                        for claim in claims { start(claim, queue: queue, leaseFrom: claimBegan) }
                         wanted -= claims.count
                     }
                     rotation += 1
@@ -158,7 +160,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         stop()
     }
 
-    private func start(_ claim: DurableClaim, queue: String) {
+    private func start(_ claim: DurableClaim, queue: String, leaseFrom: ContinuousClock.Instant) {
         let flag = DurableCancellationFlag()
         let context = DurableContext(id: claim.id, attempt: claim.attempt, store: store, cancellation: flag)
         // Registered before the task exists, so that a cancel or a lost lease finds it. The
@@ -166,7 +168,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         // between its start and its end.
         state.withLock {
             $0.running[claim.id] = RunningBody(
-                flag: flag, attempt: claim.attempt, claimedAt: .now, queue: queue, kind: claim.kind)
+                flag: flag, attempt: claim.attempt, claimedAt: .now, renewedAt: leaseFrom, queue: queue, kind: claim.kind)
             broadcaster.record(DurableEvent.Draft(
                 kind: .started, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt,
                 worker: id, dependencies: claim.dependencies))
@@ -210,7 +212,8 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
                 let (store, worker, timeout) = (self.store, self.id, self.configuration.storeCallTimeout)
                 await Task {
                     _ = try? await withDeadline(timeout, "giving back \(claim.id)") {
-                        try await store.giveBack([claim.id], worker: worker, reason: reason)
+                        try await store.giveBack(
+                            [DurableAttemptID(operation: claim.id, attempt: claim.attempt)], worker: worker, reason: reason)
                     }
                 }.value
             case .drop:
@@ -301,7 +304,10 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         let (task, cancelled) = state.withLock { state -> (Task<Void, Never>?, Bool) in
             guard let body = state.running[id] else { return (nil, false) }
             let first = body.flag.set(reason)
-            if leaseLost && first { state.running[id]!.stoppedForLease = reason }
+            if leaseLost {
+                state.running[id]!.leaseStopped = true
+                if first { state.running[id]!.stoppedForLease = reason }
+            }
             // A cancel request, first heard while the attempt has not ended.
             let requested = first && !leaseLost && !body.ended
             if requested {
@@ -323,7 +329,11 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
 struct RunningBody {
     let flag: DurableCancellationFlag
     let attempt: Int
+    /// When its claim's answer arrived.
     let claimedAt: ContinuousClock.Instant
+    /// No later than the last renewal of its lease: its claim call's start, then the start of
+    /// each answered heartbeat that named it.
+    var renewedAt: ContinuousClock.Instant
     /// For its events.
     let queue: String
     let kind: String
@@ -331,13 +341,19 @@ struct RunningBody {
     var givingBack = false
     /// Why the worker stopped the body, when it did so because its lease may have ended.
     var stoppedForLease: String?
+    /// The worker asked the body to stop for its lease (it may have been cancelled before).
+    var leaseStopped = false
     /// Its body returned and its end event is recorded.
     var ended = false
 
-    init(flag: DurableCancellationFlag, attempt: Int, claimedAt: ContinuousClock.Instant, queue: String, kind: String) {
+    init(
+        flag: DurableCancellationFlag, attempt: Int, claimedAt: ContinuousClock.Instant, renewedAt: ContinuousClock.Instant,
+        queue: String, kind: String
+    ) {
         self.flag = flag
         self.attempt = attempt
         self.claimedAt = claimedAt
+        self.renewedAt = renewedAt
         self.queue = queue
         self.kind = kind
     }
@@ -359,26 +375,34 @@ struct ClaimCount: Equatable {
     mutating func end() { ended += 1 }
 }
 
-/// Operations the store says the worker holds that it does not run. Each may be the answer of
-/// a claim still in flight, about to start; once every claim that could have claimed it has
-/// ended, it never will (a claim the worker gave up on, or a result it dropped), and it is
-/// given back. Until then its lease is renewed, so that it is not rescued as a failed attempt.
+/// Attempts the store says the worker holds whose operations it does not run. Each may be the
+/// answer of a claim still in flight, about to start; once every claim that could have claimed
+/// it has ended, it never will (a claim the worker gave up on, or a result it dropped), and it
+/// is given back. Until then its lease is renewed, so that it is not rescued as a failed attempt.
+/// Only attempts the store did not see named count: one named because it ran is never a stray.
 struct UnstartedLeases {
-    /// Each such operation, with the number of claims begun when it was first seen.
-    private(set) var seen: [DurableOperationID: Int] = [:]
+    /// Each such attempt, with the number of claims begun when it was first seen.
+    private(set) var seen: [DurableOperationID: (attempt: Int, claimsBegun: Int)] = [:]
 
     /// What the next heartbeat names besides the running operations.
     var renewing: Set<DurableOperationID> { Set(seen.keys) }
 
-    /// After a heartbeat: `held` is everything the store says the worker holds, `running` what
-    /// runs now. Returns the operations to give back.
+    /// After a heartbeat: `held` the operations it renewed, `unnamed` the attempts it reports
+    /// held but not named, `running` what runs now. Returns the attempts to give back.
     mutating func heartbeatAnswered(
-        held: Set<DurableOperationID>, running: Set<DurableOperationID>, claims: ClaimCount
-    ) -> [DurableOperationID] {
-        seen = seen.filter { held.contains($0.key) && !running.contains($0.key) }
-        for id in held where !running.contains(id) && seen[id] == nil { seen[id] = claims.begun }
-        let settled = seen.filter { $0.value <= claims.ended }.map(\.key).sorted()
-        for id in settled { seen[id] = nil }
+        held: Set<DurableOperationID>, unnamed: Set<DurableAttemptID>, running: Set<DurableOperationID>, claims: ClaimCount
+    ) -> [DurableAttemptID] {
+        // Still the worker's, with the same attempt, and still not running here.
+        seen = seen.filter { id, entry in
+            !running.contains(id)
+                && (held.contains(id) || unnamed.contains(DurableAttemptID(operation: id, attempt: entry.attempt)))
+        }
+        for given in unnamed where !running.contains(given.operation) && seen[given.operation]?.attempt != given.attempt {
+            seen[given.operation] = (given.attempt, claims.begun)
+        }
+        let settled = seen.filter { $0.value.claimsBegun <= claims.ended }
+            .map { DurableAttemptID(operation: $0.key, attempt: $0.value.attempt) }.sorted()
+        for given in settled { seen[given.operation] = nil }
         return settled
     }
 }

@@ -1,36 +1,32 @@
-// When a worker's leases end, as far as the worker knows, and when it must stop its bodies.
+// When a worker must stop a body whose lease it could not renew.
 #if Durable
 
-/// The worker's view of its leases: the store renewed them no earlier than the start of the
-/// last heartbeat that was answered. Bodies are stopped a heartbeat interval before the
-/// leases may end, so that a rescue elsewhere does not run an attempt beside them.
+/// A worker's arithmetic of leases. Each running body's lease was last renewed no earlier than
+/// its *renewal*: the start of its claim call, then the start of each answered heartbeat that
+/// named it. A body is stopped a heartbeat interval before its lease may end, so that a rescue
+/// elsewhere does not run an attempt beside it.
 struct LeaseKeeping {
     let lease: Duration
     let heartbeatInterval: Duration
-    /// The start of the last answered heartbeat.
-    private(set) var renewedAt: ContinuousClock.Instant
 
-    init(lease: Duration, heartbeatInterval: Duration, renewedAt: ContinuousClock.Instant) {
-        self.lease = lease
-        self.heartbeatInterval = heartbeatInterval
-        self.renewedAt = renewedAt
+    /// When a body renewed at `renewal` must have been stopped.
+    func stopAt(renewedAt renewal: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        renewal + lease - heartbeatInterval
     }
 
-    /// When the bodies must have been stopped if no heartbeat is answered before.
-    var stopBodiesAt: ContinuousClock.Instant { renewedAt + lease - heartbeatInterval }
-
-    /// How long a heartbeat begun at `now` may wait for its answer: until the bodies must be
-    /// stopped; once that has passed (they are stopped), as long as a lease less an interval.
-    func callDeadline(at now: ContinuousClock.Instant) -> Duration {
-        now < stopBodiesAt ? stopBodiesAt - now : lease - heartbeatInterval
+    /// How long a heartbeat begun at `now` may wait for its answer: until the earliest stop of
+    /// a body still running (the loop must be back by then to stop it); with none, a lease
+    /// less an interval.
+    func callDeadline(at now: ContinuousClock.Instant, earliestStop: ContinuousClock.Instant?) -> Duration {
+        guard let earliestStop else { return lease - heartbeatInterval }
+        return max(earliestStop - now, .milliseconds(1))
     }
 
-    /// Whether bodies started before the last renewal must be stopped at `now`.
-    func mustStopBodies(at now: ContinuousClock.Instant) -> Bool { now >= stopBodiesAt }
-
-    /// A heartbeat begun at `start` was answered.
-    mutating func renewed(at start: ContinuousClock.Instant) {
-        renewedAt = max(renewedAt, start)
+    /// How long to sleep after a round ended at `now`: an interval, or less when a body must
+    /// be stopped sooner.
+    func pause(at now: ContinuousClock.Instant, earliestStop: ContinuousClock.Instant?) -> Duration {
+        guard let earliestStop else { return heartbeatInterval }
+        return max(.zero, min(heartbeatInterval, earliestStop - now))
     }
 }
 #endif

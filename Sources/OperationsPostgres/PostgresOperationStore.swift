@@ -284,9 +284,11 @@ public final class PostgresOperationStore: DurableOperationStore {
             "recording \(completions.count) finished attempts")
     }
 
-    public func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
+    public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        guard !attempts.isEmpty else { return }
+        let (ids, numbers) = (attempts.map(\.operation.rawValue), attempts.map(\.attempt))
         try await rows(
-            "SELECT durable_give_back(\(worker), \(ids.map(\.rawValue))::bigint[], \(Self.storable(reason)))",
+            "SELECT durable_give_back_attempts(\(worker), \(ids)::bigint[], \(numbers)::integer[], \(Self.storable(reason)))",
             "giving back operations")
     }
 
@@ -295,14 +297,14 @@ public final class PostgresOperationStore: DurableOperationStore {
     ) async throws -> DurableHeartbeat {
         let held = holding.map(\.rawValue)
         let rows = try await rows(
-            "SELECT operation_id, cancel_reason, renewed FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(held)::bigint[], \(lease.seconds))",
+            "SELECT operation_id, cancel_reason, renewed, attempt FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(held)::bigint[], \(lease.seconds))",
             "renewing the leases of worker \(worker)")
         var heartbeat = DurableHeartbeat(held: [], cancelRequested: [:])
         for row in rows {
-            let (rawID, reason, renewed) = try row.decode((Int64, String?, Bool).self)
+            let (rawID, reason, renewed, attempt) = try row.decode((Int64, String?, Bool, Int).self)
             let id = DurableOperationID(rawValue: rawID)
             guard renewed else {
-                heartbeat.unnamed.insert(id)
+                heartbeat.unnamed.insert(DurableAttemptID(operation: id, attempt: attempt))
                 continue
             }
             heartbeat.held.insert(id)

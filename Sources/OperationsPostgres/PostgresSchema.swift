@@ -193,10 +193,12 @@ enum PostgresSchema {
     // A claim returns each operation's maximum and dependencies itself, read in its own
     // statement: read by the caller's statement, whose snapshot is older than the claim's
     // (which may wait for a limited queue's row), an operation committed meanwhile had neither.
-    // The old claim function stays for workers of the previous version during an upgrade.
+    // The old claim function stays for processes of the previous version still running
+    // during an upgrade (one that restarts refuses the newer schema).
     //
     // A heartbeat also returns the running operations the worker holds but did not name
-    // (`renewed` false): claims whose answer it never received, which it gives back.
+    // (`renewed` false), with their attempt: claims whose answer it never received, which it
+    // gives back. A give-back names attempts, so that a late one never ends a later attempt.
     static let version3: [String] = [
         claimFunction(
             create: "CREATE FUNCTION", name: "durable_claim_operations",
@@ -206,7 +208,7 @@ enum PostgresSchema {
         "DROP FUNCTION durable_heartbeat(text, text[], text[], bigint[], double precision)",
         """
         CREATE FUNCTION durable_heartbeat(p_worker text, p_queues text[], p_kinds text[], p_held bigint[], p_lease double precision)
-        RETURNS TABLE (operation_id bigint, cancel_reason text, renewed boolean)
+        RETURNS TABLE (operation_id bigint, cancel_reason text, renewed boolean, attempt integer)
         LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO durable_workers (id, queues, kinds, heartbeat_at) VALUES (p_worker, p_queues, p_kinds, clock_timestamp())
@@ -214,10 +216,36 @@ enum PostgresSchema {
             RETURN QUERY
             UPDATE durable_operations o SET lease_until = clock_timestamp() + p_lease * interval '1 second'
             WHERE o.worker = p_worker AND o.state = 'running' AND o.id = ANY(p_held)
-            RETURNING o.id, o.cancel_reason, true;
+            RETURNING o.id, o.cancel_reason, true, o.attempt;
             RETURN QUERY
-            SELECT o.id, o.cancel_reason, false FROM durable_operations o
+            SELECT o.id, o.cancel_reason, false, o.attempt FROM durable_operations o
             WHERE o.worker = p_worker AND o.state = 'running' AND NOT (o.id = ANY(p_held));
+        END $$
+        """,
+        """
+        CREATE FUNCTION durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)
+        RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            o durable_operations;
+        BEGIN
+            FOR o IN
+                SELECT d.* FROM durable_operations d
+                JOIN unnest(p_ids, p_attempts) AS a(id, attempt) ON d.id = a.id AND d.attempt = a.attempt
+                WHERE d.worker = p_worker AND d.state = 'running'
+                ORDER BY d.id FOR UPDATE OF d
+            LOOP
+                IF o.cancel_reason IS NOT NULL THEN
+                    PERFORM durable_finish_attempt(o, 'cancelled', o.cancel_reason);
+                ELSE
+                    UPDATE durable_attempts SET ended_at = clock_timestamp(), error = p_reason
+                    WHERE operation = o.id AND number = o.attempt;
+                    -- Given back, not failed: the attempt does not count against the maximum.
+                    UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL,
+                        max_attempts = max_attempts + 1 WHERE id = o.id;
+                    PERFORM pg_notify('operations_durable', 'w:' || o.queue);
+                END IF;
+            END LOOP;
         END $$
         """,
     ]

@@ -156,12 +156,13 @@ extension SQLiteOperationStore {
         poller.poke()
     }
 
-    public func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
-        guard !ids.isEmpty else { return }
+    public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        guard !attempts.isEmpty else { return }
         try await access.write("giving back operations") { transaction in
-            for id in ids.sorted() {
+            for given in attempts.sorted() {
+                let id = given.operation
                 guard let operation = try await StoredOperation.read(id, in: transaction),
-                    operation.state == .running, operation.worker == worker
+                    operation.state == .running, operation.worker == worker, operation.attempt == given.attempt
                 else { continue }
                 if let cancelReason = operation.cancelReason {
                     try await finishAttempt(operation, .cancelled, cancelReason, in: transaction)
@@ -209,11 +210,14 @@ extension SQLiteOperationStore {
             }
             let unnamed = try await transaction.rows(
                 """
-                SELECT id FROM durable_operations
+                SELECT id, attempt FROM durable_operations
                 WHERE worker = ? AND state = 'running' AND id NOT IN (SELECT value FROM json_each(?))
                 """,
                 [.text(worker), .text(heldList)])
-            for row in unnamed { heartbeat.unnamed.insert(DurableOperationID(rawValue: Int64(row.int("id")))) }
+            for row in unnamed {
+                heartbeat.unnamed.insert(
+                    DurableAttemptID(operation: DurableOperationID(rawValue: Int64(row.int("id"))), attempt: row.int("attempt")))
+            }
             return heartbeat
         }
     }

@@ -23,7 +23,7 @@ import Tracing
 /// let tracing = DurableTracing(worker)   // keep it: tracing stops when released
 /// ```
 /// - Note: Attempts are top-level spans: the context where the operation was added is not
-///   stored with it. ``context(of:)`` gives a running attempt's context to its body.
+///   stored with it. ``context(of:attempt:)`` gives a running attempt's context to its body.
 public final class DurableTracing: Sendable {
     private struct Attempt: Hashable {
         let operation: DurableOperationID
@@ -37,6 +37,9 @@ public final class DurableTracing: Sendable {
         var ended: [DurableOperationID: ServiceContext] = [:]
         var endedOrder: [DurableOperationID] = []
         var endedOrderHead = 0
+        /// Callers waiting for an attempt's span to start.
+        var waiters: [Attempt: [CheckedContinuation<(any Span)?, Never>]] = [:]
+        var cancelled = false
     }
 
     private let tracer: any Tracer
@@ -67,24 +70,48 @@ public final class DurableTracing: Sendable {
             return list
         }
         for subscription in stopped { subscription.cancel() }
-        let open = state.withLock { state in
+        let (open, waiting) = state.withLock { state in
             defer {
+                state.cancelled = true
+                state.waiters = [:]
                 state.open = [:]
                 state.ended = [:]
                 state.endedOrder = []
                 state.endedOrderHead = 0
             }
-            return Array(state.open.values)
+            return (Array(state.open.values), state.waiters.values.flatMap { $0 })
         }
+        for waiter in waiting { waiter.resume(returning: nil) }
         for span in open { span.end() }
     }
 
     deinit { cancel() }
 
-    /// The context of the span of `operation`'s running attempt, while it runs.
+    /// The context of the span of `operation`'s running attempt, once this tracer has seen it
+    /// start. A worker delivers events on a queue of their own, so at the very start of a body
+    /// it may still be nil there: a body uses ``context(of:attempt:)``.
     public func context(of operation: DurableOperationID) -> ServiceContext? {
         // The span's getter is the tracer's code: read after the lock.
         state.withLock { state in state.open.first { $0.key.operation == operation }?.value }?.context
+    }
+
+    /// The context of the span of attempt `attempt` of `operation`, waiting until this tracer
+    /// has seen it start: for the attempt's body (`context.id`, `context.attempt`), while it
+    /// runs. Nil when the attempt ended without a span (tracing began after its start), or
+    /// tracing stopped.
+    public func context(of operation: DurableOperationID, attempt: Int) async -> ServiceContext? {
+        let key = Attempt(operation: operation, attempt: attempt)
+        let span = await withCheckedContinuation { (continuation: CheckedContinuation<(any Span)?, Never>) in
+            let found = state.withLock { state -> (any Span)?? in
+                if let span = state.open[key] { return .some(span) }
+                if state.cancelled { return .some(nil) }
+                state.waiters[key, default: []].append(continuation)
+                return nil
+            }
+            if let found { continuation.resume(returning: found) }
+        }
+        // The span's getter is the tracer's code: read after the lock.
+        return span?.context
     }
 
     private func instant(_ monotonic: UInt64) -> DefaultTracerClock.Timestamp {
@@ -134,16 +161,21 @@ public final class DurableTracing: Sendable {
         span.attributes["operation.attempt"] = event.attempt ?? 0
         span.attributes["operation.queue"] = event.queue
         if let worker = event.worker { span.attributes["operation.worker"] = worker }
-        let linked = state.withLock { state in
+        let (linked, waiting) = state.withLock { state in
             state.open[key] = span
-            return event.dependencies.compactMap { state.ended[$0] }
+            return (event.dependencies.compactMap { state.ended[$0] }, state.waiters.removeValue(forKey: key) ?? [])
         }
         for dependency in linked { span.addLink(SpanLink(context: dependency, attributes: [:])) }
+        for waiter in waiting { waiter.resume(returning: span) }
     }
 
-    /// Takes the attempt's open span.
+    /// Takes the attempt's open span; whoever still waits for it to start learns it never will.
     private func end(_ key: Attempt) -> (any Span)? {
-        state.withLock { $0.open.removeValue(forKey: key) }
+        let (span, waiting) = state.withLock { state in
+            (state.open.removeValue(forKey: key), state.waiters.removeValue(forKey: key) ?? [])
+        }
+        for waiter in waiting { waiter.resume(returning: nil) }
+        return span
     }
 
     /// Keeps the context of `span` as `operation`'s last, for its dependents' links.

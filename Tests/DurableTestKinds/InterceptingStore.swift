@@ -53,8 +53,8 @@ public final class InterceptingStore: DurableOperationStore {
     public func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] {
         try await base.enqueue(requests)
     }
-    public func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
-        try await base.giveBack(ids, worker: worker, reason: reason)
+    public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        try await base.giveBack(attempts, worker: worker, reason: reason)
     }
     public func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
     public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {

@@ -61,8 +61,8 @@ final class TracingStore: DurableOperationStore, @unchecked Sendable {
         try await traced(what) { try await store.complete(completions, worker: worker) }
     }
 
-    func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
-        try await traced("giveBack \(ids.map(\.rawValue))") { try await store.giveBack(ids, worker: worker, reason: reason) }
+    func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        try await traced("giveBack \(attempts)") { try await store.giveBack(attempts, worker: worker, reason: reason) }
     }
 
     func heartbeat(

@@ -330,6 +330,24 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test("a give-back names its attempt: a late one for an earlier attempt leaves a later attempt running", arguments: StoreKind.all)
+    func giveBackIsAttemptScoped(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let handle = try await queue.add(Echo.self, input: 1)
+            _ = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
+            try await store.giveBack([DurableAttemptID(operation: handle.id, attempt: 1)], worker: "w", reason: "first")
+            let again = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
+            #expect(again.map(\.attempt) == [2])
+            // The first give-back again, arriving late: attempt 2 is not touched.
+            try await store.giveBack([DurableAttemptID(operation: handle.id, attempt: 1)], worker: "w", reason: "late")
+            #expect(try await handle.state == .running)
+            try await store.giveBack([DurableAttemptID(operation: handle.id, attempt: 2)], worker: "w", reason: "second")
+            #expect(try await handle.state == .ready)
+            #expect(try await handle.attempts.map(\.error) == ["first", "second"])
+        }
+    }
+
     @Test(
         "a claim whose worker vanished is rescued when its lease expires, and that attempt's late finish is ignored",
         arguments: StoreKind.all)

@@ -36,9 +36,10 @@ struct PostgresStoreTests {
         let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         // What version 1 left: the same tables, without the index on edges by dependent and
-        // without the claim function that returns dependencies.
+        // without the claim and give-back functions of version 3.
         try await store.client.query("DROP INDEX durable_edges_dependent")
         try await store.client.query("DROP FUNCTION durable_claim_operations")
+        try await store.client.query("DROP FUNCTION durable_give_back_attempts")
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()

@@ -64,8 +64,8 @@ private final class UnansweredCallStore: DurableOperationStore {
     func migrate() async throws { try await base.migrate() }
     func checkConnection() async throws { try await base.checkConnection() }
     func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] { try await base.enqueue(requests) }
-    func giveBack(_ ids: [DurableOperationID], worker: String, reason: String) async throws {
-        try await base.giveBack(ids, worker: worker, reason: reason)
+    func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        try await base.giveBack(attempts, worker: worker, reason: reason)
     }
     func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
     func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {

@@ -29,6 +29,8 @@ struct DurableTracingTests {
         let recorder = DurableEventRecorder()
         let subscription = worker.addEventHandler(recorder.record)
         try await withRunningWorker(worker) {
+            // Waits for the attempt's span, as a body does at its start.
+            #expect(await tracing.context(of: hold.id, attempt: 1) != nil)
             try await recorder.wait("the hold's start") { events in events.contains { $0.operation == hold.id && $0.kind == .started } }
             #expect(tracing.context(of: hold.id) != nil)
             try await hold.cancel(reason: "not needed")
