@@ -9,7 +9,7 @@ import OperationsLogging
 import OperationsSQLite
 import Testing
 
-@Suite("Durable operations to swift-log", .timeLimit(.minutes(1)))
+@Suite("Durable operations to swift-log", .timeLimit(.minutes(3)))
 struct DurableLoggingTests {
     @Test("failures at error, retries at warning, cancellations at info; starts and successes at debug")
     func outcomes() async throws {

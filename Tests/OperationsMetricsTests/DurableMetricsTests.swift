@@ -8,7 +8,7 @@ import OperationsMetrics
 import OperationsSQLite
 import Testing
 
-@Suite("Numbers of durable operations with swift-metrics", .timeLimit(.minutes(1)))
+@Suite("Numbers of durable operations with swift-metrics", .timeLimit(.minutes(3)))
 struct DurableMetricsTests {
     @Test("gauges, timers and counters by queue and kind, from a worker and a queue")
     func durableMetrics() async throws {

@@ -9,7 +9,7 @@ import OperationsTracing
 import Testing
 import Tracing
 
-@Suite("Spans of durable attempts with swift-distributed-tracing", .timeLimit(.minutes(1)))
+@Suite("Spans of durable attempts with swift-distributed-tracing", .timeLimit(.minutes(3)))
 struct DurableTracingTests {
     @Test("a span per attempt, with its attributes, its status, and links to its dependencies' spans")
     func spanPerAttempt() async throws {

@@ -409,8 +409,11 @@ struct StressRound {
             done.open()
         }
         var failures = ledger.allFailures
-        if !done.wait(timeout: 60) {
-            failures.append("waitUntilAllOperationsAreFinished did not return within 60 s")
+        // A bound for finding a hang: under a sanitizer, with the whole suite beside it, a
+        // round's operations can take a minute to drain.
+        let bound: TimeInterval = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 240 : 60
+        if !done.wait(timeout: bound) {
+            failures.append("waitUntilAllOperationsAreFinished did not return within \(Int(bound)) s")
             for operation in operations where !operation.isFinished {
                 let body = (operation as? StressTaskOperation).map { "; its body: \($0.bodyProgress())" } ?? ""
                 failures.append("  stuck: " + operation.waitDescription + body)
