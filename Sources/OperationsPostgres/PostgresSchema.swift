@@ -139,6 +139,32 @@ enum PostgresSchema {
         """
     }
 
+    /// A give-back function: `selection` picks, and locks, the rows it gives back.
+    static func giveBackFunction(signature: String, selection: String) -> String {
+        """
+        CREATE FUNCTION \(signature) RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            o durable_operations;
+        BEGIN
+            FOR o IN
+        \(selection)
+            LOOP
+                IF o.cancel_reason IS NOT NULL THEN
+                    PERFORM durable_finish_attempt(o, 'cancelled', o.cancel_reason);
+                ELSE
+                    UPDATE durable_attempts SET ended_at = clock_timestamp(), error = p_reason
+                    WHERE operation = o.id AND number = o.attempt;
+                    -- Given back, not failed: the attempt does not count against the maximum.
+                    UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL,
+                        max_attempts = max_attempts + 1 WHERE id = o.id;
+                    PERFORM pg_notify('operations_durable', 'w:' || o.queue);
+                END IF;
+            END LOOP;
+        END $$
+        """
+    }
+
     /// The function that ends an attempt; `delayIndex` picks the retry's wait from
     /// `retry_delays` (1-based).
     static func finishAttemptFunction(create: String, delayIndex: String) -> String {
@@ -222,32 +248,14 @@ enum PostgresSchema {
             WHERE o.worker = p_worker AND o.state = 'running' AND NOT (o.id = ANY(p_held));
         END $$
         """,
-        """
-        CREATE FUNCTION durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)
-        RETURNS void
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            o durable_operations;
-        BEGIN
-            FOR o IN
+        giveBackFunction(
+            signature: "durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)",
+            selection: """
                 SELECT d.* FROM durable_operations d
                 JOIN unnest(p_ids, p_attempts) AS a(id, attempt) ON d.id = a.id AND d.attempt = a.attempt
                 WHERE d.worker = p_worker AND d.state = 'running'
                 ORDER BY d.id FOR UPDATE OF d
-            LOOP
-                IF o.cancel_reason IS NOT NULL THEN
-                    PERFORM durable_finish_attempt(o, 'cancelled', o.cancel_reason);
-                ELSE
-                    UPDATE durable_attempts SET ended_at = clock_timestamp(), error = p_reason
-                    WHERE operation = o.id AND number = o.attempt;
-                    -- Given back, not failed: the attempt does not count against the maximum.
-                    UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL,
-                        max_attempts = max_attempts + 1 WHERE id = o.id;
-                    PERFORM pg_notify('operations_durable', 'w:' || o.queue);
-                END IF;
-            END LOOP;
-        END $$
-        """,
+                """),
     ]
 
     // The dependencies' rows are locked FOR KEY SHARE instead of FOR SHARE. What the lock must
@@ -428,29 +436,12 @@ enum PostgresSchema {
             RETURN v_count;
         END $$
         """,
-        """
-        CREATE FUNCTION durable_give_back(p_worker text, p_ids bigint[], p_reason text) RETURNS void
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            o durable_operations;
-        BEGIN
-            FOR o IN
+        giveBackFunction(
+            signature: "durable_give_back(p_worker text, p_ids bigint[], p_reason text)",
+            selection: """
                 SELECT * FROM durable_operations WHERE id = ANY(p_ids) AND worker = p_worker AND state = 'running'
                 ORDER BY id FOR UPDATE
-            LOOP
-                IF o.cancel_reason IS NOT NULL THEN
-                    PERFORM durable_finish_attempt(o, 'cancelled', o.cancel_reason);
-                ELSE
-                    UPDATE durable_attempts SET ended_at = clock_timestamp(), error = p_reason
-                    WHERE operation = o.id AND number = o.attempt;
-                    -- Given back, not failed: the attempt does not count against the maximum.
-                    UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL,
-                        max_attempts = max_attempts + 1 WHERE id = o.id;
-                    PERFORM pg_notify('operations_durable', 'w:' || o.queue);
-                END IF;
-            END LOOP;
-        END $$
-        """,
+                """),
         """
         CREATE FUNCTION durable_cancel(p_id bigint, p_reason text) RETURNS boolean
         LANGUAGE plpgsql AS $$
