@@ -35,6 +35,42 @@ final class FinishWitness: NSObject, @unchecked Sendable {
     }
 }
 
+/// An operation whose `isFinished` depends on its own `"state"`, announced in two steps a
+/// test can hold apart: the change (`willChangeValue`, then the state set) and its
+/// announcement (`didChangeValue`), both on the calling thread.
+final class StepwiseStateOperation: Operation, @unchecked Sendable {
+    // `@unchecked Sendable`: `finished` is under `lock`; the closures are set before the
+    // operation is added to a queue and never changed after.
+    private let lock = NSLock()
+    private var finished = false
+    private let onMain: @Sendable (StepwiseStateOperation) -> Void
+    var afterSuperStart: (@Sendable () -> Void)?
+
+    init(onMain: @escaping @Sendable (StepwiseStateOperation) -> Void) {
+        self.onMain = onMain
+    }
+
+    override class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> {
+        key == "isFinished" ? ["state"] : super.keyPathsForValuesAffectingValue(forKey: key)
+    }
+
+    override var isFinished: Bool { lock.withLock { finished } }
+
+    override func start() {
+        super.start()
+        afterSuperStart?()
+    }
+
+    override func main() { onMain(self) }
+
+    func changeStateToFinished() {
+        willChangeValue(forKey: "state")
+        lock.withLock { finished = true }
+    }
+
+    func announceState() { didChangeValue(forKey: "state") }
+}
+
 @Suite("Finish announcement: isFinished observers see the queue done with the operation")
 struct FinishAnnouncementTests {
     static let done = FinishWitness.Snapshot(operationCount: 0, listed: false, dependentReady: true)
@@ -147,6 +183,75 @@ struct FinishAnnouncementTests {
             Thread.detachNewThread { operation.finishOwnState() }
         }
         #expect(witness(operation, keyPath: "state") == Self.done)
+    }
+
+    @Test("a subclass announcing its finish while its queue processes that finish: its observers are told after the queue is done with it")
+    func subclassAnnouncesWhileTheQueueProcessesTheFinish() {
+        // Forced: the subclass sets its state (so that its getter reads finished) before
+        // `main()` returns, and the base finish takes the finish; the subclass announces the
+        // change while the completion block, inside the processing, waits for that
+        // announcement to return.
+        let stateSet = Gate(), processing = Gate(), announced = Gate()
+        let announcementReturned = Shared<Bool?>(nil)
+        let operation = StepwiseStateOperation { operation in
+            Thread.detachNewThread {
+                operation.changeStateToFinished()
+                stateSet.open()
+                processing.wait()
+                operation.announceState()
+                announced.open()
+            }
+            stateSet.wait()
+        }
+        operation.completionBlock = {
+            processing.open()
+            announcementReturned.update { $0 = announced.wait() }
+        }
+        #expect(witness(operation) == Self.done)
+        #expect(announcementReturned() == true, "the subclass's announcement waited for the processing it is part of")
+    }
+
+    @Test("an observer of the dependent key, told while the queue processes the finish, is told after the queue is done with it")
+    func observerOfDependentKeyWhileTheQueueProcessesTheFinish() {
+        let stateSet = Gate(), processing = Gate(), announced = Gate()
+        let operation = StepwiseStateOperation { operation in
+            Thread.detachNewThread {
+                operation.changeStateToFinished()
+                stateSet.open()
+                processing.wait()
+                operation.announceState()
+                announced.open()
+            }
+            stateSet.wait()
+        }
+        operation.completionBlock = {
+            processing.open()
+            announced.wait()
+        }
+        #expect(witness(operation, keyPath: "state") == Self.done)
+    }
+
+    @Test("the base finish announced while the subclass's own announcement processes the finish: observers are told after the queue is done with it")
+    func baseFinishAnnouncedWhileTheSubclassProcessesTheFinish() {
+        // Forced: the subclass announces its finish from another thread, which takes the
+        // finish; `main()` returns only once the completion block (inside that processing)
+        // runs, and the completion block waits until `start()` has returned.
+        let processing = Gate(), startReturned = Gate()
+        let startReturnedFirst = Shared<Bool?>(nil)
+        let operation = StepwiseStateOperation { operation in
+            Thread.detachNewThread {
+                operation.changeStateToFinished()
+                operation.announceState()
+            }
+            processing.wait()
+        }
+        operation.afterSuperStart = { startReturned.open() }
+        operation.completionBlock = {
+            processing.open()
+            startReturnedFirst.update { $0 = startReturned.wait() }
+        }
+        #expect(witness(operation) == Self.done)
+        #expect(startReturnedFirst() == true, "the base finish's announcement waited for the processing it is part of")
     }
 
     @Test("An operation in no queue: its dependent is ready when the observer is told")

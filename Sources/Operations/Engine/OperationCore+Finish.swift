@@ -76,6 +76,33 @@ extension OperationCore {
             hasWaiters: !finishWaiters.isEmpty)
     }
 
+    /// What an announcement of `isFinished` (or of a key it depends on) does once the
+    /// getter read finished.
+    enum FinishAnnouncementStep {
+        /// The operation finished now: the caller processes the finish, then announces.
+        case process(Finish)
+        /// Another thread is processing the finish: the announcement was handed to it, to be
+        /// made once the queue is done with the operation (see `complete(observersToTell:)`).
+        case handedOver
+        /// Announce now: the finish was processed already, or this announcement may not
+        /// finish the operation and nobody is processing it.
+        case announce
+    }
+
+    /// An announcement of `isFinished` (or of a key it depends on) whose getter read
+    /// finished. `mayFinish`: whether it may take the finish (false for the base class's
+    /// own announcement once its base finish was refused). `later`: the announcement, to be
+    /// made by the thread processing the finish if another one is; nil when it cannot be
+    /// handed over (nothing observes, or the platform's observation pairs it with its thread).
+    mutating func announceFinish(
+        mayFinish: Bool, later: @autoclosure () -> (@Sendable () -> Void)?
+    ) -> FinishAnnouncementStep {
+        if mayFinish, let finish = finish() { return .process(finish) }
+        guard case .finishing = phase, let later = later() else { return .announce }
+        extras(orNew: ()).handedOverAnnouncements.append(later)
+        return .handedOver
+    }
+
     /// What completing hands over: the references the operation no longer needs, and the
     /// waiters to wake. The caller drops and wakes them after the lock.
     struct Completion {
@@ -85,6 +112,9 @@ extension OperationCore {
         var startHooks: [@Sendable () -> Void]
         /// The outcome for hooks; nil when no hook waits (threads need none).
         var outcome: Operation.Outcome?
+        /// Announcements other threads made while the finish was processed, to be made
+        /// after the finish's own (see `announceFinish(mayFinish:later:)`).
+        var handedOverAnnouncements: [@Sendable () -> Void]
         /// The operation is still announcing: observers or taps are to be told, or waiters
         /// woken, before it is finished (see ``settle()``).
         var settles: Bool
@@ -106,7 +136,9 @@ extension OperationCore {
             attachments.post(.finished(outcome))
             tapsToTell = true
         }
-        let settles = !finishWaiters.isEmpty || observersToTell || tapsToTell
+        var handedOver: [@Sendable () -> Void] = []
+        if let extras { swap(&handedOver, &extras.handedOverAnnouncements) }
+        let settles = !finishWaiters.isEmpty || observersToTell || tapsToTell || !handedOver.isEmpty
         if !settles { mustApply(.complete) }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         // Taken from the side box in place (most operations have no box: one compare).
@@ -120,7 +152,7 @@ extension OperationCore {
         }
         return Completion(
             waiters: finishWaiters, hiddenDependencies: hidden, startHooks: startHooks,
-            outcome: hooked ? outcome : nil, settles: settles)
+            outcome: hooked ? outcome : nil, handedOverAnnouncements: handedOver, settles: settles)
     }
 
     /// The observers were told and the waiters woken by `complete(observersToTell:)` have run: the waiters that came meanwhile, to wake

@@ -345,6 +345,9 @@ final class OperationExtras: @unchecked Sendable {
     var attachments: OperationAttachments?
     /// The operation's gates (see `GateState`).
     var gates: GateState?
+    /// Announcements of its finish made on other threads while the finish was processed
+    /// (see `OperationCore.announceFinish(mayFinish:later:)`).
+    var handedOverAnnouncements: [@Sendable () -> Void] = []
 }
 
 extension Array {

@@ -22,11 +22,8 @@ extension Operation {
         _ = changed
         _announceDidChange("isFinished")
         #else
-        if changed {
-            _processFinishThenAnnounce(.announce("isFinished"))
-        } else {
-            _announceDidChange("isFinished")
-        }
+        // Refused, the base finish only announces (and waits for a finish being processed).
+        _processFinishThenAnnounce(.announce("isFinished"), mayFinish: changed)
         #endif
     }
 
@@ -36,9 +33,21 @@ extension Operation {
     /// completion block run, the operation out of its queue — then `announce` tells the
     /// observers, then waits return. So an observer of `isFinished` finds the queue done
     /// with the operation, and a wait returns only after the observers were told.
-    final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement) {
-        guard isFinished, var finish = _update({ $0.finish().map { self._recordFinish($0) } }) else {
-            _tell(announcement)
+    ///
+    /// An announcement made on another thread while the finish is processed (a subclass
+    /// announcing its state just as its queue's worker finishes it) is handed to the thread
+    /// processing it, which makes it once the queue is done with the operation. On Darwin,
+    /// where KVO pairs an announcement with its thread, it is made at once.
+    final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement, mayFinish: Bool = true) {
+        let taken = _take(announcement)
+        guard isFinished else { return _make(taken) }
+        let step = _update { core -> OperationCore.FinishAnnouncementStep in
+            let step = core.announceFinish(mayFinish: mayFinish, later: self._later(taken))
+            guard case .process(let finish) = step else { return step }
+            return .process(self._recordFinish(finish))
+        }
+        guard case .process(var finish) = step else {
+            if case .announce = step { _make(taken) }
             return
         }
         // With observers, the queue counts the operation for its waits until they were told,
@@ -49,7 +58,7 @@ extension Operation {
         let queue = announcing ? finish.queue : nil
         // Nothing waited and no one to tell: the operation is finished already, and a wait
         // returns at once. (No closure on this path: it is every operation's.)
-        guard wakeups.settles else { return _tellAndWake(announcement, wakeups, announcedIn: queue) }
+        guard wakeups.settles else { return _tellAndWake(taken, wakeups, announcedIn: queue) }
         // The operation is finished once its observers were told and its waiters woken: a
         // wait that begins meanwhile joins them (it returns after the observers and the hooks
         // registered before it, such as an observer's finish), and a wait made from this
@@ -59,7 +68,7 @@ extension Operation {
         // outermost announcement on this thread (see `NestedAnnouncements`).
         NestedAnnouncements.run { [self] in
             CompletionBlockScope.run({
-                _tellAndWake(announcement, wakeups, announcedIn: queue)
+                _tellAndWake(taken, wakeups, announcedIn: queue)
                 while let more = _update({ $0.settle() }) {
                     for waiter in more.waiters { waiter.wake(more.outcome) }
                 }
@@ -70,26 +79,62 @@ extension Operation {
     /// Tells the observers (and taps) that the operation finished, then wakes what its
     /// finish ends. `queue`: the queue that counts the operation for its waits until its
     /// observers were told.
-    private func _tellAndWake(_ announcement: FinishAnnouncement, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?) {
+    private func _tellAndWake(_ announcement: TakenAnnouncement, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?) {
         var wakeups = wakeups
+        let tell = { [self] in
+            _make(announcement)
+            for handedOver in wakeups.handedOverAnnouncements { handedOver() }
+        }
         if let queue {
             // While its observers are told, the queue counts it for its waits: a queue wait
             // made from one of them waits for the others (as from a completion block).
-            CompletionBlockScope.run({ _tell(announcement) }, of: self, in: queue)
+            CompletionBlockScope.run(tell, of: self, in: queue)
         } else {
-            _tell(announcement)
+            tell()
         }
+        wakeups.handedOverAnnouncements = []
         if _hasExtras { _deliverLifecycleEvents() }
         if let queue { wakeups.queueWaiters += queue._finishAnnounced() }
         wakeups.wake()
     }
 
-    /// Tells the observers of the key that announced the finish.
-    private func _tell(_ announcement: FinishAnnouncement) {
+    /// Pairs the announcement with its `willChangeValue(forKey:)` on this thread, so that it
+    /// can be made later, from another thread (on Linux).
+    private func _take(_ announcement: FinishAnnouncement) -> TakenAnnouncement {
+        #if canImport(ObjectiveC)
+        return TakenAnnouncement(announcement: announcement)
+        #else
+        guard let registry = _observationRegistry else { return TakenAnnouncement(registry: nil, change: nil) }
         switch announcement {
+        case .announce(let key), .observers(let key):
+            // Both reach the registry: the base `didChangeValue(forKey:)` is its `didChange`.
+            return TakenAnnouncement(registry: registry, change: registry.takeChange(key: key))
+        }
+        #endif
+    }
+
+    /// Tells the observers of the key that announced the finish.
+    private func _make(_ announcement: TakenAnnouncement) {
+        #if canImport(ObjectiveC)
+        switch announcement.announcement {
         case .announce(let key): _announceDidChange(key)
         case .observers(let key): _observersDidChangeValue(forKey: key)
         }
+        #else
+        if let registry = announcement.registry, let change = announcement.change {
+            registry.deliver(change, of: self)
+        }
+        #endif
+    }
+
+    /// The announcement as another thread makes it; nil when it cannot be handed over.
+    private func _later(_ announcement: TakenAnnouncement) -> (@Sendable () -> Void)? {
+        #if canImport(ObjectiveC)
+        return nil
+        #else
+        guard announcement.registry != nil else { return nil }
+        return { [self] in _make(announcement) }
+        #endif
     }
 
     /// Records the events of a finish in the queue's order (called under the lock, so that
@@ -170,7 +215,7 @@ extension Operation {
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
         return FinishWakeups(
             queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome,
-            settles: completion.settles)
+            handedOverAnnouncements: completion.handedOverAnnouncements, settles: completion.settles)
     }
 }
 
@@ -180,6 +225,8 @@ struct FinishWakeups {
     var queueWaiters: [QueueWaiter]
     var waiters: [FinishWaiter]
     var outcome: Operation.Outcome?
+    /// Announcements other threads handed over while the finish was processed.
+    var handedOverAnnouncements: [@Sendable () -> Void]
     /// The operation is finished only once these were woken and its observers told.
     var settles: Bool
 
@@ -260,4 +307,15 @@ package enum NestedAnnouncements {
 enum FinishAnnouncement {
     case announce(String)
     case observers(String)
+}
+
+/// A finish announcement taken on the thread that announced it: on Linux, the change paired
+/// with its `willChangeValue(forKey:)`, ready to be delivered from any thread.
+struct TakenAnnouncement: Sendable {
+    #if canImport(ObjectiveC)
+    let announcement: FinishAnnouncement
+    #else
+    let registry: ObservationRegistry?
+    let change: ObservationRegistry.TakenChange?
+    #endif
 }

@@ -46,7 +46,7 @@ final class ObservationRegistry: Sendable {
     /// A value read for observers.
     /// - Note: `@unchecked Sendable`: the registry only stores it between `willChange` and
     ///   `didChange` and hands it to observers, as Darwin's KVO does.
-    private struct ObservedValue: @unchecked Sendable {
+    fileprivate struct ObservedValue: @unchecked Sendable {
         let value: Any
     }
 
@@ -142,6 +142,10 @@ final class ObservationRegistry: Sendable {
             if state.pending[pending]?.isEmpty == true { state.pending[pending] = nil }
             return (state.entries.filter { $0.triggers.contains(key) }, old)
         }
+        deliver(entries, of: object, old: old)
+    }
+
+    private func deliver(_ entries: [Entry], of object: some KeyValueObservable, old: [String: ObservedValue]) {
         guard !entries.isEmpty else { return }
         var new: [String: Any] = [:]
         for entry in entries where entry.options.contains(.new) && new[entry.key] == nil {
@@ -153,6 +157,32 @@ final class ObservationRegistry: Sendable {
             if entry.options.contains(.old), let value = old[entry.key] { change[.oldKey] = value.value }
             deliver(entry, object: object, change: change)
         }
+    }
+
+    /// A `didChange` taken off its thread's pending changes (with the old values its
+    /// `willChange` read), to be delivered later, possibly from another thread.
+    struct TakenChange: Sendable {
+        fileprivate let key: String
+        fileprivate let old: [String: ObservedValue]
+    }
+
+    /// The first half of `didChange(_:key:)`: pairs the announcement with its `willChange`
+    /// on this thread. `deliver(_:of:)` tells the observers.
+    func takeChange(key rawKey: String) -> TakenChange {
+        let key = ObservationKey.canonical(rawKey)
+        let pending = PendingChange(thread: OperationEvent.currentThread, key: key)
+        let old = state.withLock { state in
+            defer { if state.pending[pending]?.isEmpty == true { state.pending[pending] = nil } }
+            return state.pending[pending]?.popLast() ?? [:]
+        }
+        return TakenChange(key: key, old: old)
+    }
+
+    /// The second half of `didChange(_:key:)`: tells the observers registered now, with the
+    /// values their getters read now.
+    func deliver(_ change: TakenChange, of object: some KeyValueObservable) {
+        let entries = state.withLock { $0.entries.filter { $0.triggers.contains(change.key) } }
+        deliver(entries, of: object, old: change.old)
     }
 
     /// Delivers the `.initial` notification of a new registration.
