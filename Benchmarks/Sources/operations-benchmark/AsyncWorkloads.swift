@@ -55,6 +55,25 @@ enum AsyncWorkloads {
         }
     }
 
+    /// N `AsyncBlockOperation`s made first, then added in one batch to a queue with limit 4
+    /// (the queue's side of the limiter: the body is the same).
+    static func queueLimitedBatch(_ n: Int) throws -> UInt64 {
+        try blocking {
+            let queue = Operations.OperationQueue()
+            queue.maxConcurrentOperationCount = limit
+            queue.qualityOfService = .default
+            let inFlight = InFlight()
+            let start = now()
+            let operations = (0..<n).map { _ in AsyncBlockOperation { await body(inFlight) } }
+            queue.addOperations(operations, waitUntilFinished: false)
+            await queue.waitUntilAllOperationsAreFinished()
+            let elapsed = now() - start
+            try check(inFlight.most <= limit, "batch limit 4: \(inFlight.most) bodies at once")
+            try check(operations.allSatisfy { $0.result != nil }, "batch limit 4: not all finished")
+            return elapsed
+        }
+    }
+
     /// The same work as N synchronous BlockOperations through a queue with limit 4 (no
     /// suspension point: the synchronous row the async one is compared with).
     static func queueLimitedSynchronous(_ n: Int) throws -> UInt64 {
@@ -279,9 +298,12 @@ final class FoundationClassicAsyncOperation: Foundation.Operation, @unchecked Se
 
 extension AsyncWorkloads {
     /// N classic asynchronous subclasses through a queue with limit 4, on Operations.
-    static func classicSubclass(_ n: Int) throws -> UInt64 {
+    /// `quality`: the queue's quality of service when set (a queue's default is background,
+    /// and its workers then run at background priority, as on Darwin).
+    static func classicSubclass(_ n: Int, quality: QualityOfService? = nil) throws -> UInt64 {
         let queue = Operations.OperationQueue()
         queue.maxConcurrentOperationCount = limit
+        if let quality { queue.qualityOfService = quality }
         let inFlight = InFlight()
         let operations = (0..<n).map { _ in ClassicAsyncOperation(inFlight) }
         let start = now()
@@ -294,9 +316,10 @@ extension AsyncWorkloads {
     }
 
     /// The same on Foundation.
-    static func foundationClassicSubclass(_ n: Int) throws -> UInt64 {
+    static func foundationClassicSubclass(_ n: Int, quality: QualityOfService? = nil) throws -> UInt64 {
         let queue = Foundation.OperationQueue()
         queue.maxConcurrentOperationCount = limit
+        if let quality { queue.qualityOfService = quality }
         let inFlight = InFlight()
         let operations = (0..<n).map { _ in FoundationClassicAsyncOperation(inFlight) }
         let start = now()

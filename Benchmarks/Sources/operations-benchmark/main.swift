@@ -67,8 +67,12 @@ let workloads: [Workload] = [
 // Profile mode: run only this package's side of one workload, for perf or callgrind.
 let asyncProfiles: [String: (Int) throws -> UInt64] = [
     "async-limit-4": AsyncWorkloads.queueLimited, "async-limiter": AsyncWorkloads.taskGroupLimiter,
+    "async-batch-limit-4": AsyncWorkloads.queueLimitedBatch,
     "await-value": AsyncWorkloads.awaitValues, "then-chain": AsyncWorkloads.thenChain,
-    "classic-subclass": AsyncWorkloads.classicSubclass, "classic-subclass-foundation": AsyncWorkloads.foundationClassicSubclass,
+    "classic-subclass": { try AsyncWorkloads.classicSubclass($0) },
+    "classic-subclass-foundation": { try AsyncWorkloads.foundationClassicSubclass($0) },
+    "classic-subclass-default-qos": { try AsyncWorkloads.classicSubclass($0, quality: .default) },
+    "classic-subclass-foundation-default-qos": { try AsyncWorkloads.foundationClassicSubclass($0, quality: .default) },
     "plain-batch": CompositionWorkloads.plain, "condition": CompositionWorkloads.conditioned,
     "one-category": { try CompositionWorkloads.categorised($0, categories: 1) },
     "64-categories": { try CompositionWorkloads.categorised($0, categories: 64) },
@@ -226,12 +230,19 @@ let suspendedN = max(20_000 / scale, 10)
 do {
     let limited = try asyncMedian("async limit 4 Operations", asyncN, AsyncWorkloads.queueLimited)
     let limiter = try asyncMedian("async limit 4 TaskGroup limiter", asyncN, AsyncWorkloads.taskGroupLimiter)
+    let batch = try asyncMedian("async limit 4 Operations, one batch", asyncN, AsyncWorkloads.queueLimitedBatch)
     let unlimited = try asyncMedian("async TaskGroup unlimited", asyncN, AsyncWorkloads.taskGroupUnlimited)
     let synchronous = try asyncMedian("sync limit 4 Operations", asyncN, AsyncWorkloads.queueLimitedSynchronous)
     let values = try asyncMedian("await value Operations", asyncN, AsyncWorkloads.awaitValues)
     let taskValues = try asyncMedian("await Task.value", asyncN, AsyncWorkloads.awaitTaskValues)
-    let classic = try asyncMedian("classic subclass Operations", asyncN, AsyncWorkloads.classicSubclass)
-    let classicFoundation = try asyncMedian("classic subclass Foundation", asyncN, AsyncWorkloads.foundationClassicSubclass)
+    let classic = try asyncMedian("classic subclass Operations", asyncN) { try AsyncWorkloads.classicSubclass($0) }
+    let classicFoundation = try asyncMedian("classic subclass Foundation", asyncN) { try AsyncWorkloads.foundationClassicSubclass($0) }
+    let classicDefault = try asyncMedian("classic subclass Operations, default QoS", asyncN) {
+        try AsyncWorkloads.classicSubclass($0, quality: .default)
+    }
+    let classicFoundationDefault = try asyncMedian("classic subclass Foundation, default QoS", asyncN) {
+        try AsyncWorkloads.foundationClassicSubclass($0, quality: .default)
+    }
     let chain = try asyncMedian("then chain", chainN, AsyncWorkloads.thenChain)
     let chain2 = try asyncMedian("then chain 2N", chainN * 2, AsyncWorkloads.thenChain)
     func childMemory(_ which: String) -> Double {
@@ -248,9 +259,13 @@ do {
     let limitText = target("async limit 4", limited <= limiter && limited <= 2 * synchronous,
         "≤ 1.0 × TaskGroup limiter (\(f(limited / limiter, 2)) ×) and ≤ 2 × synchronous (\(f(limited / synchronous, 2)) ×)")
     print("| async closures, limit 4 | \(asyncN) | \(f(limited)) | \(f(limiter)) | \(f(unlimited)) | \(f(synchronous)) | \(a("async limit 4 Operations")) / \(a("async limit 4 TaskGroup limiter")) / \(a("async TaskGroup unlimited")) / \(a("sync limit 4 Operations")) | \(limitText) |")
+    let batchText = target("async batch limit 4", batch <= limiter, "≤ 1.0 × TaskGroup limiter (\(f(batch / limiter, 2)) ×)")
+    print("| `AsyncBlockOperation`s made first, added in one batch, limit 4 | \(asyncN) | \(f(batch)) | \(f(limiter)) | — | — | \(a("async limit 4 Operations, one batch")) / \(a("async limit 4 TaskGroup limiter")) / — / — | \(batchText) |")
     let classicSpeedup = classicFoundation / classic
     let limitedSpeedup = classicFoundation / limited
     print("| classic asynchronous subclass, limit 4 (Operations / Foundation) | \(asyncN) | \(f(classic)) | — | \(f(classicFoundation)) (Foundation) | — | \(a("classic subclass Operations")) / — / \(a("classic subclass Foundation")) / — | \(target("classic subclass", classicSpeedup >= 1.5, "≥ 1.5 × faster than on Foundation (\(f(classicSpeedup, 2)) ×)")) |")
+    let classicDefaultSpeedup = classicFoundationDefault / classicDefault
+    print("| the same, both queues at quality of service `.default` | \(asyncN) | \(f(classicDefault)) | — | \(f(classicFoundationDefault)) (Foundation) | — | \(a("classic subclass Operations, default QoS")) / — / \(a("classic subclass Foundation, default QoS")) / — | \(target("classic subclass, default QoS", classicDefaultSpeedup >= 1.5, "≥ 1.5 × faster than on Foundation (\(f(classicDefaultSpeedup, 2)) ×)")) |")
     print("| async closures against Foundation's classic subclass | \(asyncN) | \(f(limited)) | — | \(f(classicFoundation)) (Foundation) | — | — | \(target("async vs Foundation", limitedSpeedup >= 4, "≥ 4 × faster than Foundation's subclass (\(f(limitedSpeedup, 2)) ×)")) |")
     print("| await value (typed operations / tasks) | \(asyncN) | \(f(values)) | — | \(f(taskValues)) | — | \(a("await value Operations")) / — / \(a("await Task.value")) / — | — |")
     let growth = 2 * chain2 / chain

@@ -38,7 +38,9 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// Like ``OperationQueue/addOperation(_:)-(()->Void)``, the operation takes the queue's
     /// quality of service when one was set, and goes through
     /// ``OperationQueue/addOperation(_:)-(Operation)`` (a subclass's override sees it).
-    @discardableResult
+    // Inlinable: specialized in the caller, the operation's generic class costs no runtime
+    // metadata lookup per call.
+    @inlinable @discardableResult
     public func addOperation<Success: Sendable>(
         _ body: @escaping @Sendable @isolated(any) () async throws -> Success
     ) -> AsyncBlockOperation<Success> {

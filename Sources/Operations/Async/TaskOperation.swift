@@ -211,8 +211,13 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
     }
 
     override func _ownBody() -> (@Sendable () async throws -> any Sendable)? {
-        // A subclass may override `run()`.
-        guard type(of: self) == AsyncBlockOperation<Success>.self else { return nil }
+        // A subclass may override `run()`. Whether the class is exactly this one costs a
+        // generic metadata lookup (a hashed cache in the runtime); the answer is kept.
+        let type = type(of: self)
+        if !plainAsyncBlockOperationClasses.contains(type) {
+            guard type == AsyncBlockOperation<Success>.self else { return nil }
+            plainAsyncBlockOperationClasses.insert(type)
+        }
         return _takeBody()
     }
 
@@ -227,6 +232,9 @@ open class AsyncBlockOperation<Success: Sendable>: TaskOperation<Success>, @unch
         return body
     }
 }
+
+/// The specializations of `AsyncBlockOperation` itself (not of a subclass) met so far.
+private let plainAsyncBlockOperationClasses = ClassSet()
 
 /// What the task running an operation's `async` body knows: its queue, and the operation
 /// (for stall reports: a wait inside the body holds the operation's slot).

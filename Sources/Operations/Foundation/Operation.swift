@@ -338,17 +338,17 @@ open class Operation: NSObject, @unchecked Sendable {
     /// is processed before the observers are told, so that they find the operation out of
     /// its queue and its dependents ready; other keys are delivered first, then handled.
     open override func didChangeValue(forKey key: String) {
-        let canonical = ObservationKey.canonical(key)
+        let stateKey = ObservationKey.stateKey(key)
         // Dependent keys: a framework announcing only "state" (observation branch).
         let affected = _affectedStateKeys(announced: key)
-        if canonical == "isFinished" || affected.contains("isFinished") {
+        if stateKey == .isFinished || affected.contains("isFinished") {
             // As on Darwin, the getter decides: a subclass that overrides `isFinished` is
             // finished when it says so.
             _processFinishThenAnnounce(.observers(key))
         } else {
             super.didChangeValue(forKey: key)
         }
-        if canonical == "isReady" || affected.contains("isReady") {
+        if stateKey == .isReady || affected.contains("isReady") {
             _readinessChanged()
         }
     }

@@ -82,6 +82,7 @@ extension OperationQueue {
     /// quality of service, through `addOperation(_:)`, so that a subclass's override sees it
     /// (as Foundation does for blocks). A queue of this class itself, which overrides
     /// nothing, takes the shorter path to the same result.
+    @usableFromInline
     final func _addMade(_ operation: Operation) {
         guard type(of: self) == OperationQueue.self else {
             if let quality = core.withLock({ $0.isQualityOfServiceSet ? $0.qualityOfService : nil }) {

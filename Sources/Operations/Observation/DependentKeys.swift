@@ -14,6 +14,10 @@ enum DependentKeys {
 
     private static let tables = Locked<[ObjectIdentifier: ClassTable]>([:])
 
+    /// The classes whose announcements affect no state key through dependent keys (nearly
+    /// all): their answer needs neither the lock nor the key's hash.
+    private static let withoutAffectedStateKeys = ClassSet()
+
     /// Every key whose announced change affects `key` of instances of `type`, `key`
     /// included, in canonical spelling; `affecting` is the class's answer (user code, called
     /// with no lock held).
@@ -47,6 +51,7 @@ enum DependentKeys {
     static func affectedStateKeys(
         announced key: String, in type: AnyClass, affecting: (String) -> Set<String>
     ) -> [String] {
+        if withoutAffectedStateKeys.contains(type) { return [] }
         let id = ObjectIdentifier(type)
         let canonical = ObservationKey.canonical(key)
         if let map = tables.withLock({ $0[id]?.affectedStateKeys }) { return map[canonical] ?? [] }
@@ -62,6 +67,7 @@ enum DependentKeys {
             tables[id, default: ClassTable()].affectedStateKeys = computed
             return computed
         }
+        if result.isEmpty { withoutAffectedStateKeys.insert(type) }
         return result[canonical] ?? []
     }
 

@@ -203,17 +203,38 @@ final class ObservationRegistry: Sendable {
 #endif
 
 /// Key spellings: `"finished"` and `"isFinished"` name the same key.
+///
+/// Both functions look at the length first: equal strings compare in one step, unequal
+/// ones call into the runtime, and every state change of an operation asks here.
 enum ObservationKey {
     static func canonical(_ key: String) -> String {
-        switch key {
-        case "ready": "isReady"
-        case "executing": "isExecuting"
-        case "finished": "isFinished"
-        case "cancelled": "isCancelled"
-        case "asynchronous": "isAsynchronous"
-        case "concurrent": "isConcurrent"
-        case "suspended": "isSuspended"
+        switch key.utf8.count {
+        case 5: key == "ready" ? "isReady" : key
+        case 8: key == "finished" ? "isFinished" : key
+        case 9:
+            key == "executing" ? "isExecuting"
+                : key == "cancelled" ? "isCancelled" : key == "suspended" ? "isSuspended" : key
+        case 10: key == "concurrent" ? "isConcurrent" : key
+        case 12: key == "asynchronous" ? "isAsynchronous" : key
         default: key
         }
+    }
+
+    /// The operation state that `key` names, in either spelling; nil for any other key.
+    static func stateKey(_ key: String) -> StateKey? {
+        switch key.utf8.count {
+        case 5: key == "ready" ? .isReady : nil
+        case 7: key == "isReady" ? .isReady : nil
+        case 8: key == "finished" ? .isFinished : nil
+        case 9: key == "executing" ? .isExecuting : key == "cancelled" ? .isCancelled : nil
+        case 10: key == "isFinished" ? .isFinished : nil
+        case 11: key == "isExecuting" ? .isExecuting : key == "isCancelled" ? .isCancelled : nil
+        default: nil
+        }
+    }
+
+    /// The keys of an operation's state.
+    enum StateKey {
+        case isReady, isExecuting, isFinished, isCancelled
     }
 }
