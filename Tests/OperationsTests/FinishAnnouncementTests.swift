@@ -254,6 +254,75 @@ struct FinishAnnouncementTests {
         #expect(startReturnedFirst() == true, "the base finish's announcement waited for the processing it is part of")
     }
 
+    @Test("a completion block announcing its operation's state again tells the observers before its didChangeValue returns")
+    func completionBlockAnnouncesItsOwnState() {
+        let operation = StepwiseStateOperation { operation in
+            operation.changeStateToFinished()
+            operation.announceState()
+        }
+        let told = Shared(0)
+        let observer = CallbackObserver { _, _ in told.update { $0 += 1 } }
+        operation.addObserver(observer, forKeyPath: "state", options: [.new], context: nil)
+        let toldAroundDidChange = Shared<[Int]>([])
+        operation.completionBlock = { [unowned operation] in
+            let before = told()
+            operation.willChangeValue(forKey: "state")
+            operation.didChangeValue(forKey: "state")
+            toldAroundDidChange.update { $0 = [before, told()] }
+        }
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(toldAroundDidChange() == [0, 1])
+        operation.removeObserver(observer, forKeyPath: "state")
+    }
+
+    @Test("a subclass announcing its finish while the observers of isFinished are told: a wait returns after its observers were told too")
+    func subclassAnnouncesWhileTheFinishIsAnnounced() {
+        // Forced: the base finish takes the finish; its isFinished observer, told on the
+        // worker, lets the subclass announce "state" on another thread and waits until that
+        // announcement returned or reached its observer there; an observer of "state" told
+        // on that other thread holds until the wait returned.
+        let stateSet = Gate(), go = Gate(), announcedOrTold = Gate(), waitReturned = Gate()
+        let announcingThread = Shared<ObjectIdentifier?>(nil)
+        let operation = StepwiseStateOperation { operation in
+            Thread.detachNewThread {
+                announcingThread.update { $0 = ObjectIdentifier(Thread.current) }
+                operation.changeStateToFinished()
+                stateSet.open()
+                go.wait()
+                operation.announceState()
+                announcedOrTold.open()
+            }
+            stateSet.wait()
+        }
+        let told = Shared(false)
+        let stateObserver = CallbackObserver { _, _ in
+            if ObjectIdentifier(Thread.current) == announcingThread() {
+                announcedOrTold.open()
+                waitReturned.wait()
+            }
+            told.update { $0 = true }
+        }
+        let first = Shared(true)
+        let finishedObserver = CallbackObserver { _, _ in
+            guard first.update({ first in defer { first = false }; return first }) else { return }
+            go.open()
+            announcedOrTold.wait()
+        }
+        operation.addObserver(finishedObserver, forKeyPath: "isFinished", options: [.new], context: nil)
+        operation.addObserver(stateObserver, forKeyPath: "state", options: [.new], context: nil)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.waitUntilFinished()
+        let toldWhenWaitReturned = told()
+        waitReturned.open()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(toldWhenWaitReturned, "the wait returned before the observer of \"state\" was told")
+        operation.removeObserver(finishedObserver, forKeyPath: "isFinished")
+        operation.removeObserver(stateObserver, forKeyPath: "state")
+    }
+
     @Test("An operation in no queue: its dependent is ready when the observer is told")
     func inNoQueue() {
         let operation = BlockOperation {}

@@ -81,8 +81,9 @@ extension OperationCore {
     enum FinishAnnouncementStep {
         /// The operation finished now: the caller processes the finish, then announces.
         case process(Finish)
-        /// Another thread is processing the finish: the announcement was handed to it, to be
-        /// made once the queue is done with the operation (see `complete(observersToTell:)`).
+        /// Another thread is processing or announcing the finish: the announcement was handed
+        /// to it, to be made once the queue is done with the operation and before any waiter
+        /// is woken (see `complete(observersToTell:)` and `settle()`).
         case handedOver
         /// Announce now: the finish was processed already, or this announcement may not
         /// finish the operation and nobody is processing it.
@@ -98,9 +99,22 @@ extension OperationCore {
         mayFinish: Bool, later: @autoclosure () -> (@Sendable () -> Void)?
     ) -> FinishAnnouncementStep {
         if mayFinish, let finish = finish() { return .process(finish) }
-        guard case .finishing = phase, let later = later() else { return .announce }
-        extras(orNew: ()).handedOverAnnouncements.append(later)
-        return .handedOver
+        switch phase {
+        case .finishing, .announcing:
+            guard let later = later() else { return .announce }
+            extras(orNew: ()).handedOverAnnouncements.append(later)
+            return .handedOver
+        default:
+            return .announce
+        }
+    }
+
+    /// The announcements handed over since the last call, to be made before any waiter is
+    /// woken (see `announceFinish(mayFinish:later:)`).
+    mutating func takeHandedOverAnnouncements() -> [@Sendable () -> Void] {
+        guard let extras, !extras.handedOverAnnouncements.isEmpty else { return [] }
+        defer { extras.handedOverAnnouncements = [] }
+        return extras.handedOverAnnouncements
     }
 
     /// What completing hands over: the references the operation no longer needs, and the
@@ -155,17 +169,28 @@ extension OperationCore {
             outcome: hooked ? outcome : nil, handedOverAnnouncements: handedOver, settles: settles)
     }
 
-    /// The observers were told and the waiters woken by `complete(observersToTell:)` have run: the waiters that came meanwhile, to wake
-    /// in turn, or nil when there are none and the operation is finished now.
-    mutating func settle() -> (waiters: [FinishWaiter], outcome: Operation.Outcome?)? {
+    /// What is left to do before the operation is finished: announcements handed over
+    /// meanwhile, to make before waking anyone, or else the waiters that came meanwhile.
+    struct Settling {
+        var announcements: [@Sendable () -> Void] = []
+        var waiters: [FinishWaiter] = []
+        var outcome: Operation.Outcome?
+    }
+
+    /// The observers were told and the waiters woken by `complete(observersToTell:)` have
+    /// run: what came meanwhile, to make or wake in turn, or nil when nothing did and the
+    /// operation is finished now.
+    mutating func settle() -> Settling? {
         guard case .announcing = phase else { return nil }
+        let announcements = takeHandedOverAnnouncements()
+        guard announcements.isEmpty else { return Settling(announcements: announcements) }
         guard !finishWaiters.isEmpty else {
             mustApply(.complete)
             return nil
         }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         defer { finishWaiters = [] }
-        return (finishWaiters, hooked ? outcome : nil)
+        return Settling(waiters: finishWaiters, outcome: hooked ? outcome : nil)
     }
 
     /// The outcome, once the operation finished.

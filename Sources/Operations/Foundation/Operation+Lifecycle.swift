@@ -36,19 +36,24 @@ extension Operation {
     ///
     /// An announcement made on another thread while the finish is processed (a subclass
     /// announcing its state just as its queue's worker finishes it) is handed to the thread
-    /// processing it, which makes it once the queue is done with the operation. On Darwin,
-    /// where KVO pairs an announcement with its thread, it is made at once.
+    /// processing it, which makes it once the queue is done with the operation: like every
+    /// observer of the finish, after the completion block (a completion block that waits
+    /// for such an observer waits for itself). Made from the completion block itself, or on
+    /// Darwin, where KVO pairs an announcement with its thread, it is made at once.
     final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement, mayFinish: Bool = true) {
         let taken = _take(announcement)
         guard isFinished else { return _make(taken) }
-        let step = _update { core -> OperationCore.FinishAnnouncementStep in
+        // The finish is moved out of the step (no copy of its closures outlives the
+        // processing: the completion block is released before anyone waiting wakes).
+        var finish: OperationCore.Finish
+        switch _update({ core -> OperationCore.FinishAnnouncementStep in
             let step = core.announceFinish(mayFinish: mayFinish, later: self._later(taken))
             guard case .process(let finish) = step else { return step }
             return .process(self._recordFinish(finish))
-        }
-        guard case .process(var finish) = step else {
-            if case .announce = step { _make(taken) }
-            return
+        }) {
+        case .process(let taking): finish = taking
+        case .handedOver: return
+        case .announce: return _make(taken)
         }
         // With observers, the queue counts the operation for its waits until they were told,
         // and so does the operation.
@@ -68,8 +73,9 @@ extension Operation {
         // outermost announcement on this thread (see `NestedAnnouncements`).
         NestedAnnouncements.run { [self] in
             CompletionBlockScope.run({
-                _tellAndWake(taken, wakeups, announcedIn: queue)
+                _tellAndWake(taken, wakeups, announcedIn: queue, settling: true)
                 while let more = _update({ $0.settle() }) {
+                    for announcement in more.announcements { announcement() }
                     for waiter in more.waiters { waiter.wake(more.outcome) }
                 }
             }, of: self, in: nil)
@@ -79,11 +85,22 @@ extension Operation {
     /// Tells the observers (and taps) that the operation finished, then wakes what its
     /// finish ends. `queue`: the queue that counts the operation for its waits until its
     /// observers were told.
-    private func _tellAndWake(_ announcement: TakenAnnouncement, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?) {
+    /// `settling`: the operation is announcing (see `OperationCore.settle()`); other threads
+    /// may hand over their announcements until the waiters are woken.
+    private func _tellAndWake(
+        _ announcement: TakenAnnouncement, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?,
+        settling: Bool = false
+    ) {
         var wakeups = wakeups
         let tell = { [self] in
             _make(announcement)
-            for handedOver in wakeups.handedOverAnnouncements { handedOver() }
+            var handedOver = wakeups.handedOverAnnouncements
+            while true {
+                for made in handedOver { made() }
+                guard settling else { break }
+                handedOver = _update { $0.takeHandedOverAnnouncements() }
+                if handedOver.isEmpty { break }
+            }
         }
         if let queue {
             // While its observers are told, the queue counts it for its waits: a queue wait
@@ -127,12 +144,14 @@ extension Operation {
         #endif
     }
 
-    /// The announcement as another thread makes it; nil when it cannot be handed over.
+    /// The announcement as another thread makes it; nil when it cannot be handed over:
+    /// nothing observes, or this thread processes the finish (its completion block
+    /// announces), and would hand it to itself.
     private func _later(_ announcement: TakenAnnouncement) -> (@Sendable () -> Void)? {
         #if canImport(ObjectiveC)
         return nil
         #else
-        guard announcement.registry != nil else { return nil }
+        guard announcement.registry != nil, !CompletionBlockScope.isRunning(for: self) else { return nil }
         return { [self] in _make(announcement) }
         #endif
     }
