@@ -76,41 +76,22 @@ extension OperationCore {
             hasWaiters: !finishWaiters.isEmpty)
     }
 
-    /// What an announcement of `isFinished` (or of a key it depends on) does once the
-    /// getter read finished.
-    enum FinishAnnouncementStep {
-        /// The operation finished now: the caller processes the finish, then announces.
-        case process(Finish)
-        /// Another thread is processing or announcing the finish: the announcement was handed
-        /// to it, to be made once the queue is done with the operation and before any waiter
-        /// is woken (see `complete(observersToTell:)` and `settle()`).
-        case handedOver
-        /// Announce now: the finish was processed already, or this announcement may not
-        /// finish the operation and nobody is processing it.
-        case announce
-    }
-
-    /// An announcement of `isFinished` (or of a key it depends on) whose getter read
-    /// finished. `mayFinish`: whether it may take the finish (false for the base class's
-    /// own announcement once its base finish was refused). `later`: the announcement, to be
-    /// made by the thread processing the finish if another one is; nil when it cannot be
-    /// handed over (nothing observes, or the platform's observation pairs it with its thread).
-    mutating func announceFinish(
-        mayFinish: Bool, later: @autoclosure () -> (@Sendable () -> Void)?
-    ) -> FinishAnnouncementStep {
-        if mayFinish, let finish = finish() { return .process(finish) }
+    /// Takes an announcement of the finish made on another thread while this one is
+    /// processed or announced: `later` is made by the thread doing that, after the queue is
+    /// done with the operation and before any waiter is woken (see `settle()`). False when
+    /// the operation is not finishing (the caller makes the announcement itself).
+    mutating func handOver(_ later: @escaping @Sendable () -> Void) -> Bool {
         switch phase {
         case .finishing, .announcing:
-            guard let later = later() else { return .announce }
             extras(orNew: ()).handedOverAnnouncements.append(later)
-            return .handedOver
+            return true
         default:
-            return .announce
+            return false
         }
     }
 
     /// The announcements handed over since the last call, to be made before any waiter is
-    /// woken (see `announceFinish(mayFinish:later:)`).
+    /// woken (see `handOver(_:)`).
     mutating func takeHandedOverAnnouncements() -> [@Sendable () -> Void] {
         guard let extras, !extras.handedOverAnnouncements.isEmpty else { return [] }
         defer { extras.handedOverAnnouncements = [] }
@@ -126,9 +107,6 @@ extension OperationCore {
         var startHooks: [@Sendable () -> Void]
         /// The outcome for hooks; nil when no hook waits (threads need none).
         var outcome: Operation.Outcome?
-        /// Announcements other threads made while the finish was processed, to be made
-        /// after the finish's own (see `announceFinish(mayFinish:later:)`).
-        var handedOverAnnouncements: [@Sendable () -> Void]
         /// The operation is still announcing: observers or taps are to be told, or waiters
         /// woken, before it is finished (see ``settle()``).
         var settles: Bool
@@ -150,9 +128,10 @@ extension OperationCore {
             attachments.post(.finished(outcome))
             tapsToTell = true
         }
-        var handedOver: [@Sendable () -> Void] = []
-        if let extras { swap(&handedOver, &extras.handedOverAnnouncements) }
-        let settles = !finishWaiters.isEmpty || observersToTell || tapsToTell || !handedOver.isEmpty
+        // Announcements handed over while the finish was processed are made while it is
+        // announced (see `settle()`).
+        let handedOver = extras.map { !$0.handedOverAnnouncements.isEmpty } ?? false
+        let settles = !finishWaiters.isEmpty || observersToTell || tapsToTell || handedOver
         if !settles { mustApply(.complete) }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         // Taken from the side box in place (most operations have no box: one compare).
@@ -166,7 +145,7 @@ extension OperationCore {
         }
         return Completion(
             waiters: finishWaiters, hiddenDependencies: hidden, startHooks: startHooks,
-            outcome: hooked ? outcome : nil, handedOverAnnouncements: handedOver, settles: settles)
+            outcome: hooked ? outcome : nil, settles: settles)
     }
 
     /// What is left to do before the operation is finished: announcements handed over

@@ -346,7 +346,7 @@ final class OperationExtras: @unchecked Sendable {
     /// The operation's gates (see `GateState`).
     var gates: GateState?
     /// Announcements of its finish made on other threads while the finish was processed
-    /// (see `OperationCore.announceFinish(mayFinish:later:)`).
+    /// or announced (see `OperationCore.handOver(_:)`).
     var handedOverAnnouncements: [@Sendable () -> Void] = []
 }
 

@@ -42,18 +42,13 @@ extension Operation {
     /// Darwin, where KVO pairs an announcement with its thread, it is made at once.
     final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement, mayFinish: Bool = true) {
         let taken = _take(announcement)
-        guard isFinished else { return _make(taken) }
-        // The finish is moved out of the step (no copy of its closures outlives the
-        // processing: the completion block is released before anyone waiting wakes).
-        var finish: OperationCore.Finish
-        switch _update({ core -> OperationCore.FinishAnnouncementStep in
-            let step = core.announceFinish(mayFinish: mayFinish, later: self._later(taken))
-            guard case .process(let finish) = step else { return step }
-            return .process(self._recordFinish(finish))
-        }) {
-        case .process(let taking): finish = taking
-        case .handedOver: return
-        case .announce: return _make(taken)
+        let finished = isFinished
+        guard finished, mayFinish, var finish = _update({ $0.finish().map { self._recordFinish($0) } }) else {
+            // Not a finish this announcement makes: it is made now, or, while another thread
+            // processes or announces the finish, by that thread.
+            guard let taken else { return }
+            if finished, let later = _later(taken), _update({ $0.handOver(later) }) { return }
+            return _make(taken)
         }
         // With observers, the queue counts the operation for its waits until they were told,
         // and so does the operation.
@@ -88,40 +83,39 @@ extension Operation {
     /// `settling`: the operation is announcing (see `OperationCore.settle()`); other threads
     /// may hand over their announcements until the waiters are woken.
     private func _tellAndWake(
-        _ announcement: TakenAnnouncement, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?,
+        _ announcement: TakenAnnouncement?, _ wakeups: FinishWakeups, announcedIn queue: OperationQueue?,
         settling: Bool = false
     ) {
         var wakeups = wakeups
-        let tell = { [self] in
-            _make(announcement)
-            var handedOver = wakeups.handedOverAnnouncements
-            while true {
-                for made in handedOver { made() }
-                guard settling else { break }
-                handedOver = _update { $0.takeHandedOverAnnouncements() }
-                if handedOver.isEmpty { break }
-            }
-        }
         if let queue {
             // While its observers are told, the queue counts it for its waits: a queue wait
             // made from one of them waits for the others (as from a completion block).
-            CompletionBlockScope.run(tell, of: self, in: queue)
+            CompletionBlockScope.run({ _make(announcement, settling: settling) }, of: self, in: queue)
         } else {
-            tell()
+            _make(announcement, settling: settling)
         }
-        wakeups.handedOverAnnouncements = []
         if _hasExtras { _deliverLifecycleEvents() }
         if let queue { wakeups.queueWaiters += queue._finishAnnounced() }
         wakeups.wake()
     }
 
+    /// Makes the finish's own announcement, then, while `settling`, those other threads
+    /// handed over, until none is left.
+    private func _make(_ announcement: TakenAnnouncement?, settling: Bool) {
+        _make(announcement)
+        guard settling else { return }
+        while case let handedOver = _update({ $0.takeHandedOverAnnouncements() }), !handedOver.isEmpty {
+            for made in handedOver { made() }
+        }
+    }
+
     /// Pairs the announcement with its `willChangeValue(forKey:)` on this thread, so that it
-    /// can be made later, from another thread (on Linux).
-    private func _take(_ announcement: FinishAnnouncement) -> TakenAnnouncement {
+    /// can be made later, from another thread (on Linux); nil when nothing observes.
+    private func _take(_ announcement: FinishAnnouncement) -> TakenAnnouncement? {
         #if canImport(ObjectiveC)
-        return TakenAnnouncement(announcement: announcement)
+        return announcement
         #else
-        guard let registry = _observationRegistry else { return TakenAnnouncement(registry: nil, change: nil) }
+        guard let registry = _observationRegistry else { return nil }
         switch announcement {
         case .announce(let key), .observers(let key):
             // Both reach the registry: the base `didChangeValue(forKey:)` is its `didChange`.
@@ -131,27 +125,26 @@ extension Operation {
     }
 
     /// Tells the observers of the key that announced the finish.
-    private func _make(_ announcement: TakenAnnouncement) {
+    private func _make(_ announcement: TakenAnnouncement?) {
+        guard let announcement else { return }
         #if canImport(ObjectiveC)
-        switch announcement.announcement {
+        switch announcement {
         case .announce(let key): _announceDidChange(key)
         case .observers(let key): _observersDidChangeValue(forKey: key)
         }
         #else
-        if let registry = announcement.registry, let change = announcement.change {
-            registry.deliver(change, of: self)
-        }
+        announcement.registry.deliver(announcement.change, of: self)
         #endif
     }
 
     /// The announcement as another thread makes it; nil when it cannot be handed over:
-    /// nothing observes, or this thread processes the finish (its completion block
-    /// announces), and would hand it to itself.
+    /// this thread processes the finish (its completion block announces), and would hand it
+    /// to itself, or on Darwin.
     private func _later(_ announcement: TakenAnnouncement) -> (@Sendable () -> Void)? {
         #if canImport(ObjectiveC)
         return nil
         #else
-        guard announcement.registry != nil, !CompletionBlockScope.isRunning(for: self) else { return nil }
+        guard !CompletionBlockScope.isRunning(for: self) else { return nil }
         return { [self] in _make(announcement) }
         #endif
     }
@@ -234,7 +227,7 @@ extension Operation {
         if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
         return FinishWakeups(
             queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome,
-            handedOverAnnouncements: completion.handedOverAnnouncements, settles: completion.settles)
+            settles: completion.settles)
     }
 }
 
@@ -244,8 +237,6 @@ struct FinishWakeups {
     var queueWaiters: [QueueWaiter]
     var waiters: [FinishWaiter]
     var outcome: Operation.Outcome?
-    /// Announcements other threads handed over while the finish was processed.
-    var handedOverAnnouncements: [@Sendable () -> Void]
     /// The operation is finished only once these were woken and its observers told.
     var settles: Bool
 
@@ -328,13 +319,20 @@ enum FinishAnnouncement {
     case observers(String)
 }
 
-/// A finish announcement taken on the thread that announced it: on Linux, the change paired
-/// with its `willChangeValue(forKey:)`, ready to be delivered from any thread.
-struct TakenAnnouncement: Sendable {
-    #if canImport(ObjectiveC)
-    let announcement: FinishAnnouncement
-    #else
-    let registry: ObservationRegistry?
-    let change: ObservationRegistry.TakenChange?
-    #endif
+#if canImport(ObjectiveC)
+/// On Darwin, a finish announcement is made on the thread that announced it.
+typealias TakenAnnouncement = FinishAnnouncement
+#else
+/// A finish announcement taken on the thread that announced it: the change paired with its
+/// `willChangeValue(forKey:)`, ready to be delivered from any thread. Made only when
+/// something observes the operation.
+final class TakenAnnouncement: Sendable {
+    let registry: ObservationRegistry
+    let change: ObservationRegistry.TakenChange
+
+    init(registry: ObservationRegistry, change: ObservationRegistry.TakenChange) {
+        self.registry = registry
+        self.change = change
+    }
 }
+#endif
