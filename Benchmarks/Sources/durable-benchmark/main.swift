@@ -37,33 +37,51 @@ for connections in [1, 4] {
     let rate = try await baseline(count: count, connections: connections)
     print("| plain single-row SKIP LOCKED claim + complete (PostgreSQL), \(connections) connection\(connections == 1 ? "" : "s") | \(Int(rate)) | 2 | 3 |")
 }
-var unlimited: [StoreKind: Double] = [:]
-for kind in StoreKind.allCases {
-    for (workers, limit) in [(1, nil), (4, nil), (4, 4 * 32)] as [(Int, Int?)] {
-        let database = try await Database(kind: kind, name: "drain_\(workers)_\(limit ?? 0)")
-        let run = try await drain(database, workers: workers, connections: 4, limit: limit, graph: independent(count))
-        if workers == 4, limit == nil { unlimited[kind] = run.perSecond }
-        let limited = limit.map { ", queue limit \($0)" } ?? ""
-        let share = limit.flatMap { _ in unlimited[kind].map { " (\(format(run.perSecond / $0 * 100)) % of no limit)" } } ?? ""
-        print(
-            "| \(kind.rawValue): DurableWorker × \(workers), concurrency 32 each\(kind == .postgres ? ", 4 connections in all" : "")\(limited) | \(Int(run.perSecond))\(share) | \(format(run.statementsPerOperation, 2)) | \(format(run.rowsPerOperation, 2)) |"
-        )
-    }
+/// Rows compared with each other run in turn, `rounds` times; the table shows medians.
+let rounds = quick ? 1 : 3
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
 }
 
-print("\nDependency graphs, 4 workers of concurrency 32: release = an operation's start minus its last dependency's end (ms)\n")
+for kind in StoreKind.allCases {
+    let one = try await drain(
+        try await Database(kind: kind, name: "drain_1"), workers: 1, connections: 4, graph: independent(count))
+    // Without and with the limit in turn: the share compares runs made minutes apart at most.
+    var unlimited: [Drain] = [], limited: [Drain] = []
+    for round in 0..<rounds {
+        unlimited.append(try await drain(
+            try await Database(kind: kind, name: "drain_4_\(round)"), workers: 4, connections: 4, graph: independent(count)))
+        limited.append(try await drain(
+            try await Database(kind: kind, name: "drain_4_limited_\(round)"), workers: 4, connections: 4, limit: 4 * 32,
+            graph: independent(count)))
+    }
+    let connections = kind == .postgres ? ", 4 connections in all" : ""
+    let free = median(unlimited.map(\.perSecond)), bounded = median(limited.map(\.perSecond))
+    print("| \(kind.rawValue): DurableWorker × 1, concurrency 32\(connections) | \(Int(one.perSecond)) | \(format(one.statementsPerOperation, 2)) | \(format(one.rowsPerOperation, 2)) |")
+    print("| \(kind.rawValue): DurableWorker × 4, concurrency 32 each\(connections) (median of \(rounds)) | \(Int(free)) | \(format(unlimited.last?.statementsPerOperation, 2)) | \(format(unlimited.last?.rowsPerOperation, 2)) |")
+    print("| \(kind.rawValue): × 4, queue limit 128 (median of \(rounds), each run after one without the limit) | \(Int(bounded)) (\(format(bounded / free * 100)) % of no limit; runs: \(limited.map { format($0.perSecond) }.joined(separator: ", ")) against \(unlimited.map { format($0.perSecond) }.joined(separator: ", "))) | \(format(limited.last?.statementsPerOperation, 2)) | \(format(limited.last?.rowsPerOperation, 2)) |")
+}
+
+print("\nDependency graphs, 4 workers of concurrency 32: release = an operation's start minus its last dependency's end (ms); N and 2N in turn, \(rounds) times, medians\n")
 print("| graph | store | operations | total s | release p50 ms | release p99 ms | growth when N doubles |")
 print("|---|---|---:|---:|---:|---:|---:|")
 for kind in StoreKind.allCases {
     for (name, shape) in [("fan-in", fanIn), ("diamond", diamond)] as [(String, (Int) -> (DurableQueue) async throws -> [DurableOperationID])] {
-        var previous: Double?
+        var runs: [Int: [Drain]] = [:]
+        for round in 0..<rounds {
+            for size in [graphSize, 2 * graphSize] {
+                let database = try await Database(kind: kind, name: "\(name.replacingOccurrences(of: "-", with: "_"))_\(size)_\(round)")
+                runs[size, default: []].append(try await drain(database, workers: 4, connections: 4, graph: shape(size)))
+            }
+        }
+        let seconds = { (size: Int) in median(runs[size, default: []].map(\.seconds)) }
         for size in [graphSize, 2 * graphSize] {
-            let database = try await Database(kind: kind, name: "\(name.replacingOccurrences(of: "-", with: "_"))_\(size)")
-            let run = try await drain(database, workers: 4, connections: 4, graph: shape(size))
-            let growth = previous.map { format(run.seconds / $0, 2) } ?? ""
-            previous = run.seconds
+            let growth = size == graphSize ? "" : format(seconds(size) / seconds(graphSize), 2)
+            let releases = runs[size, default: []].flatMap(\.releases).sorted()
             print(
-                "| \(name) | \(kind.rawValue) | \(size) | \(format(run.seconds, 2)) | \(format(percentile(run.releases, 0.5), 1)) | \(format(percentile(run.releases, 0.99), 1)) | \(growth) |"
+                "| \(name) | \(kind.rawValue) | \(size) | \(format(seconds(size), 2)) (runs: \(runs[size, default: []].map { format($0.seconds, 2) }.joined(separator: ", "))) | \(format(percentile(releases, 0.5), 1)) | \(format(percentile(releases, 0.99), 1)) | \(growth) |"
             )
         }
     }
