@@ -323,6 +323,66 @@ struct FinishAnnouncementTests {
         operation.removeObserver(stateObserver, forKeyPath: "state")
     }
 
+    @Test("a subclass announcing its finish while the finish's waiters are woken: the next waiter finds its observers told")
+    func subclassAnnouncesWhileWaitersAreWoken() {
+        // Forced: the first hook woken lets the subclass announce on another thread and
+        // waits until that announcement returned; the second hook reads what was told.
+        let stateSet = Gate(), go = Gate(), announced = Gate()
+        let operation = StepwiseStateOperation { operation in
+            Thread.detachNewThread {
+                operation.changeStateToFinished()
+                stateSet.open()
+                go.wait()
+                operation.announceState()
+                announced.open()
+            }
+            stateSet.wait()
+        }
+        let told = Shared(false)
+        let stateObserver = CallbackObserver { _, _ in told.update { $0 = true } }
+        operation.addObserver(stateObserver, forKeyPath: "state", options: [.new], context: nil)
+        operation._onFinish { _ in
+            go.open()
+            announced.wait()
+        }
+        let toldWhenSecondWoken = Shared<Bool?>(nil)
+        operation._onFinish { _ in toldWhenSecondWoken.update { $0 = told() } }
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        operation.waitUntilFinished()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(toldWhenSecondWoken() == true)
+        operation.removeObserver(stateObserver, forKeyPath: "state")
+    }
+
+    @Test("an observer of a dependent's readiness announcing the finishing operation's state tells its observers before its didChangeValue returns")
+    func dependentsObserverAnnouncesTheState() {
+        let operation = StepwiseStateOperation { operation in
+            operation.changeStateToFinished()
+            operation.announceState()
+        }
+        let told = Shared(0)
+        let observer = CallbackObserver { _, _ in told.update { $0 += 1 } }
+        operation.addObserver(observer, forKeyPath: "state", options: [.new], context: nil)
+        let dependent = BlockOperation {}
+        dependent.addDependency(operation)
+        let toldAround = Shared<[Int]>([])
+        let readyObserver = CallbackObserver { [unowned operation] _, _ in
+            guard toldAround().isEmpty else { return }
+            let before = told()
+            operation.willChangeValue(forKey: "state")
+            operation.didChangeValue(forKey: "state")
+            toldAround.update { $0 = [before, told()] }
+        }
+        dependent.addObserver(readyObserver, forKeyPath: "isReady", options: [.new], context: nil)
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(toldAround() == [0, 1])
+        dependent.removeObserver(readyObserver, forKeyPath: "isReady")
+        operation.removeObserver(observer, forKeyPath: "state")
+    }
+
     @Test("An operation in no queue: its dependent is ready when the observer is told")
     func inNoQueue() {
         let operation = BlockOperation {}

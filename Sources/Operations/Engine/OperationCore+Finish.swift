@@ -79,10 +79,12 @@ extension OperationCore {
     /// Takes an announcement of the finish made on another thread while this one is
     /// processed or announced: `later` is made by the thread doing that, after the queue is
     /// done with the operation and before any waiter is woken (see `settle()`). False when
-    /// the operation is not finishing (the caller makes the announcement itself).
-    mutating func handOver(_ later: @escaping @Sendable () -> Void) -> Bool {
+    /// the operation is not finishing, or `thread` is the one finishing it (the caller makes
+    /// the announcement itself).
+    mutating func handOver(_ later: @escaping @Sendable () -> Void, from thread: UInt64) -> Bool {
         switch phase {
         case .finishing, .announcing:
+            guard extras?.finishingThread != thread else { return false }
             extras(orNew: ()).handedOverAnnouncements.append(later)
             return true
         default:

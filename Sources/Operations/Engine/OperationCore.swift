@@ -348,6 +348,9 @@ final class OperationExtras: @unchecked Sendable {
     /// Announcements of its finish made on other threads while the finish was processed
     /// or announced (see `OperationCore.handOver(_:)`).
     var handedOverAnnouncements: [@Sendable () -> Void] = []
+    /// The thread processing and announcing the finish, recorded when the operation was
+    /// observed as it finished: its own announcements are never handed over.
+    var finishingThread: UInt64?
 }
 
 extension Array {

@@ -34,20 +34,32 @@ extension Operation {
     /// observers, then waits return. So an observer of `isFinished` finds the queue done
     /// with the operation, and a wait returns only after the observers were told.
     ///
-    /// An announcement made on another thread while the finish is processed (a subclass
-    /// announcing its state just as its queue's worker finishes it) is handed to the thread
-    /// processing it, which makes it once the queue is done with the operation: like every
-    /// observer of the finish, after the completion block (a completion block that waits
-    /// for such an observer waits for itself). Made from the completion block itself, or on
-    /// Darwin, where KVO pairs an announcement with its thread, it is made at once.
+    /// An announcement made on another thread while the finish is processed or announced (a
+    /// subclass announcing its state just as its queue's worker finishes it) is handed to the
+    /// thread doing that, which makes it once the queue is done with the operation and
+    /// before it wakes the next waiter: like every observer of the finish, after the
+    /// completion block (a completion block that waits for such an observer waits for
+    /// itself). Made on that thread itself (by the completion block, or an observer of a
+    /// dependent), or on Darwin, where KVO pairs an announcement with its thread, it is made
+    /// at once. Only observers registered when the finish began make the queue count the
+    /// operation for its waits until they were told.
     final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement, mayFinish: Bool = true) {
         let taken = _take(announcement)
         let finished = isFinished
-        guard finished, mayFinish, var finish = _update({ $0.finish().map { self._recordFinish($0) } }) else {
+        guard finished, mayFinish, var finish = _update({ core in
+            core.finish().map { finish in
+                // Observed: announcements made on this thread while it finishes the operation
+                // are made at once, never handed over to itself.
+                if taken != nil { core.extras(orNew: ()).finishingThread = OperationEvent.currentThread }
+                return self._recordFinish(finish)
+            }
+        }) else {
             // Not a finish this announcement makes: it is made now, or, while another thread
             // processes or announces the finish, by that thread.
             guard let taken else { return }
-            if finished, let later = _later(taken), _update({ $0.handOver(later) }) { return }
+            if finished, let later = _later(taken), _update({ $0.handOver(later, from: OperationEvent.currentThread) }) {
+                return
+            }
             return _make(taken)
         }
         // With observers, the queue counts the operation for its waits until they were told,
@@ -71,7 +83,10 @@ extension Operation {
                 _tellAndWake(taken, wakeups, announcedIn: queue, settling: true)
                 while let more = _update({ $0.settle() }) {
                     for announcement in more.announcements { announcement() }
-                    for waiter in more.waiters { waiter.wake(more.outcome) }
+                    for waiter in more.waiters {
+                        _makeHandedOver()
+                        waiter.wake(more.outcome)
+                    }
                 }
             }, of: self, in: nil)
         }
@@ -96,14 +111,24 @@ extension Operation {
         }
         if _hasExtras { _deliverLifecycleEvents() }
         if let queue { wakeups.queueWaiters += queue._finishAnnounced() }
-        wakeups.wake()
+        if settling {
+            // Waiters run user code: what it sets off on other threads is handed over, and
+            // made before the next waiter is woken.
+            wakeups.wake(before: _makeHandedOver)
+        } else {
+            wakeups.wake()
+        }
     }
 
     /// Makes the finish's own announcement, then, while `settling`, those other threads
     /// handed over, until none is left.
     private func _make(_ announcement: TakenAnnouncement?, settling: Bool) {
         _make(announcement)
-        guard settling else { return }
+        if settling { _makeHandedOver() }
+    }
+
+    /// Makes the announcements other threads handed over, until none is left.
+    private func _makeHandedOver() {
         while case let handedOver = _update({ $0.takeHandedOverAnnouncements() }), !handedOver.isEmpty {
             for made in handedOver { made() }
         }
@@ -245,6 +270,18 @@ struct FinishWakeups {
     func wake() {
         for waiter in waiters { waiter.wake(outcome) }
         for waiter in queueWaiters { waiter.wake() }
+    }
+
+    /// The same, calling `before` before each one is woken.
+    func wake(before: () -> Void) {
+        for waiter in waiters {
+            before()
+            waiter.wake(outcome)
+        }
+        for waiter in queueWaiters {
+            before()
+            waiter.wake()
+        }
     }
 }
 
