@@ -212,6 +212,43 @@ enum DispatchWorkloads {
         return elapsed
     }
 
+    /// `n` blocks in a group, and one that runs once they all ran (`notify`).
+    static func fanIn(_ n: Int) throws -> UInt64 {
+        let group = DispatchGroup(), recorder = Recorder(capacity: n + 1), queue = DispatchQueue.global()
+        let done = DispatchSemaphore(value: 0)
+        let start = now()
+        for index in 0..<n { queue.async(group: group) { recorder.record(index) } }
+        group.notify(queue: queue) {
+            recorder.record(-1)
+            done.signal()
+        }
+        done.wait()
+        let elapsed = now() - start
+        let all = recorder.all
+        try check(all.count == n + 1 && all.last == -1, "Dispatch fanin: sink did not run last")
+        return elapsed
+    }
+
+    /// One work item, and `n` blocks that each run once it ran (`notify`).
+    static func fanOut(_ n: Int) throws -> UInt64 {
+        let group = DispatchGroup(), recorder = Recorder(capacity: n + 1), queue = DispatchQueue.global()
+        let start = now()
+        let root = DispatchWorkItem { recorder.record(-1) }
+        for index in 0..<n {
+            group.enter()
+            root.notify(queue: queue) {
+                recorder.record(index)
+                group.leave()
+            }
+        }
+        queue.async(execute: root)
+        group.wait()
+        let elapsed = now() - start
+        let all = recorder.all
+        try check(all.count == n + 1 && all.first == -1, "Dispatch fanout: root did not run first")
+        return elapsed
+    }
+
     static func cancel(_ n: Int) throws -> UInt64 {
         let group = DispatchGroup(), counter = AtomicCounter()
         let queue = DispatchQueue(label: "cancel", attributes: .concurrent)

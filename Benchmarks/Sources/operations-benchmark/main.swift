@@ -55,8 +55,8 @@ let workloads: [Workload] = [
     Workload(name: "tiny-blockop", ours: r(200_000, O.tinyBlockOperations), foundation: r(200_000, F.tinyBlockOperations), dispatch: r(200_000, D.tiny), doubles: false),
     Workload(name: "serial", ours: r(200_000, O.serial), foundation: r(200_000, F.serial), dispatch: r(200_000, D.serial), doubles: false),
     Workload(name: "chain", ours: r(100_000, O.chain), foundation: r(2_000, F.chain), dispatch: nil, doubles: true),
-    Workload(name: "fanin", ours: r(100_000, O.fanIn), foundation: r(4_000, F.fanIn), dispatch: nil, doubles: true),
-    Workload(name: "fanout", ours: r(100_000, O.fanOut), foundation: r(4_000, F.fanOut), dispatch: nil, doubles: true),
+    Workload(name: "fanin", ours: r(100_000, O.fanIn), foundation: r(4_000, F.fanIn), dispatch: r(100_000, D.fanIn), doubles: true),
+    Workload(name: "fanout", ours: r(100_000, O.fanOut), foundation: r(4_000, F.fanOut), dispatch: r(100_000, D.fanOut), doubles: true),
     Workload(name: "diamond", ours: r(64_000, { try O.diamond($0) }), foundation: r(2_048, { try F.diamond($0) }), dispatch: nil, doubles: true),
     Workload(name: "cancel", ours: r(200_000, O.cancel), foundation: r(200_000, F.cancel), dispatch: r(200_000, D.cancel), doubles: false),
     Workload(name: "priority", ours: r(100_000, O.priority), foundation: r(100_000, F.priority), dispatch: nil, doubles: false),
@@ -193,8 +193,14 @@ for workload in workloads {
         text = target(workload.name, versusDispatch <= 1.0 && speedup >= 8, "≤ 1.0 × Dispatch and ≥ 8 × faster than Foundation")
     case "serial":
         text = target(workload.name, versusDispatch <= 1.0, "≤ 1.0 × serial DispatchQueue")
-    case "chain", "fanin", "fanout", "diamond":
+    case "chain":
         text = target(workload.name, result.oursGrowth <= 2.3 && result.ours <= 3 * tinyPerOp, "growth ≤ 2.3 and ≤ 3 × tiny (\(f(3 * tinyPerOp)) ns)")
+    case "fanin", "fanout":
+        text = target(workload.name, result.oursGrowth <= 2.3 && versusDispatch <= 1.5, "growth ≤ 2.3 and ≤ 1.5 × Dispatch (group notify / work item notify)")
+    case "diamond":
+        // Layers of 16, each operation depending on the 16 before it.
+        let perEdge = result.ours / 16
+        text = target(workload.name, result.oursGrowth <= 2.3 && perEdge <= 100, "growth ≤ 2.3 and ≤ 100 ns per edge (\(f(perEdge)) ns)")
     case "cancel":
         text = target(workload.name, speedup >= 5, "≥ 5 × faster than Foundation")
     case "reprioritise":
