@@ -20,7 +20,7 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3]
+    static let migrations: [[String]] = [version1, version2, version3, version4]
 
     /// The enqueue function, with the lock it takes on the dependencies' rows.
     static func enqueueFunction(create: String, dependencyLock: String) -> String {
@@ -167,7 +167,7 @@ enum PostgresSchema {
 
     /// The function that ends an attempt; `delayIndex` picks the retry's wait from
     /// `retry_delays` (1-based).
-    static func finishAttemptFunction(create: String, delayIndex: String) -> String {
+    static func finishAttemptFunction(create: String, delayIndex: String, settlesSuccess: Bool = true) -> String {
         """
         \(create) durable_finish_attempt(o durable_operations, p_outcome text, p_value text) RETURNS void
         LANGUAGE plpgsql AS $$
@@ -188,7 +188,7 @@ enum PostgresSchema {
                 UPDATE durable_operations SET state = 'succeeded', output = p_value, worker = NULL, lease_until = NULL,
                     finished_at = clock_timestamp() WHERE id = o.id;
                 PERFORM pg_notify('operations_durable', 'f:' || o.id);
-                PERFORM durable_settle_dependents(o.id, true, NULL);
+                \(settlesSuccess ? "PERFORM durable_settle_dependents(o.id, true, NULL);" : "-- The caller settles the dependents of a batch's successes at once.")
             ELSIF v_outcome = 'failed' AND o.attempt < o.max_attempts THEN
                 v_delay := coalesce(o.retry_delays[\(delayIndex)], 0);
                 UPDATE durable_operations SET state = 'ready', error = p_value, worker = NULL, lease_until = NULL,
@@ -215,6 +215,62 @@ enum PostgresSchema {
         END $$
         """
     }
+
+    // A batch's successes release their dependents together: one update of each dependent's
+    // counter per batch, in the order of their ids, instead of one per finished dependency.
+    // Each update leaves a row version that later ones step over until it is pruned, so a
+    // fan-in's sink updated once per leaf made a finish cost more the more leaves finished
+    // before it.
+    static let version4: [String] = [
+        finishAttemptFunction(
+            create: "CREATE OR REPLACE FUNCTION",
+            delayIndex: "o.attempt - (o.max_attempts - 1 - coalesce(array_length(o.retry_delays, 1), 0))",
+            settlesSuccess: false),
+        """
+        CREATE FUNCTION durable_settle_successes(p_ids bigint[]) RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            d record;
+        BEGIN
+            FOR d IN
+                SELECT o.id, o.queue, o.pending_dependencies, c.finished FROM durable_operations o
+                JOIN (SELECT e.dependent, count(*)::integer AS finished FROM durable_edges e
+                      WHERE e.dependency = ANY(p_ids) GROUP BY e.dependent) c ON o.id = c.dependent
+                WHERE o.state = 'waiting'
+                ORDER BY o.id FOR UPDATE OF o
+            LOOP
+                UPDATE durable_operations SET pending_dependencies = pending_dependencies - d.finished,
+                    state = CASE WHEN pending_dependencies = d.finished THEN 'ready' ELSE state END
+                WHERE id = d.id;
+                IF d.pending_dependencies = d.finished THEN
+                    PERFORM pg_notify('operations_durable', 'w:' || d.queue);
+                END IF;
+            END LOOP;
+        END $$
+        """,
+        """
+        CREATE OR REPLACE FUNCTION durable_complete(p_worker text, p_ids bigint[], p_attempts integer[], p_outcomes text[], p_values text[])
+        RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            o durable_operations;
+            i integer;
+            v_succeeded bigint[] := '{}';
+        BEGIN
+            FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
+                SELECT * INTO o FROM durable_operations WHERE id = p_ids[i] FOR UPDATE;
+                -- An attempt whose lease was taken back is no longer this worker's to end.
+                CONTINUE WHEN NOT FOUND OR o.state <> 'running' OR o.worker IS DISTINCT FROM p_worker
+                    OR o.attempt <> p_attempts[i];
+                PERFORM durable_finish_attempt(o, p_outcomes[i], p_values[i]);
+                IF p_outcomes[i] = 'succeeded' THEN
+                    v_succeeded := v_succeeded || o.id;
+                END IF;
+            END LOOP;
+            PERFORM durable_settle_successes(v_succeeded);
+        END $$
+        """,
+    ]
 
     // A claim returns each operation's maximum and dependencies itself, read in its own
     // statement: read by the caller's statement, whose snapshot is older than the claim's

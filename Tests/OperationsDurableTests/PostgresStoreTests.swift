@@ -28,7 +28,7 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 3)
+        #expect(try rows.first?.decode(Int.self) == 4)
     }
 
     @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
@@ -36,14 +36,15 @@ struct PostgresStoreTests {
         let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         // What version 1 left: the same tables, without the index on edges by dependent and
-        // without the claim and give-back functions of version 3.
+        // without the functions of versions 3 and 4.
         try await store.client.query("DROP INDEX durable_edges_dependent")
         try await store.client.query("DROP FUNCTION durable_claim_operations")
         try await store.client.query("DROP FUNCTION durable_give_back_attempts")
+        try await store.client.query("DROP FUNCTION durable_settle_successes")
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()
-        #expect(try version.first?.decode(Int.self) == 3)
+        #expect(try version.first?.decode(Int.self) == 4)
         let index = try await store.client.query(
             "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
         #expect(try index.first?.decode(Int.self) == 1)
