@@ -139,6 +139,34 @@ enum PostgresSchema {
         """
     }
 
+    /// The function that ends a batch of attempts. `settlesSuccessesTogether`: the successes'
+    /// dependents are released after the loop, together (`durable_settle_successes`); else
+    /// `durable_finish_attempt` releases each success's own.
+    static func completeFunction(create: String, settlesSuccessesTogether: Bool) -> String {
+        """
+        \(create) durable_complete(p_worker text, p_ids bigint[], p_attempts integer[], p_outcomes text[], p_values text[])
+        RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            o durable_operations;
+            i integer;
+            v_succeeded bigint[] := '{}';
+        BEGIN
+            FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
+                SELECT * INTO o FROM durable_operations WHERE id = p_ids[i] FOR UPDATE;
+                -- An attempt whose lease was taken back is no longer this worker's to end.
+                CONTINUE WHEN NOT FOUND OR o.state <> 'running' OR o.worker IS DISTINCT FROM p_worker
+                    OR o.attempt <> p_attempts[i];
+                PERFORM durable_finish_attempt(o, p_outcomes[i], p_values[i]);
+                IF p_outcomes[i] = 'succeeded' THEN
+                    v_succeeded := v_succeeded || o.id;
+                END IF;
+            END LOOP;
+            \(settlesSuccessesTogether ? "PERFORM durable_settle_successes(v_succeeded);" : "-- Each success released its dependents.")
+        END $$
+        """
+    }
+
     /// A give-back function: `selection` picks, and locks, the rows it gives back.
     static func giveBackFunction(signature: String, selection: String) -> String {
         """
@@ -248,28 +276,7 @@ enum PostgresSchema {
             END LOOP;
         END $$
         """,
-        """
-        CREATE OR REPLACE FUNCTION durable_complete(p_worker text, p_ids bigint[], p_attempts integer[], p_outcomes text[], p_values text[])
-        RETURNS void
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            o durable_operations;
-            i integer;
-            v_succeeded bigint[] := '{}';
-        BEGIN
-            FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
-                SELECT * INTO o FROM durable_operations WHERE id = p_ids[i] FOR UPDATE;
-                -- An attempt whose lease was taken back is no longer this worker's to end.
-                CONTINUE WHEN NOT FOUND OR o.state <> 'running' OR o.worker IS DISTINCT FROM p_worker
-                    OR o.attempt <> p_attempts[i];
-                PERFORM durable_finish_attempt(o, p_outcomes[i], p_values[i]);
-                IF p_outcomes[i] = 'succeeded' THEN
-                    v_succeeded := v_succeeded || o.id;
-                END IF;
-            END LOOP;
-            PERFORM durable_settle_successes(v_succeeded);
-        END $$
-        """,
+        completeFunction(create: "CREATE OR REPLACE FUNCTION", settlesSuccessesTogether: true),
     ]
 
     // A claim returns each operation's maximum and dependencies itself, read in its own
@@ -441,23 +448,7 @@ enum PostgresSchema {
             select: "c.id, c.kind, c.input, c.attempt"),
         // Ends an attempt: succeeded, retried (while attempts remain), failed, or cancelled.
         finishAttemptFunction(create: "CREATE FUNCTION", delayIndex: "o.attempt"),
-        """
-        CREATE FUNCTION durable_complete(p_worker text, p_ids bigint[], p_attempts integer[], p_outcomes text[], p_values text[])
-        RETURNS void
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            o durable_operations;
-            i integer;
-        BEGIN
-            FOR i IN 1 .. coalesce(array_length(p_ids, 1), 0) LOOP
-                SELECT * INTO o FROM durable_operations WHERE id = p_ids[i] FOR UPDATE;
-                -- An attempt whose lease was taken back is no longer this worker's to end.
-                CONTINUE WHEN NOT FOUND OR o.state <> 'running' OR o.worker IS DISTINCT FROM p_worker
-                    OR o.attempt <> p_attempts[i];
-                PERFORM durable_finish_attempt(o, p_outcomes[i], p_values[i]);
-            END LOOP;
-        END $$
-        """,
+        completeFunction(create: "CREATE FUNCTION", settlesSuccessesTogether: false),
         """
         CREATE FUNCTION durable_heartbeat(p_worker text, p_queues text[], p_kinds text[], p_held bigint[], p_lease double precision)
         RETURNS TABLE (operation_id bigint, cancel_reason text)

@@ -69,6 +69,23 @@ final class StepwiseStateOperation: Operation, @unchecked Sendable {
     }
 
     func announceState() { didChangeValue(forKey: "state") }
+
+    /// Sets its state to finished on a thread of its own before `main()` returns, and
+    /// announces the change on that thread once `go` opens; opens `announced` when the
+    /// announcement has returned.
+    static func finishingOnAnotherThread(announcingAfter go: Gate, then announced: Gate) -> StepwiseStateOperation {
+        let stateSet = Gate()
+        return StepwiseStateOperation { operation in
+            Thread.detachNewThread {
+                operation.changeStateToFinished()
+                stateSet.open()
+                go.wait()
+                operation.announceState()
+                announced.open()
+            }
+            stateSet.wait()
+        }
+    }
 }
 
 @Suite("Finish announcement: isFinished observers see the queue done with the operation")
@@ -191,18 +208,9 @@ struct FinishAnnouncementTests {
         // `main()` returns, and the base finish takes the finish; the subclass announces the
         // change while the completion block, inside the processing, waits for that
         // announcement to return.
-        let stateSet = Gate(), processing = Gate(), announced = Gate()
+        let processing = Gate(), announced = Gate()
         let announcementReturned = Shared<Bool?>(nil)
-        let operation = StepwiseStateOperation { operation in
-            Thread.detachNewThread {
-                operation.changeStateToFinished()
-                stateSet.open()
-                processing.wait()
-                operation.announceState()
-                announced.open()
-            }
-            stateSet.wait()
-        }
+        let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: processing, then: announced)
         operation.completionBlock = {
             processing.open()
             announcementReturned.update { $0 = announced.wait() }
@@ -213,17 +221,8 @@ struct FinishAnnouncementTests {
 
     @Test("an observer of the dependent key, told while the queue processes the finish, is told after the queue is done with it")
     func observerOfDependentKeyWhileTheQueueProcessesTheFinish() {
-        let stateSet = Gate(), processing = Gate(), announced = Gate()
-        let operation = StepwiseStateOperation { operation in
-            Thread.detachNewThread {
-                operation.changeStateToFinished()
-                stateSet.open()
-                processing.wait()
-                operation.announceState()
-                announced.open()
-            }
-            stateSet.wait()
-        }
+        let processing = Gate(), announced = Gate()
+        let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: processing, then: announced)
         operation.completionBlock = {
             processing.open()
             announced.wait()
@@ -327,17 +326,8 @@ struct FinishAnnouncementTests {
     func subclassAnnouncesWhileWaitersAreWoken() {
         // Forced: the first hook woken lets the subclass announce on another thread and
         // waits until that announcement returned; the second hook reads what was told.
-        let stateSet = Gate(), go = Gate(), announced = Gate()
-        let operation = StepwiseStateOperation { operation in
-            Thread.detachNewThread {
-                operation.changeStateToFinished()
-                stateSet.open()
-                go.wait()
-                operation.announceState()
-                announced.open()
-            }
-            stateSet.wait()
-        }
+        let go = Gate(), announced = Gate()
+        let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: go, then: announced)
         let told = Shared(false)
         let stateObserver = CallbackObserver { _, _ in told.update { $0 = true } }
         operation.addObserver(stateObserver, forKeyPath: "state", options: [.new], context: nil)
