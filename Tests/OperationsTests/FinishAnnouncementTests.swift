@@ -208,6 +208,20 @@ struct FinishAnnouncementTests {
         // `main()` returns, and the base finish takes the finish; the subclass announces the
         // change while the completion block, inside the processing, waits for that
         // announcement to return.
+        let (seen, announcementReturned) = witnessAnnouncedWhileTheQueueProcesses(keyPath: "isFinished")
+        #expect(seen == Self.done)
+        #expect(announcementReturned == true, "the subclass's announcement waited for the processing it is part of")
+    }
+
+    @Test("an observer of the dependent key, told while the queue processes the finish, is told after the queue is done with it")
+    func observerOfDependentKeyWhileTheQueueProcessesTheFinish() {
+        #expect(witnessAnnouncedWhileTheQueueProcesses(keyPath: "state").seen == Self.done)
+    }
+
+    /// The subclass announces its finish on another thread while the completion block, inside
+    /// the processing its queue's worker took, waits for that announcement to return. Returns
+    /// what the observer of `keyPath` saw, and whether the announcement returned.
+    func witnessAnnouncedWhileTheQueueProcesses(keyPath: String) -> (seen: FinishWitness.Snapshot?, announcementReturned: Bool?) {
         let processing = Gate(), announced = Gate()
         let announcementReturned = Shared<Bool?>(nil)
         let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: processing, then: announced)
@@ -215,19 +229,8 @@ struct FinishAnnouncementTests {
             processing.open()
             announcementReturned.update { $0 = announced.wait() }
         }
-        #expect(witness(operation) == Self.done)
-        #expect(announcementReturned() == true, "the subclass's announcement waited for the processing it is part of")
-    }
-
-    @Test("an observer of the dependent key, told while the queue processes the finish, is told after the queue is done with it")
-    func observerOfDependentKeyWhileTheQueueProcessesTheFinish() {
-        let processing = Gate(), announced = Gate()
-        let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: processing, then: announced)
-        operation.completionBlock = {
-            processing.open()
-            announced.wait()
-        }
-        #expect(witness(operation, keyPath: "state") == Self.done)
+        let seen = witness(operation, keyPath: keyPath)
+        return (seen, announcementReturned())
     }
 
     @Test("the base finish announced while the subclass's own announcement processes the finish: observers are told after the queue is done with it")

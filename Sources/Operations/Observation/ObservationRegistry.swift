@@ -41,6 +41,13 @@ final class ObservationRegistry: Sendable {
         /// Old values read at `willChange` (observed key → value), stacked per thread and
         /// announced key, popped at `didChange`.
         var pending: [PendingChange: [[String: ObservedValue]]] = [:]
+
+        /// The old values of the innermost `willChange` waiting for `change`'s `didChange`.
+        mutating func popPending(_ change: PendingChange) -> [String: ObservedValue] {
+            let old = pending[change]?.popLast() ?? [:]
+            if pending[change]?.isEmpty == true { pending[change] = nil }
+            return old
+        }
     }
 
     /// A value read for observers.
@@ -138,8 +145,7 @@ final class ObservationRegistry: Sendable {
         let key = ObservationKey.canonical(rawKey)
         let pending = PendingChange(thread: OperationEvent.currentThread, key: key)
         let (entries, old) = state.withLock { state -> ([Entry], [String: ObservedValue]) in
-            let old = state.pending[pending]?.popLast() ?? [:]
-            if state.pending[pending]?.isEmpty == true { state.pending[pending] = nil }
+            let old = state.popPending(pending)
             return (state.entries.filter { $0.triggers.contains(key) }, old)
         }
         deliver(entries, of: object, old: old)
@@ -171,10 +177,7 @@ final class ObservationRegistry: Sendable {
     func takeChange(key rawKey: String) -> TakenChange {
         let key = ObservationKey.canonical(rawKey)
         let pending = PendingChange(thread: OperationEvent.currentThread, key: key)
-        let old = state.withLock { state in
-            defer { if state.pending[pending]?.isEmpty == true { state.pending[pending] = nil } }
-            return state.pending[pending]?.popLast() ?? [:]
-        }
+        let old = state.withLock { $0.popPending(pending) }
         return TakenChange(key: key, old: old)
     }
 
