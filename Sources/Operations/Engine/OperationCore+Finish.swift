@@ -93,7 +93,7 @@ extension OperationCore {
     }
 
     /// The announcements handed over since the last call, to be made before any waiter is
-    /// woken (see `handOver(_:)`).
+    /// woken (see `handOver(_:from:)`).
     mutating func takeHandedOverAnnouncements() -> [@Sendable () -> Void] {
         guard let extras, !extras.handedOverAnnouncements.isEmpty else { return [] }
         defer { extras.handedOverAnnouncements = [] }

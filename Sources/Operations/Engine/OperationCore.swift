@@ -346,7 +346,7 @@ final class OperationExtras: @unchecked Sendable {
     /// The operation's gates (see `GateState`).
     var gates: GateState?
     /// Announcements of its finish made on other threads while the finish was processed
-    /// or announced (see `OperationCore.handOver(_:)`).
+    /// or announced (see `OperationCore.handOver(_:from:)`).
     var handedOverAnnouncements: [@Sendable () -> Void] = []
     /// The thread processing and announcing the finish, recorded when the operation was
     /// observed as it finished: its own announcements are never handed over.
