@@ -294,6 +294,11 @@ public protocol DurableOperationStore: Sendable {
     /// longer the operation's current one, or no longer the worker's, is left alone.
     func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws
 
+    /// Hands back every attempt the worker still holds, as ``giveBack(_:worker:reason:)``
+    /// does: the last call of a worker that stops, for what it holds without knowing it (a
+    /// claim whose answer it never got) and results it could not record.
+    func giveBackAll(worker: String, reason: String) async throws
+
     /// Renews the worker's leases on the operations it is running (`holding`) and says which
     /// it still holds and which were cancelled. A lease the worker holds but does not name
     /// (a claim whose answer it never got) is not renewed, and is reported as `unnamed`.

@@ -122,7 +122,10 @@ extension DurableWorker {
         }
     }
 
-    /// Lets running bodies finish within the deadline, then gives back the rest.
+    /// Lets running bodies finish within the deadline, then stops and gives back the rest;
+    /// waits a while longer for results being recorded, and at last gives back whatever the
+    /// store still counts as this worker's (claims whose answer never came, results it did
+    /// not take), so that none of it waits for its lease to expire and costs an attempt.
     func drain() async {
         let deadline = ContinuousClock.now + configuration.shutdownDeadline
         while !Task.isCancelled, ContinuousClock.now < deadline, state.withLock({ !$0.running.isEmpty }) {
@@ -138,19 +141,35 @@ extension DurableWorker {
             }
             return unended.map { (DurableAttemptID(operation: $0, attempt: state.running[$0]!.attempt), state.running[$0]!.task) }
         }
-        guard !remaining.isEmpty else { return }
         for (_, task) in remaining { task?.cancel() }
-        // Not in this task: it may be cancelled, and the store must still hear of it.
-        let store = self.store
-        let worker = id
-        let ids = remaining.map(\.0)
+        let (store, worker) = (store, id)
+        let stopped = remaining.map(\.0)
+        if !stopped.isEmpty {
+            await untilAnswered("giving back operations") { try await store.giveBack(stopped, worker: worker, reason: reason) }
+        }
+        // Results on their way to the store get one call's time more.
+        let recording = ContinuousClock.now + configuration.storeCallTimeout
+        while !Task.isCancelled, ContinuousClock.now < recording,
+            state.withLock({ $0.running.values.contains { $0.ended && !$0.givingBack } })
+        {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let unrecorded = "worker \(worker) stopped holding the operation without running it to a recorded end"
+        await untilAnswered("giving back what worker \(worker) holds") {
+            try await store.giveBackAll(worker: worker, reason: unrecorded)
+        }
+        // What was not recorded by now is given back (or will be rescued): no use trying again.
+        completions.stop()
+    }
+
+    /// Calls the store until it answers (ten tries), in a task of its own: the caller's task
+    /// may be cancelled, and the store must still hear of it.
+    private func untilAnswered(_ what: String, _ call: @escaping @Sendable () async throws -> Void) async {
         let timeout = configuration.storeCallTimeout
         await Task {
             for failures in 0..<10 {
                 do {
-                    try await withDeadline(timeout, "giving back operations") {
-                        try await store.giveBack(ids, worker: worker, reason: reason)
-                    }
+                    try await withDeadline(timeout, what) { try await call() }
                     return
                 } catch {
                     try? await Task.sleep(for: backoff(failures + 1))
@@ -206,6 +225,7 @@ final class CompletionBatcher: Sendable {
     private struct State {
         var pending: [(DurableCompletion, CheckedContinuation<Void, Never>)] = []
         var flushing = false
+        var stopped = false
     }
 
     private let state = Locked(State())
@@ -232,6 +252,11 @@ final class CompletionBatcher: Sendable {
         }
     }
 
+    /// Stops trying again: a batch that fails from now on is given up (its waiters return).
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
     private func flush() async {
         while true {
             let batch = state.withLock { state in
@@ -253,7 +278,7 @@ final class CompletionBatcher: Sendable {
                     break
                 } catch {
                     failures += 1
-                    if failures > 600 { break }
+                    if failures > 600 || state.withLock({ $0.stopped }) { break }
                     try? await Task.sleep(for: .milliseconds(min(2_000, 50 << min(failures, 6))))
                 }
             }

@@ -248,11 +248,13 @@ public final class PostgresOperationStore: DurableOperationStore {
 
     public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
         // The dependencies and the maximum come with the claim, read in the claim's statement,
-        // in the claim's order.
+        // in the claim's order (a function's rows are numbered in the order it returns them;
+        // a SELECT without ORDER BY promises no order).
         let rows = try await rows(
             """
             SELECT operation_id, kind, input, attempt, dependencies, max_attempts
             FROM durable_claim_operations(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
+                WITH ORDINALITY ORDER BY ordinality
             """, "claiming from queue \"\(queue)\"")
         return try rows.map { row in
             let (id, kind, input, attempt, dependencies, maximumAttempts) = try row.decode(
@@ -290,6 +292,16 @@ public final class PostgresOperationStore: DurableOperationStore {
         try await rows(
             "SELECT durable_give_back_attempts(\(worker), \(ids)::bigint[], \(numbers)::integer[], \(Self.storable(reason)))",
             "giving back operations")
+    }
+
+    public func giveBackAll(worker: String, reason: String) async throws {
+        // The function locks each row and checks it is still this worker's attempt.
+        try await rows(
+            """
+            SELECT durable_give_back_attempts(\(worker), coalesce(array_agg(id ORDER BY id), '{}'),
+                coalesce(array_agg(attempt ORDER BY id), '{}'), \(Self.storable(reason)))
+            FROM durable_operations WHERE worker = \(worker) AND state = 'running'
+            """, "giving back the operations worker \(worker) holds")
     }
 
     public func heartbeat(

@@ -159,26 +159,44 @@ extension SQLiteOperationStore {
     public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
         guard !attempts.isEmpty else { return }
         try await access.write("giving back operations") { transaction in
-            for given in attempts.sorted() {
-                let id = given.operation
-                guard let operation = try await StoredOperation.read(id, in: transaction),
-                    operation.state == .running, operation.worker == worker, operation.attempt == given.attempt
-                else { continue }
-                if let cancelReason = operation.cancelReason {
-                    try await finishAttempt(operation, .cancelled, cancelReason, in: transaction)
-                } else {
-                    try await transaction.rows(
-                        "UPDATE durable_attempts SET ended_at = ?, error = ? WHERE operation = ? AND number = ?",
-                        [.now, .text(reason), .id(id), .int(operation.attempt)])
-                    // Given back, not failed: the attempt does not count against the maximum.
-                    try await transaction.rows(
-                        "UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL, max_attempts = max_attempts + 1 WHERE id = ?",
-                        [.id(id)])
-                    try await transaction.notify(.workAvailable(queue: operation.queue))
-                }
-            }
+            try await giveBack(attempts, worker: worker, reason: reason, in: transaction)
         }
         poller.poke()
+    }
+
+    public func giveBackAll(worker: String, reason: String) async throws {
+        try await access.write("giving back the operations worker \(worker) holds") { transaction in
+            let held = try await transaction.rows(
+                "SELECT id, attempt FROM durable_operations WHERE worker = ? AND state = 'running' ORDER BY id", [.text(worker)])
+            let attempts = held.map { row in
+                DurableAttemptID(operation: DurableOperationID(rawValue: Int64(row.int("id"))), attempt: row.int("attempt"))
+            }
+            try await giveBack(attempts, worker: worker, reason: reason, in: transaction)
+        }
+        poller.poke()
+    }
+
+    private func giveBack(
+        _ attempts: [DurableAttemptID], worker: String, reason: String, in transaction: SQLiteTransaction
+    ) async throws {
+        for given in attempts.sorted() {
+            let id = given.operation
+            guard let operation = try await StoredOperation.read(id, in: transaction),
+                operation.state == .running, operation.worker == worker, operation.attempt == given.attempt
+            else { continue }
+            if let cancelReason = operation.cancelReason {
+                try await finishAttempt(operation, .cancelled, cancelReason, in: transaction)
+            } else {
+                try await transaction.rows(
+                    "UPDATE durable_attempts SET ended_at = ?, error = ? WHERE operation = ? AND number = ?",
+                    [.now, .text(reason), .id(id), .int(operation.attempt)])
+                // Given back, not failed: the attempt does not count against the maximum.
+                try await transaction.rows(
+                    "UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL, max_attempts = max_attempts + 1 WHERE id = ?",
+                    [.id(id)])
+                try await transaction.notify(.workAvailable(queue: operation.queue))
+            }
+        }
     }
 
     public func heartbeat(

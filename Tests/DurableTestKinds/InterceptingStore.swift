@@ -56,6 +56,9 @@ public final class InterceptingStore: DurableOperationStore {
     public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
         try await base.giveBack(attempts, worker: worker, reason: reason)
     }
+    public func giveBackAll(worker: String, reason: String) async throws {
+        try await base.giveBackAll(worker: worker, reason: reason)
+    }
     public func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
     public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
         try await base.record(of: id, includingAttempts: includingAttempts)

@@ -65,6 +65,10 @@ final class TracingStore: DurableOperationStore, @unchecked Sendable {
         try await traced("giveBack \(attempts)") { try await store.giveBack(attempts, worker: worker, reason: reason) }
     }
 
+    func giveBackAll(worker: String, reason: String) async throws {
+        try await traced("giveBackAll") { try await store.giveBackAll(worker: worker, reason: reason) }
+    }
+
     func heartbeat(
         worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
     ) async throws -> DurableHeartbeat {

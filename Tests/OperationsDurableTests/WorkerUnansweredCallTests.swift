@@ -67,6 +67,9 @@ private final class UnansweredCallStore: DurableOperationStore {
     func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
         try await base.giveBack(attempts, worker: worker, reason: reason)
     }
+    func giveBackAll(worker: String, reason: String) async throws {
+        try await base.giveBackAll(worker: worker, reason: reason)
+    }
     func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
     func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
         try await base.record(of: id, includingAttempts: includingAttempts)

@@ -1,0 +1,91 @@
+// What a worker that stops leaves in the store: nothing held.
+#if PostgreSQL && SQLite
+
+import DurableTestKinds
+import Foundation
+@_spi(Engine) import Operations
+import OperationsDurable
+import OperationsTestSupport
+import Testing
+
+@Suite("A worker's shutdown", .timeLimit(.minutes(2)))
+struct WorkerShutdownTests {
+    @Test(
+        "a worker that stops gives back an operation it claimed but never heard of, so that it costs no attempt",
+        arguments: StoreKind.all)
+    func claimWhoseAnswerWasLostIsGivenBackAtShutdown(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let handle = try await DurableQueue(name: "default", store: store).add(Echo.self, input: 5, retry: .never)
+            // The claim is recorded, and its answer never reaches the worker (it gives up on the
+            // call). Heartbeats after the one that registers the worker get no answer either, so
+            // that no heartbeat finds the claim held without running and gives it back first.
+            let unanswered = TestGate()
+            let claimed = TestGate()
+            let heartbeats = Shared(0)
+            var hooks = InterceptingStore.Hooks()
+            hooks.afterClaim = { claims in
+                guard claims.contains(where: { $0.id == handle.id }) else { return }
+                claimed.open()
+                await unanswered.waitIgnoringCancellation()
+            }
+            hooks.beforeHeartbeat = {
+                let number = heartbeats.update { $0 += 1; return $0 }
+                if number > 1 { await unanswered.waitIgnoringCancellation() }
+            }
+            defer { unanswered.open() }
+            var configuration = testWorkerConfiguration()
+            configuration.storeCallTimeout = .milliseconds(500)
+            let worker = DurableWorker(
+                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
+            let run = Task { try await worker.run() }
+            try await within(60, "the claim to be recorded") { await claimed.wait() }
+            #expect(try await handle.state == .running)
+            worker.stop()
+            try await run.value
+            let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
+            #expect(record.state == .ready, "given back, not left to expire and fail")
+            #expect(record.attempts.count == 1)
+            #expect(record.attempts.first?.error?.contains("stopped") == true, "\(record.attempts)")
+            // It runs again, although it allows one attempt: the given-back one did not count.
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the operation given back") { try await handle.value }
+            }
+            #expect(value == 5)
+        }
+    }
+
+    @Test(
+        "a worker that stops while the store does not take a finished attempt's result gives the operation back",
+        arguments: StoreKind.all)
+    func resultNotRecordedByShutdownIsGivenBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let handle = try await DurableQueue(name: "default", store: store).add(Echo.self, input: 6, retry: .never)
+            // Recording the end of an attempt gets no answer (the worker tries again and again).
+            let unanswered = TestGate()
+            let completing = TestGate()
+            var hooks = InterceptingStore.Hooks()
+            hooks.beforeComplete = { _ in
+                completing.open()
+                await unanswered.waitIgnoringCancellation()
+            }
+            defer { unanswered.open() }
+            var configuration = testWorkerConfiguration()
+            configuration.storeCallTimeout = .milliseconds(500)
+            configuration.shutdownDeadline = .milliseconds(100)
+            let worker = DurableWorker(
+                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
+            let run = Task { try await worker.run() }
+            try await within(60, "the body's end to be recorded") { await completing.wait() }
+            worker.stop()
+            try await run.value
+            let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
+            #expect(record.state == .ready, "given back, not left to expire and fail")
+            #expect(record.attempts.count == 1)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the operation given back") { try await handle.value }
+            }
+            #expect(value == 6)
+        }
+    }
+}
+#endif
