@@ -15,11 +15,12 @@ import Operations
 public struct DurableQueue: DurableEventSource, Sendable {
     public let name: String
     public let store: any DurableOperationStore
-    let broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: false)
+    let broadcaster: DurableEventBroadcaster
 
     public init(name: String, store: any DurableOperationStore) {
         self.name = name
         self.store = store
+        broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: false, source: "durable queue \"\(name)\"")
     }
 
     /// Calls `handler` for each operation added through this queue (`enqueued`) and each

@@ -49,7 +49,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     let state = Locked(WorkerState())
     let wakeSignal = WakeSignal()
     let completions: CompletionBatcher
-    let broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: true)
+    let broadcaster: DurableEventBroadcaster
 
     public init(
         store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation], concurrency: Int = 4,
@@ -70,6 +70,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         self.concurrency = concurrency
         self.configuration = configuration
         self.completions = CompletionBatcher(store: store, worker: id, callTimeout: configuration.storeCallTimeout)
+        self.broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: true, source: "durable worker \(id)")
     }
 
     /// Runs until graceful shutdown or cancellation; throws when the store cannot be reached

@@ -13,13 +13,32 @@ import Synchronization
 /// their own: no task of the worker (a body, the claim loop, the heartbeat) runs a handler, so
 /// a slow handler delays only later events. A queue's events are delivered by the task that
 /// adds (before `add` returns), unless another task delivers at that moment.
+///
+/// A handler whose subscription is cancelled is not called again (a call under way finishes).
+/// While a handler does not return, at most `maximumWaiting` events wait: beyond, the oldest
+/// are dropped (handlers see the gap in ``DurableEvent/sequence``), with one warning per stall.
 final class DurableEventBroadcaster: Sendable {
+    /// A handler, and whether its subscription still stands: read before each call, so that a
+    /// delivery under way skips a handler cancelled meanwhile.
+    private final class Registration: Sendable {
+        let id: UInt64
+        let handler: @Sendable (DurableEvent) -> Void
+        let isActive = Atomic<Bool>(true)
+
+        init(id: UInt64, handler: @escaping @Sendable (DurableEvent) -> Void) {
+            self.id = id
+            self.handler = handler
+        }
+    }
+
     private struct State {
-        var handlers: [(id: UInt64, handler: @Sendable (DurableEvent) -> Void)] = []
+        var handlers: [Registration] = []
         var nextID: UInt64 = 1
         var pending: [DurableEvent] = []
         var nextSequence: UInt64 = 0
         var delivering = false
+        /// Events dropped since the deliverer last caught up; the warning is given at the first.
+        var dropped = 0
     }
 
     private let state = Locked(State())
@@ -28,15 +47,24 @@ final class DurableEventBroadcaster: Sendable {
     /// Whether any handler is registered: the one load an event costs when nobody listens.
     /// Changed only inside the lock, where a recording decides too.
     private let isListening = Atomic<Bool>(false)
+    /// What reports the events, for the warning ("durable worker …").
+    private let source: String
+    private let maximumWaiting: Int
 
-    init(deliveringOnOwnQueue: Bool) {
+    init(deliveringOnOwnQueue: Bool, source: String, maximumWaiting: Int = 10_000) {
+        precondition(maximumWaiting >= 2, "DurableEventBroadcaster: maximumWaiting must be at least 2")
         deliveries = deliveringOnOwnQueue ? DispatchQueue(label: "OperationsDurable.events") : nil
+        self.source = source
+        self.maximumWaiting = maximumWaiting
     }
+
+    /// How many events are recorded and not yet handed to a deliverer.
+    var waitingCount: Int { state.withLock { $0.pending.count } }
 
     func addHandler(_ handler: @escaping @Sendable (DurableEvent) -> Void) -> DurableEventSubscription {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
-            state.handlers.append((state.nextID, handler))
+            state.handlers.append(Registration(id: state.nextID, handler: handler))
             isListening.store(true, ordering: .releasing)
             return state.nextID
         }
@@ -47,6 +75,7 @@ final class DurableEventBroadcaster: Sendable {
         var removed = state.withLock { state in
             let removed = state.handlers.filter { $0.id == id }
             state.handlers.removeAll { $0.id == id }
+            for registration in removed { registration.isActive.store(false, ordering: .releasing) }
             if state.handlers.isEmpty {
                 isListening.store(false, ordering: .releasing)
                 // Nobody would receive them.
@@ -84,11 +113,24 @@ final class DurableEventBroadcaster: Sendable {
     }
 
     private func append(_ draft: DurableEvent.Draft) {
-        state.withLock { state in
-            guard !state.handlers.isEmpty else { return }
+        let firstDrop = state.withLock { state -> Int? in
+            guard !state.handlers.isEmpty else { return nil }
+            var firstDrop: Int?
+            if state.pending.count >= maximumWaiting {
+                // The oldest half at once, so that a long stall costs O(1) per event.
+                let count = maximumWaiting / 2
+                state.pending.removeFirst(count)
+                if state.dropped == 0 { firstDrop = count }
+                state.dropped += count
+            }
             // Read under the lock, so that times follow the sequence.
             state.pending.append(draft.event(sequence: state.nextSequence, date: Date(), time: DispatchTime.now().uptimeNanoseconds))
             state.nextSequence += 1
+            return firstDrop
+        }
+        if let firstDrop {
+            Misuse.warn(
+                "\(source): an event handler has not returned while \(maximumWaiting) events waited; the oldest \(firstDrop) were dropped (handlers see the gap in the events' sequence numbers), and more are dropped until it returns")
         }
     }
 
@@ -113,11 +155,14 @@ final class DurableEventBroadcaster: Sendable {
         while true {
             let handlers = state.withLock { $0.handlers }
             for event in batch {
-                for (_, handler) in handlers { handler(event) }
+                for registration in handlers where registration.isActive.load(ordering: .acquiring) {
+                    registration.handler(event)
+                }
             }
             let next = state.withLock { state -> [DurableEvent]? in
                 guard !state.pending.isEmpty else {
                     state.delivering = false
+                    state.dropped = 0
                     return nil
                 }
                 defer { state.pending = [] }

@@ -9,11 +9,17 @@
 public protocol DurableEventSource: Sendable {
     /// Calls `handler` for every event from now on, in the order they happened
     /// (``DurableEvent/sequence``), one at a time, with no lock of the library held. Keep the
-    /// returned subscription; the handler stops when it is cancelled or released.
+    /// returned subscription; the handler stops when it is cancelled or released: once
+    /// `cancel()` returns, it is not called again (a call under way finishes).
+    ///
+    /// A handler that does not return holds up the source's later events, never its work.
+    /// At most 10,000 events wait meanwhile; beyond, the oldest are dropped, handlers see the
+    /// gap in the sequence numbers, and `OperationDiagnostic` warns once per stall.
     ///
     /// - Note: While no handler is registered, an event costs one atomic load.
-    /// - Important: A handler runs on the task that caused the event (a worker's task
-    ///   running an attempt, the task that called `add`): return quickly.
+    /// - Important: A queue's handlers run on the task that called `add` (or on another task
+    ///   adding at that moment), a worker's on a dispatch queue of the worker's own: return
+    ///   quickly.
     func addEventHandler(_ handler: @escaping @Sendable (DurableEvent) -> Void) -> DurableEventSubscription
 }
 
