@@ -16,14 +16,14 @@ struct TourOptions: ParsableArguments {
     @Flag(help: "Short sleeps and few images.")
     var quick = false
 
-    @Option(help: "The durable chapter's PostgreSQL database (postgres://user@host:port/database) instead of a SQLite file; needs a tour built with `--traits PostgreSQL`.")
+    @Option(help: "The durable chapter's PostgreSQL database (postgres://user:password@host:port/database) instead of a SQLite file (or set \(DurableStoreLocation.postgresURLVariable), to keep a password off the command line); needs a tour built with `--traits PostgreSQL`.")
     var postgres: String?
 
     func settings() throws -> TourSettings {
         var settings = quick ? TourSettings.quick : TourSettings()
         settings.outputPath = output
         settings.port = port
-        if let postgres {
+        if let postgres = postgres ?? ProcessInfo.processInfo.environment[DurableStoreLocation.postgresURLVariable] {
             guard DurableStoreLocation.postgresIsBuiltIn else { throw ValidationError(DurableStoreLocation.postgresBuildHint) }
             settings.durablePostgresURL = postgres
         }
@@ -99,13 +99,20 @@ struct DurableWorkerCommand: AsyncParsableCommand {
         commandName: "durable-worker", abstract: "Runs the durable chapter's steps from a store.", shouldDisplay: false)
     @Option(help: "The SQLite store's file.") var store: String?
     @Option(help: "The PostgreSQL store's URL.") var postgres: String?
+    @Flag(help: "The PostgreSQL store's URL is in the environment variable \(DurableStoreLocation.postgresURLVariable).")
+    var postgresFromEnvironment = false
     @Option(help: "A readable name for the worker.") var name = "worker"
     func run() async throws {
         let location: DurableStoreLocation
-        switch (store, postgres) {
+        let fromEnvironment = postgresFromEnvironment
+            ? ProcessInfo.processInfo.environment[DurableStoreLocation.postgresURLVariable] : nil
+        if postgresFromEnvironment, fromEnvironment == nil {
+            throw ValidationError("--postgres-from-environment: \(DurableStoreLocation.postgresURLVariable) is not set")
+        }
+        switch (store, postgres ?? fromEnvironment) {
         case (let path?, nil): location = .sqlite(path: path)
         case (nil, let url?): location = .postgres(url: url)
-        default: throw ValidationError("name the store with --store PATH or --postgres URL")
+        default: throw ValidationError("name the store with --store PATH, --postgres URL or --postgres-from-environment")
         }
         try await runDurableWorker(store: location, name: name)
     }

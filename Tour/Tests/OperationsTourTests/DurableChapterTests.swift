@@ -1,5 +1,5 @@
 import Foundation
-import OperationsTour
+@testable import OperationsTour
 import Testing
 
 @Suite("The durable chapter", .timeLimit(.minutes(3)))
@@ -37,5 +37,12 @@ struct DurableChapterTests {
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: trace)) as? [String: Any]
         let events = try #require(json?["traceEvents"] as? [[String: Any]])
         #expect(events.filter { $0["ph"] as? String == "X" }.count == Int(steps) + 1)
+    }
+
+    @Test("a worker process on PostgreSQL gets the URL, password included, through its environment, not its command line")
+    func postgresPasswordStaysOffTheCommandLine() {
+        let worker = DurableStoreLocation.postgres(url: "postgres://tour:s3cret@127.0.0.1:5432/tour").worker
+        #expect(!worker.arguments.joined(separator: " ").contains("s3cret"), "\(worker.arguments)")
+        #expect(worker.environment[DurableStoreLocation.postgresURLVariable] == "postgres://tour:s3cret@127.0.0.1:5432/tour")
     }
 }

@@ -26,11 +26,17 @@ public enum DurableStoreLocation: Sendable, CustomStringConvertible {
     public static let postgresBuildHint =
         "the tour was built without PostgreSQL; run it as `swift run --package-path Tour --traits PostgreSQL operations-demo durable --postgres URL`"
 
-    /// The worker subcommand's arguments that name this store.
-    var workerArguments: [String] {
+    /// The environment variable a worker process reads the PostgreSQL URL from: a password on
+    /// the command line is visible to every user of the machine (`ps`), the environment only
+    /// to the process's owner.
+    public static let postgresURLVariable = "OPERATIONS_DEMO_POSTGRES_URL"
+
+    /// The worker subcommand's arguments that name this store, and what they need in the
+    /// worker's environment.
+    var worker: (arguments: [String], environment: [String: String]) {
         switch self {
-        case .sqlite(let path): ["--store", path]
-        case .postgres(let url): ["--postgres", url]
+        case .sqlite(let path): (["--store", path], [:])
+        case .postgres(let url): (["--postgres-from-environment"], [Self.postgresURLVariable: url])
         }
     }
 

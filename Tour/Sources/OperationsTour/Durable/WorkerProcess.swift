@@ -18,10 +18,10 @@ struct WorkerProcess: Sendable {
         return URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
     }
 
-    /// Starts `executable durable-worker (--store PATH | --postgres URL) --name NAME`, its
-    /// output appended to `log`.
+    /// Starts `executable durable-worker (--store PATH | --postgres-from-environment) --name NAME`,
+    /// its output appended to `log`.
     static func start(executable: String, store: DurableStoreLocation, name: String, log: String) throws -> WorkerProcess {
-        let arguments = [executable, "durable-worker"] + store.workerArguments + ["--name", name]
+        let arguments = [executable, "durable-worker"] + store.worker.arguments + ["--name", name]
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -30,6 +30,7 @@ struct WorkerProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(store.worker.environment) { $1 }
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
