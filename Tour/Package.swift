@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The tour: the classic OperationQueue tutorial as ten chapters, run against real parts
-// (an HTTP server, URLSession, libpng). A package of its own so that a package depending
+// (an HTTP server, URLSession, PNG files). A package of its own so that a package depending
 // on the library never fetches or compiles it. From the repository root:
 // `swift run --package-path Tour operations-demo`, `swift test --package-path Tour`.
 let package = Package(
@@ -24,7 +24,8 @@ let package = Package(
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
-        .systemLibrary(name: "CLibPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        // zlib, for the tour's own PNG codec (zlib1g-dev is among the toolchain's prerequisites).
+        .systemLibrary(name: "CZlib"),
         // The chapters live in a library so that tests can run them.
         .target(
             name: "OperationsTour",
@@ -35,7 +36,7 @@ let package = Package(
                 .product(name: "OperationsDurable", package: "swift-operations"),
                 .product(name: "OperationsSQLite", package: "swift-operations"),
                 .product(name: "OperationsPostgres", package: "swift-operations", condition: .when(traits: ["PostgreSQL"])),
-                "CLibPNG",
+                "CZlib",
                 .product(name: "FlyingFox", package: "FlyingFox"),
             ]),
         .executableTarget(
@@ -43,7 +44,11 @@ let package = Package(
             dependencies: ["OperationsTour", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Depends on the executable so that `swift test` builds it: the durable chapter's test
         // starts it as a worker process.
-        .testTarget(name: "OperationsTourTests", dependencies: ["OperationsTour", "operations-demo"]),
+        .testTarget(
+            name: "OperationsTourTests", dependencies: ["OperationsTour", "operations-demo"],
+            // A PNG written by libpng (its rows use every filter but "none"), to check the
+            // tour's decoder against another encoder.
+            resources: [.copy("Resources/libpng-rgba-filters.png")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 import Foundation
-import OperationsTour
+@testable import OperationsTour
 import Testing
 
 @Suite("Tour: bad input")
@@ -102,16 +102,32 @@ struct BadInputTests {
 
 @Suite("Tour: images")
 struct ImageTests {
-    @Test("PNG round trip through libpng keeps every pixel")
-    func roundTrip() throws {
+    @Test("a PNG round trip keeps every pixel, with each row filter", arguments: PNG.Filter.allCases)
+    func roundTrip(_ filter: PNG.Filter) throws {
         let image = RGBAImage.generated(index: 3, size: 32)
-        let decoded = try RGBAImage(png: image.png())
-        #expect(decoded == image)
+        let (width, height, pixels) = try PNG.decode(PNG.encode(width: 32, height: 32, pixels: image.pixels, filter: filter))
+        #expect(RGBAImage(width: width, height: height, pixels: pixels) == image)
+        #expect(try RGBAImage(png: image.png()) == image)
     }
 
-    @Test("garbage does not decode")
-    func garbage() {
+    @Test("a PNG written by libpng decodes to the pixels libpng reads from it")
+    func decodesAnotherEncodersFile() throws {
+        let url = try #require(Bundle.module.url(forResource: "libpng-rgba-filters", withExtension: "png"))
+        let image = try RGBAImage(png: Data(contentsOf: url))
+        #expect(image.width == 192 && image.height == 192)
+        // The FNV-1a hash of the RGBA pixels libpng's simplified API decoded from this file.
+        let hash = image.pixels.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        #expect(hash == 0x7638_a061_ec55_b760)
+    }
+
+    @Test("garbage, a truncated file and a corrupted chunk do not decode, with a message")
+    func garbage() throws {
         #expect(throws: TourError.self) { try RGBAImage(png: Data("not a png".utf8)) }
+        let png = try RGBAImage.generated(index: 2, size: 16).png()
+        #expect(throws: TourError.self) { try RGBAImage(png: png.prefix(png.count / 2)) }
+        var corrupted = png
+        corrupted[40] ^= 0xff
+        #expect(throws: TourError.self) { try RGBAImage(png: corrupted) }
     }
 
     @Test("filters keep the size and change the pixels; sepia has no blue above red")

@@ -1,4 +1,3 @@
-import CLibPNG
 import Foundation
 
 /// An 8-bit RGBA image, row by row.
@@ -14,34 +13,15 @@ public struct RGBAImage: Sendable, Equatable {
         self.pixels = pixels
     }
 
-    /// Decodes a PNG with libpng.
+    /// Decodes a PNG (8-bit, not interlaced; see `PNG`).
     public init(png data: Data) throws {
-        var pixels: UnsafeMutablePointer<UInt8>?
-        var width: UInt32 = 0, height: UInt32 = 0
-        var message = [CChar](repeating: 0, count: 128)
-        let status = data.withUnsafeBytes { bytes in
-            clibpng_decode_rgba(bytes.baseAddress, bytes.count, &pixels, &width, &height, &message, message.count)
-        }
-        guard status == 0, let pixels else {
-            throw TourError.imageDecoding(String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        defer { free(pixels) }
-        self.init(width: Int(width), height: Int(height), pixels: Array(UnsafeBufferPointer(start: pixels, count: Int(width * height * 4))))
+        let (width, height, pixels) = try PNG.decode(data)
+        self.init(width: width, height: height, pixels: pixels)
     }
 
-    /// Encodes as PNG with libpng.
+    /// Encodes as PNG.
     public func png() throws -> Data {
-        var output: UnsafeMutablePointer<UInt8>?
-        var size = 0
-        var message = [CChar](repeating: 0, count: 128)
-        let status = pixels.withUnsafeBufferPointer { buffer in
-            clibpng_encode_rgba(buffer.baseAddress, UInt32(width), UInt32(height), &output, &size, &message, message.count)
-        }
-        guard status == 0, let output else {
-            throw TourError.imageDecoding("encoding failed: " + String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        defer { free(output) }
-        return Data(bytes: output, count: size)
+        try PNG.encode(width: width, height: height, pixels: pixels)
     }
 
     /// A generated picture: a sky-to-ground gradient with a sun and hills, hue-shifted by
