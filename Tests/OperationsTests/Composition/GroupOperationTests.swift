@@ -128,12 +128,19 @@ struct GroupOperationTests {
         #expect(group.outcome?.isCancelled == true)
     }
 
+    /// `first` runs (and ignores the cancellation) until the gate opens: the group, cancelled,
+    /// still waits for it when `late` joins. Cancelled before it ran, `first` would finish
+    /// at once, and the group with it, before `late` could join.
     @Test("a child added to a cancelled group is cancelled as it joins")
     func addToCancelledGroup() {
-        let gate = Gate()
-        let first = BlockOperation { gate.wait() }
+        let started = Gate(), gate = Gate()
+        let first = BlockOperation {
+            started.open()
+            gate.wait()
+        }
         let group = GroupOperation(operations: [first])
         OperationQueue().addOperation(group)
+        #expect(started.wait())
         group.cancel(with: TestError(code: 3))
         let late = BlockOperation {}
         group.addChild(late)
