@@ -63,7 +63,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
     ],
     targets: [
-        .target(name: "Operations"),
+        // The Swift runtime's swift_tryRetain, called with the C calling convention it has.
+        .target(name: "COperationsRuntime"),
+        .target(name: "Operations", dependencies: ["COperationsRuntime"]),
         .target(name: "OperationsComposition", dependencies: ["Operations"]),
         .target(name: "OperationsXCTest", dependencies: ["Operations"]),
         .target(name: "OperationsTestSupport", dependencies: ["Operations"]),

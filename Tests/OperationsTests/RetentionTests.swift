@@ -1,3 +1,4 @@
+import Dispatch
 import Operations
 import OperationsComposition
 import Testing
@@ -39,6 +40,64 @@ struct RetentionTests {
         #expect(eventually { weakQueue == nil })
     }
 
+    @Test("a dependent nobody holds goes away before its dependency runs, and the dependency still runs and finishes")
+    func abandonedDependentGoesAway() {
+        let dependency = BlockOperation {}
+        weak var weakDependent: Operation?
+        do {
+            let dependents = (0..<8).map { _ in BlockOperation {} }
+            for dependent in dependents { dependent.addDependency(dependency) }
+            weakDependent = dependents[3]
+        }
+        #expect(weakDependent == nil)
+        let queue = OperationQueue()
+        queue.addOperation(dependency)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(dependency.isFinished)
+    }
+
+    @Test("a dependent cancelled before its dependency finishes first and goes away; the dependency then runs and finishes")
+    func cancelledDependentGoesAwayFirst() {
+        let queue = OperationQueue()
+        let dependency = BlockOperation {}
+        weak var weakDependent: Operation?
+        do {
+            let dependent = BlockOperation {}
+            dependent.addDependency(dependency)
+            weakDependent = dependent
+            // Cancelled, it is ready at once: it finishes while its dependency waits.
+            dependent.cancel()
+            queue.addOperation(dependent)
+            dependent.waitUntilFinished()
+        }
+        #expect(eventually { weakDependent == nil })
+        queue.addOperation(dependency)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(dependency.isFinished)
+    }
+
+    @Test("dependents released on other threads while their dependencies finish: each dependency finishes, each dependent goes away")
+    func dependentsReleasedWhileDependenciesFinish() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let rounds = 2_000
+        let released = DispatchGroup()
+        var dependencies: [Operation] = []
+        for _ in 0..<rounds {
+            let dependency = BlockOperation {}
+            var dependents: [Operation]? = (0..<3).map { _ in BlockOperation {} }
+            for dependent in dependents! { dependent.addDependency(dependency) }
+            dependencies.append(dependency)
+            queue.addOperation(dependency)
+            // The last references go on another thread, racing the finish.
+            let box = UncheckedBox(dependents.take()!)
+            onNewThread(group: released) { box.value = [] }
+        }
+        #expect(released.wait(timeout: .now() + 60) == .success)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(dependencies.allSatisfy { $0.isFinished })
+    }
+
     @Test("releasing a long dependency chain does not overflow the stack")
     func longChain() {
         var last = Operation()
@@ -67,4 +126,11 @@ struct RetentionTests {
         queue.waitUntilAllOperationsAreFinished()
         #expect(weakToken == nil)
     }
+}
+
+/// Hands an array to another thread, which drops it (the array is only touched there).
+private final class UncheckedBox: @unchecked Sendable {
+    // Touched by one thread at a time: filled here, emptied by the thread it is handed to.
+    var value: [Operation]
+    init(_ value: [Operation]) { self.value = value }
 }

@@ -74,12 +74,11 @@ extension Operation {
     /// with no lock held.)
     var _isUnwanted: Bool {
         if isFinished || isCancelled { return false }
-        let (waited, dependents) = _update { ($0.finishWaiters.isEmpty == false, $0.dependents) }
-        if waited { return false }
-        return !dependents.contains { weak in
-            guard let dependent = weak.operation else { return false }
-            return !dependent.isCancelled && !dependent.isFinished
+        let (waited, dependents) = _update { state in
+            (state.finishWaiters.isEmpty == false, state.dependents.compactMap { $0.retainedIfAlive() })
         }
+        if waited { return false }
+        return !dependents.contains { dependent in !dependent.isCancelled && !dependent.isFinished }
     }
 
     /// Cancels every operation of `batch`: those not running first, so that no member starts

@@ -37,7 +37,9 @@ extension OperationCore {
     /// What finishing hands over to be done once the lock is released.
     struct Finish {
         var outcome: OutcomeKind
-        var dependents: [WeakOperation]
+        /// The operations waiting for this one, as strong references made under the lock
+        /// (see `DependentReference`).
+        var dependents: Dependents
         var completionBlock: (@Sendable () -> Void)?
         var queue: OperationQueue?
         var releasesSlot: Bool
@@ -67,11 +69,12 @@ extension OperationCore {
             if kind == .cancelled { box.failure = extras.failure.take() }
             unused = box
         }
-        defer { dependents = [] }
+        // Made strong under the lock, where each is still allocated; the list is emptied.
+        let waiting = Dependents(taking: &dependents)
         // Taken from the side box in place (most operations have no box: one compare).
         let completionBlock = extras?.completionBlock.take()
         return Finish(
-            outcome: kind, dependents: dependents, completionBlock: completionBlock, queue: queue,
+            outcome: kind, dependents: waiting, completionBlock: completionBlock, queue: queue,
             releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused,
             hasWaiters: !finishWaiters.isEmpty)
     }
@@ -206,6 +209,41 @@ enum FinishWaiter {
         switch self {
         case .thread(let semaphore): semaphore.signal()
         case .hook(_, let hook): hook(outcome!)
+        }
+    }
+}
+
+extension OperationCore {
+    /// The dependents a finish releases: the first inline, so that a chain or a fan-in
+    /// allocates nothing for them; the others in an array of the right size.
+    struct Dependents {
+        private(set) var first: Operation?
+        private(set) var others: [Operation] = []
+
+        /// None.
+        init() {}
+
+        /// Strong references to the operations of `list` whose deinit has not begun; empties
+        /// `list`. Call with the lock of the operation holding `list` held.
+        init(taking list: inout [DependentReference]) {
+            guard !list.isEmpty else { return }
+            for reference in list {
+                guard let dependent = reference.retainedIfAlive() else { continue }
+                if first == nil {
+                    first = dependent
+                } else {
+                    if others.isEmpty { others.reserveCapacity(list.count - 1) }
+                    others.append(dependent)
+                }
+            }
+            list = []
+        }
+
+        /// Calls `body` with each, in the order they were added.
+        func forEach(_ body: (Operation) -> Void) {
+            guard let first else { return }
+            body(first)
+            for dependent in others { body(dependent) }
         }
     }
 }

@@ -1,3 +1,4 @@
+internal import COperationsRuntime
 import Synchronization
 
 /// Everything about an operation that changes after `init`, guarded by the operation's lock.
@@ -36,9 +37,10 @@ struct OperationCore {
     /// The queue the operation was added to, until it finished.
     var queue: OperationQueue?
     var dependencies: [Operation] = []
-    /// Operations that wait for this one, visible or hidden (barriers). Weak: a dependent
-    /// nobody holds (never enqueued, abandoned) must be able to go away.
-    var dependents: [WeakOperation] = []
+    /// Operations that wait for this one, visible or hidden (barriers). Unretained: a
+    /// dependent nobody holds (never enqueued, abandoned) must be able to go away; it takes
+    /// itself off this list first (see `DependentReference`).
+    var dependents: [DependentReference] = []
     /// Run once when the operation has finished (after its completion block).
     var finishWaiters: [FinishWaiter] = []
     /// What few operations use, boxed (see ``OperationExtras``): nil until first set.
@@ -363,10 +365,37 @@ extension Array {
     }
 }
 
-/// A weak reference to an operation, for the dependents list.
-struct WeakOperation {
-    weak var operation: Operation?
+/// An unretained reference to an operation waiting for another, for the dependents list.
+///
+/// Not `weak`: a weak reference gives its object a side table, and every retain and release
+/// of an operation with one takes the runtime's slow path (about a third of the cost of a
+/// graph with many edges). Instead, an operation is on a dependents list only while it is
+/// alive: one that goes away while it waits takes itself off the lists of the dependencies
+/// that have not finished (`Operation.deinit`), and one that finishes first takes itself off
+/// its barriers' lists (`_processFinish`); a dependency's finish takes its list. Each read
+/// happens under the dependency's lock, where the referenced operation is still allocated;
+/// `retainedIfAlive()` makes a strong reference there unless the operation's deinit has
+/// begun (it is then waiting for that lock to take itself off, and is skipped).
+struct DependentReference {
+    private let pointer: Unmanaged<Operation>
+
+    init(_ operation: Operation) {
+        pointer = Unmanaged.passUnretained(operation)
+    }
+
+    /// A strong reference, unless the operation's deinit has begun. Call with the lock of the
+    /// list holding this reference held.
+    func retainedIfAlive() -> Operation? {
+        guard operations_try_retain(pointer.toOpaque()) else { return nil }
+        return pointer.takeRetainedValue()
+    }
+
+    /// Whether this refers to `operation` (no reference is made).
+    func refers(to operation: UnsafeMutableRawPointer) -> Bool {
+        pointer.toOpaque() == operation
+    }
 }
+
 
 extension Operation.QueuePriority {
     /// The band a quality of service chooses (Linux's Foundation does the same).

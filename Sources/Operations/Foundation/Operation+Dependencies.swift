@@ -62,7 +62,7 @@ extension Operation {
                 mine.hiddenDependencies.append(them.takeUnretainedValue())
             }
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
-            theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { WeakOperation(operation: $0) })
+            theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { DependentReference($0) })
             mine.gainDependency()
             if mine.extras?.gates != nil { released = mine.gatesGainedDependency() }
             // Two byte compares in the common case (neither quality of service set). A barrier
@@ -83,7 +83,8 @@ extension Operation {
         if observed { _announceWillChange("isReady") }
         let (removed, uncounted) = Operation._withBothLocked(self, operation) { mine, theirs -> (Operation?, Bool) in
             guard let removed = mine.removeDependency(operation) else { return (nil, false) }
-            guard let index = theirs.dependents.firstIndex(where: { $0.operation === self }) else { return (removed, false) }
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            guard let index = theirs.dependents.firstIndex(where: { $0.refers(to: me) }) else { return (removed, false) }
             theirs.dependents.remove(at: index)
             mine.loseDependency()
             return (removed, true)
@@ -130,7 +131,7 @@ extension Operation {
                     mine.loseDependency()
                     return .listed
                 }
-                theirs.dependents.appendGrowingFromFour(WeakOperation(operation: self))
+                theirs.dependents.appendGrowingFromFour(DependentReference(self))
                 return .counted
             }
         }
@@ -164,9 +165,18 @@ extension Operation {
 
     /// The operations waiting for this one (while it has not finished), as strong
     /// references (the caller filters out those that finished, and drops the array after
-    /// any lock: the weak references made strong here may be the last).
+    /// any lock: the references made here may be the last).
     package final var _liveDependents: [Operation] {
-        _update { state in state.dependents.compactMap(\.operation) }
+        _update { state in state.dependents.compactMap { $0.retainedIfAlive() } }
+    }
+
+    /// Takes this operation off the dependents lists of those of `dependencies` that have not
+    /// finished: it no longer waits for them (it is going away, or finished first).
+    final func _leaveDependentsLists(of dependencies: [Operation]) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        for dependency in dependencies where !dependency._isFinishingFlag {
+            dependency._update { state in state.dependents.removeAll { $0.refers(to: me) } }
+        }
     }
 
     /// The unfinished operations this one waits for.

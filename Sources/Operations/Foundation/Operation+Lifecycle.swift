@@ -230,9 +230,9 @@ extension Operation {
         let queue = finish.queue
         // The finished event goes out before any dependent can start.
         queue?._deliverEvents(waitingForDelivery: true)
-        for dependent in finish.dependents {
-            dependent.operation?._dependencyFinished()
-        }
+        finish.dependents.forEach { $0._dependencyFinished() }
+        // Dropped here, with no lock held: a reference may be a dependent's last.
+        finish.dependents = OperationCore.Dependents()
         if _visibleGated { _endGates(because: .finished) }
         _releaseWork()
         var queueWaiters: [QueueWaiter] = []
@@ -249,7 +249,11 @@ extension Operation {
         }
         finish.unusedErrors = nil
         let completion = _update { $0.complete(observersToTell: observersToTell) }
-        if !completion.hiddenDependencies.isEmpty { ReleasePool.release(completion.hiddenDependencies) }
+        if !completion.hiddenDependencies.isEmpty {
+            // A cancelled operation may finish before a barrier it waited for: off its list.
+            _leaveDependentsLists(of: completion.hiddenDependencies)
+            ReleasePool.release(completion.hiddenDependencies)
+        }
         return FinishWakeups(
             queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome,
             settles: completion.settles)

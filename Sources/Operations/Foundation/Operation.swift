@@ -54,6 +54,9 @@ open class Operation: NSObject, @unchecked Sendable {
             }
             return (state.dependencies, state.hiddenDependencies)
         }
+        // Off the lists of dependencies that have not finished, before this object goes.
+        _leaveDependentsLists(of: dependencies)
+        _leaveDependentsLists(of: hidden)
         if !hidden.isEmpty { ReleasePool.release(consume hidden) }
         guard !dependencies.isEmpty else { return }
         ReleasePool.release(consume dependencies)

@@ -1,0 +1,2 @@
+// The module's code is the inline function in its header; SwiftPM wants a source file.
+#include "COperationsRuntime.h"
