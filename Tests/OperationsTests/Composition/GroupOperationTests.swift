@@ -580,12 +580,26 @@ struct UnrunGroupTests {
 
 /// One at a time: each runs thousands of groups in a child process, which under a
 /// sanitizer takes a processor for a long while.
+///
+/// The child process must not exit while a level is being deallocated on another thread:
+/// `waitUntilFinished()` returns before the queue's threads have let go of the groups, and the
+/// last of them to do so releases what it held (thousands of levels) while the process may be
+/// exiting. Under `--sanitize=address`, the leak check at exit would then find a group whose
+/// queue of children is gone but whose memory is not yet freed, and report its weak-reference
+/// side table as leaked: only the group's reference count points to it, in a form the check
+/// cannot read (the queue's weak `owner` reference, which it could, went with the queue). So
+/// the finish and cancel tests hold the outermost group until the process exits, and the
+/// release test waits until every level is gone, watching each through a weak reference
+/// (which keeps its side table visible to the check) held until the process exits.
 @Suite("Deeply nested groups", .serialized)
 struct DeepGroupTests {
     /// The depths are divided by this under a sanitizer (`OPERATIONS_SANITIZED=1`, set by
     /// CI), whose instrumented runs are ten or more times slower; the plain run checks the
     /// full depths.
     static var scale: Int { ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 10 : 1 }
+
+    /// What a child process holds until it exits (a global, so the leak check finds it).
+    static let heldUntilExit = Shared<[AnyObject]>([])
 
     /// Groups nested `depth` deep, the innermost holding one block; returns the outermost.
     static func nested(_ depth: Int, ran: Shared<Bool>) -> GroupOperation {
@@ -594,40 +608,58 @@ struct DeepGroupTests {
         return inner as! GroupOperation
     }
 
+    /// Every level of `outer`, down to the innermost block, each through a weak reference.
+    static func weakLevels(of outer: GroupOperation) -> [WeakOperationBox] {
+        var levels: [WeakOperationBox] = []
+        var level: Operation? = outer
+        while let current = level {
+            let box = WeakOperationBox()
+            box.operation = current
+            levels.append(box)
+            level = (current as? GroupOperation)?.children.first
+        }
+        return levels
+    }
+
     @Test("groups nested 10,000 deep finish level by level without a stack frame per level")
     func deepFinish() async {
         // In a child process: a stack frame per level would overflow the stack.
-        await #expect(processExitsWith: .success) {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let ran = Shared(false)
             let outer = DeepGroupTests.nested(10_000 / DeepGroupTests.scale, ran: ran)
             let queue = OperationQueue()
             queue.addOperation(outer)
             outer.waitUntilFinished()
             guard ran(), outer.isFinished, !outer.isCancelled else { exit(1) }
-        }
+            DeepGroupTests.heldUntilExit.update { $0.append(outer) }
+        }.expectQuietChild()
     }
 
     @Test("30,000 nested finished groups are released without a stack frame per level")
     func deepRelease() async {
-        await #expect(processExitsWith: .success) {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let ran = Shared(false)
             var outer: GroupOperation? = DeepGroupTests.nested(30_000 / DeepGroupTests.scale, ran: ran)
             OperationQueue().addOperation(outer!)
             outer!.waitUntilFinished()
             guard ran() else { exit(1) }
+            let levels = DeepGroupTests.weakLevels(of: outer!)
+            DeepGroupTests.heldUntilExit.update { $0.append(contentsOf: levels) }
             outer = nil
-        }
+            guard eventually({ levels.allSatisfy { $0.operation == nil } }) else { exit(1) }
+        }.expectQuietChild()
     }
 
     @Test("cancelling groups nested 10,000 deep cancels every level without a stack frame per level")
     func deepCancel() async {
-        await #expect(processExitsWith: .success) {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let ran = Shared(false)
             let outer = DeepGroupTests.nested(10_000 / DeepGroupTests.scale, ran: ran)
             outer.cancel()
             OperationQueue().addOperation(outer)
             outer.waitUntilFinished()
             guard !ran(), outer.isCancelled else { exit(1) }
-        }
+            DeepGroupTests.heldUntilExit.update { $0.append(outer) }
+        }.expectQuietChild()
     }
 }
