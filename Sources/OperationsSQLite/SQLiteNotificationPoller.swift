@@ -100,7 +100,7 @@ final class SQLiteNotificationPoller: Sendable {
             do {
                 if let seen = last {
                     let rows = try await access.withConnection("reading the store's events") { connection in
-                        try await connection.query(
+                        try await connection.rows(
                             "SELECT id, kind, payload FROM durable_events WHERE id > ? ORDER BY id", [.integer(SQLiteInt64(seen))])
                     }
                     var notifications: [DurableStoreNotification] = []
@@ -119,7 +119,7 @@ final class SQLiteNotificationPoller: Sendable {
                 } else {
                     // The starting point: what came before was read by the subscribers themselves.
                     let start = try await access.withConnection("reading the store's events") { connection in
-                        try await connection.query("SELECT coalesce(max(id), 0) AS id FROM durable_events").first?.int("id") ?? 0
+                        try await connection.rows("SELECT coalesce(max(id), 0) AS id FROM durable_events").first?.int("id") ?? 0
                     }
                     last = Int64(start)
                     broadcast([.resynchronize])

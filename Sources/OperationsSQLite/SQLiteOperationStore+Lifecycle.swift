@@ -245,7 +245,7 @@ extension SQLiteOperationStore {
     public func rescueExpiredLeases() async throws -> Int {
         // A read first: the write lock is taken only when something expired.
         let expired = try await access.withConnection("looking for expired leases") { connection in
-            try await connection.query(
+            try await connection.rows(
                 "SELECT count(*) AS n FROM durable_operations WHERE state = 'running' AND lease_until < ?", [.now]
             ).first?.int("n") ?? 0
         }

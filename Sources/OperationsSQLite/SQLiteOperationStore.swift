@@ -111,12 +111,12 @@ public final class SQLiteOperationStore: DurableOperationStore {
 
     public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
         try await access.withConnection("reading \(id)") { connection in
-            guard let row = try await connection.query(
+            guard let row = try await connection.rows(
                 "SELECT \(Self.recordColumns) FROM durable_operations WHERE id = ?", [.id(id)]).first
             else { return nil }
             var record = Self.record(from: row)
             if includingAttempts {
-                record.attempts = try await connection.query(
+                record.attempts = try await connection.rows(
                     "SELECT number, worker, started_at, ended_at, error FROM durable_attempts WHERE operation = ? ORDER BY number",
                     [.id(id)]
                 ).map { row in
@@ -133,7 +133,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
         guard let record = try await record(of: id, includingAttempts: false) else { return nil }
         return try await access.withConnection("reading why \(id) waits") { connection in
             let now = Date()
-            let rows = try await connection.query(
+            let rows = try await connection.rows(
                 """
                 SELECT coalesce((SELECT suspended FROM durable_queues WHERE name = ?1), 0) AS suspended,
                     (SELECT max_concurrent FROM durable_queues WHERE name = ?1) AS max_concurrent,
@@ -165,7 +165,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
 
     public func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
         try await access.withConnection("reading the limit of queue \"\(queue)\"") { connection in
-            try await connection.query("SELECT max_concurrent FROM durable_queues WHERE name = ?", [.text(queue)])
+            try await connection.rows("SELECT max_concurrent FROM durable_queues WHERE name = ?", [.text(queue)])
                 .first?.optionalInt("max_concurrent")
         }
     }
@@ -184,7 +184,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
 
     public func isSuspended(queue: String) async throws -> Bool {
         try await access.withConnection("reading whether queue \"\(queue)\" is suspended") { connection in
-            try await connection.query("SELECT suspended FROM durable_queues WHERE name = ?", [.text(queue)])
+            try await connection.rows("SELECT suspended FROM durable_queues WHERE name = ?", [.text(queue)])
                 .first?.bool("suspended") ?? false
         }
     }

@@ -33,10 +33,11 @@ struct WorkerShutdownTests {
                 if number > 1 { await unanswered.waitIgnoringCancellation() }
             }
             defer { unanswered.open() }
-            var configuration = testWorkerConfiguration()
-            configuration.storeCallTimeout = .milliseconds(500)
+            // The store call timeout stays the default: the worker gives up on the held call
+            // after it, and every other call of a loaded machine must fit in it.
             let worker = DurableWorker(
-                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
+                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()],
+                configuration: testWorkerConfiguration())
             let run = Task { try await worker.run() }
             try await within(60, "the claim to be recorded") { await claimed.wait() }
             #expect(try await handle.state == .running)
@@ -69,8 +70,9 @@ struct WorkerShutdownTests {
                 await unanswered.waitIgnoringCancellation()
             }
             defer { unanswered.open() }
+            // The store call timeout stays the default: the worker gives up on the held call
+            // after it, and every other call of a loaded machine must fit in it.
             var configuration = testWorkerConfiguration()
-            configuration.storeCallTimeout = .milliseconds(500)
             configuration.shutdownDeadline = .milliseconds(100)
             let worker = DurableWorker(
                 store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
