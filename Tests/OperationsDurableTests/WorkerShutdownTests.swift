@@ -33,25 +33,14 @@ struct WorkerShutdownTests {
                 if number > 1 { await unanswered.waitIgnoringCancellation() }
             }
             defer { unanswered.open() }
-            // The store call timeout stays the default: the worker gives up on the held call
-            // after it, and every other call of a loaded machine must fit in it.
-            let worker = DurableWorker(
-                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()],
-                configuration: testWorkerConfiguration())
-            let run = Task { try await worker.run() }
-            try await within(60, "the claim to be recorded") { await claimed.wait() }
-            #expect(try await handle.state == .running)
-            worker.stop()
-            try await run.value
-            let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
-            #expect(record.state == .ready, "given back, not left to expire and fail")
-            #expect(record.attempts.count == 1)
+            let record = try await stopAndExpectGivenBack(
+                handle, store: store, hooks: hooks, configuration: testWorkerConfiguration(), once: claimed,
+                "the claim to be recorded", input: 5,
+                whileHeld: {
+                    let state = try await handle.state
+                    #expect(state == .running)
+                })
             #expect(record.attempts.first?.error?.contains("stopped") == true, "\(record.attempts)")
-            // It runs again, although it allows one attempt: the given-back one did not count.
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the operation given back") { try await handle.value }
-            }
-            #expect(value == 5)
         }
     }
 
@@ -70,24 +59,39 @@ struct WorkerShutdownTests {
                 await unanswered.waitIgnoringCancellation()
             }
             defer { unanswered.open() }
-            // The store call timeout stays the default: the worker gives up on the held call
-            // after it, and every other call of a loaded machine must fit in it.
             var configuration = testWorkerConfiguration()
             configuration.shutdownDeadline = .milliseconds(100)
-            let worker = DurableWorker(
-                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
-            let run = Task { try await worker.run() }
-            try await within(60, "the body's end to be recorded") { await completing.wait() }
-            worker.stop()
-            try await run.value
-            let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
-            #expect(record.state == .ready, "given back, not left to expire and fail")
-            #expect(record.attempts.count == 1)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the operation given back") { try await handle.value }
-            }
-            #expect(value == 6)
+            _ = try await stopAndExpectGivenBack(
+                handle, store: store, hooks: hooks, configuration: configuration, once: completing,
+                "the body's end to be recorded", input: 6)
         }
+    }
+
+    /// Runs a worker over `hooks` until `reached` opens (after `whileHeld`), stops it, and
+    /// checks that the stop gave the operation back: ready with one attempt, which did not count
+    /// (another worker then runs it, although it allows one). Returns the record after the stop.
+    /// The store call timeout stays the default: the worker gives up on a held call after it,
+    /// and every other call of a loaded machine must fit in it.
+    private func stopAndExpectGivenBack(
+        _ handle: DurableHandle<Echo>, store: any DurableOperationStore, hooks: InterceptingStore.Hooks,
+        configuration: DurableWorker.Configuration, once reached: TestGate, _ what: String, input: Int,
+        whileHeld: () async throws -> Void = {}
+    ) async throws -> DurableRecord {
+        let worker = DurableWorker(
+            store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
+        let run = Task { try await worker.run() }
+        try await within(60, what) { await reached.wait() }
+        try await whileHeld()
+        worker.stop()
+        try await run.value
+        let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
+        #expect(record.state == .ready, "given back, not left to expire and fail")
+        #expect(record.attempts.count == 1)
+        let value = try await withWorkers(store: store) { _ async throws in
+            try await within(30, "the operation given back") { try await handle.value }
+        }
+        #expect(value == input)
+        return record
     }
 }
 #endif
