@@ -75,7 +75,7 @@ extension Operation {
     var _isUnwanted: Bool {
         if isFinished || isCancelled { return false }
         let (waited, dependents) = _update { state in
-            (state.finishWaiters.isEmpty == false, state.dependents.compactMap { $0.retainedIfAlive() })
+            (state.finishWaiters.isEmpty == false, DependentReference.retainedIfAlive(state.dependents))
         }
         if waited { return false }
         return !dependents.contains { dependent in !dependent.isCancelled && !dependent.isFinished }

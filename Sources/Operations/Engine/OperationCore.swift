@@ -390,6 +390,12 @@ struct DependentReference {
         return pointer.takeRetainedValue()
     }
 
+    /// Strong references to those of `list` whose deinit has not begun. Call with the lock
+    /// of the operation holding `list` held.
+    static func retainedIfAlive(_ list: [DependentReference]) -> [Operation] {
+        list.compactMap { $0.retainedIfAlive() }
+    }
+
     /// Whether this refers to `operation` (no reference is made).
     func refers(to operation: UnsafeMutableRawPointer) -> Bool {
         pointer.toOpaque() == operation

@@ -167,7 +167,7 @@ extension Operation {
     /// references (the caller filters out those that finished, and drops the array after
     /// any lock: the references made here may be the last).
     package final var _liveDependents: [Operation] {
-        _update { state in state.dependents.compactMap { $0.retainedIfAlive() } }
+        _update { state in DependentReference.retainedIfAlive(state.dependents) }
     }
 
     /// Takes this operation off the dependents lists of those of `dependencies` that have not
