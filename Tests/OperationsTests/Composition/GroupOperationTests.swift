@@ -655,7 +655,13 @@ struct DeepGroupTests {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let ran = Shared(false)
             let outer = DeepGroupTests.nested(10_000 / DeepGroupTests.scale, ran: ran)
-            outer.cancel()
+            // On a stack of 512 KB, which a frame or more per level would overflow.
+            let cancelled = Gate()
+            onNewThread(stackSize: 512 << 10) {
+                outer.cancel()
+                cancelled.open()
+            }
+            guard cancelled.wait() else { exit(2) }
             OperationQueue().addOperation(outer)
             outer.waitUntilFinished()
             guard !ran(), outer.isCancelled else { exit(1) }
