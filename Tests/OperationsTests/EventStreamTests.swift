@@ -141,4 +141,30 @@ struct EnqueueHookTests {
         queue.waitUntilAllOperationsAreFinished()
         events.cancel()
     }
+
+    @Test("a hook cancelled while an earlier hook runs is not called for that add")
+    func cancelledWhileAnotherRuns() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let entered = Gate(), release = Gate()
+        let holding = queue.addEnqueueHook { _ in
+            entered.open()
+            release.wait()
+        }
+        let calls = Shared(0)
+        let second = queue.addEnqueueHook { _ in calls.update { $0 += 1 } }
+        let added = Gate()
+        onNewThread {
+            queue.addOperation {}
+            added.open()
+        }
+        #expect(entered.wait())
+        second.cancel()
+        release.open()
+        #expect(added.wait())
+        #expect(calls() == 0, "called after its subscription was cancelled")
+        holding.cancel()
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+    }
 }

@@ -55,6 +55,43 @@ struct EventTests {
         #expect(recorder.events().isEmpty)
     }
 
+    @Test("a subscription cancelled while another handler runs is not called by that delivery")
+    func cancelledDuringDelivery() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let first = Shared(0)
+        let entered = Gate(), release = Gate()
+        // The first handler holds the delivery of the first event inside its call.
+        let holding = queue.addEventHandler { _ in
+            if first.update({ $0 += 1; return $0 }) == 1 {
+                entered.open()
+                release.wait()
+            }
+        }
+        let recorder = Recorder()
+        let cancelled = Shared(false)
+        let calledAfterCancel = Shared(false)
+        let second = queue.addEventHandler { event in
+            if cancelled() { calledAfterCancel.update { $0 = true } }
+            recorder.events.update { $0.append(event) }
+        }
+        let added = Gate()
+        onNewThread {
+            queue.addOperation {}
+            added.open()
+        }
+        #expect(entered.wait())
+        second.cancel()
+        cancelled.update { $0 = true }
+        release.open()
+        #expect(added.wait())
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(!calledAfterCancel(), "called after its subscription was cancelled")
+        #expect(recorder.events().isEmpty)
+        holding.cancel()
+    }
+
     @Test("concurrent operations of a limit-2 queue use two slots")
     func slots() {
         let queue = OperationQueue()

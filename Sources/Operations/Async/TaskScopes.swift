@@ -38,7 +38,7 @@ extension OperationQueue {
     /// The scopes an `async` body started now runs inside (none, without a lock, usually).
     final var _currentTaskScopes: [TaskScope] {
         guard hasTaskScopes.load(ordering: .acquiring) else { return [] }
-        return taskScopes.withLock { $0.hooks.map(\.hook) }
+        return taskScopes.withLock { $0.registrations.map(\.hook) }
     }
 }
 

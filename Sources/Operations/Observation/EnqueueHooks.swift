@@ -7,7 +7,8 @@ extension OperationQueueExtensions where Self: OperationQueue {
     ///
     /// For what only the adding thread or task knows: the tracing adapter captures the
     /// `ServiceContext` current where an operation was added. Keep the returned
-    /// subscription; the hook stops when it is cancelled or released.
+    /// subscription; the hook stops when it is cancelled or released: once `cancel()`
+    /// returns, no call of it begins.
     /// - Note: While no hook is registered, adding costs one atomic load more.
     public func addEnqueueHook(_ hook: @escaping @Sendable (Operation) -> Void) -> OperationEventSubscription {
         let id = enqueueHooks.withLock { hooks in
@@ -32,9 +33,9 @@ extension OperationQueue {
     @inline(__always)
     final func _runEnqueueHooks(_ operations: some Collection<Operation>) {
         guard hasEnqueueHooks.load(ordering: .acquiring) else { return }
-        let hooks = enqueueHooks.withLock { $0.hooks }
+        let hooks = enqueueHooks.withLock { $0.registrations }
         for operation in operations {
-            for (_, hook) in hooks { hook(operation) }
+            for hook in hooks where hook.isActive { hook.hook(operation) }
         }
     }
 }

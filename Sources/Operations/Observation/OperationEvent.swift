@@ -75,10 +75,7 @@ public final class OperationEventSubscription: Sendable {
 }
 
 /// The event handlers of one queue.
-struct EventHandlers {
-    var handlers: [(id: UInt64, handler: @Sendable (OperationEvent) -> Void)] = []
-    var nextID: UInt64 = 1
-}
+typealias EventHandlers = HookList<@Sendable (OperationEvent) -> Void>
 
 /// The events of one queue that were recorded and not yet delivered, guarded by its own
 /// lock, which is taken last (inside an operation's or the queue's lock, never the other
@@ -114,7 +111,8 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// Calls `handler` for every event of this queue's operations (enqueued, started,
     /// cancelled, finished), in the order they happened (``OperationEvent/sequence``), one
     /// at a time, with no lock of the library held. Keep the returned subscription; the
-    /// handler stops when it is cancelled or released.
+    /// handler stops when it is cancelled or released: once `cancel()` returns, no call of
+    /// it begins (one already under way on another thread may still be running).
     ///
     /// An operation's finished event has been handled before its dependents start and its
     /// waiters wake: the thread that finishes it waits for that (unless it is itself in a
@@ -123,11 +121,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
     ///   finished event waits for the handler to return).
     /// - Note: While no handler is registered, events cost one atomic load.
     public func addEventHandler(_ handler: @escaping @Sendable (OperationEvent) -> Void) -> OperationEventSubscription {
-        let id = eventHandlers.withLock { state in
-            defer { state.nextID += 1 }
-            state.handlers.append((state.nextID, handler))
-            return state.nextID
-        }
+        let id = eventHandlers.withLock { $0.add(handler) }
         // Both flags change only inside the event log's lock, where a removal decides too.
         eventLog.withLock { log in
             log.isListening = true
@@ -139,16 +133,13 @@ extension OperationQueueExtensions where Self: OperationQueue {
 
 extension OperationQueue {
     final func _removeEventHandler(_ id: UInt64) {
-        var removed = eventHandlers.withLock { state in
-            let removed = state.handlers.filter { $0.id == id }
-            state.handlers.removeAll { $0.id == id }
-            return removed
-        }
+        // Marked inactive here: a delivery under way calls it no more.
+        var removed = eventHandlers.withLock { $0.remove(id) }
         // Nobody listens any more: decided in the event log's lock (where adding a handler
         // sets the flags again), so a handler added meanwhile is never silenced. What was
         // recorded is not delivered (dropped after the lock).
         let (dropped, waiters) = eventLog.withLock { log -> ([OperationEvent], [DispatchSemaphore]) in
-            guard eventHandlers.withLock({ $0.handlers.isEmpty }) else { return ([], []) }
+            guard eventHandlers.withLock({ $0.isEmpty }) else { return ([], []) }
             log.isListening = false
             hasEventHandlers.store(false, ordering: .releasing)
             // A delivering thread drains what is pending itself.
@@ -217,9 +208,9 @@ extension OperationQueue {
             semaphore.wait()
         case .deliver(var batch):
             while true {
-                let handlers = eventHandlers.withLock { $0.handlers }
+                let handlers = eventHandlers.withLock { $0.registrations }
                 for event in batch {
-                    for (_, handler) in handlers { handler(event) }
+                    for handler in handlers where handler.isActive { handler.hook(event) }
                 }
                 let last = batch.last?.sequence
                 let (next, woken) = eventLog.withLock { log -> ([OperationEvent]?, [DispatchSemaphore]) in
