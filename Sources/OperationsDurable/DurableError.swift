@@ -39,4 +39,15 @@ public struct DurableError: Error, CustomStringConvertible, Sendable, Equatable 
 
     public var description: String { message }
 }
+
+extension DurableEnqueueRequest {
+    /// Refuses to coalesce with `existing`, of `existingKind`, when that is not this
+    /// request's kind: a handle of this kind would read another kind's output.
+    package func checkCoalescing(with existing: DurableOperationID, of existingKind: String) throws {
+        guard existingKind != kind, let key else { return }
+        throw DurableError(
+            .invalidArgument,
+            "adding \(kind) to queue \"\(queue)\" with key \"\(key)\": the key is held by operation \(existing.rawValue), of kind \(existingKind), which is pending or running; a key coalesces operations of one kind")
+    }
+}
 #endif

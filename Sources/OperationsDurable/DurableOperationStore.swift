@@ -321,8 +321,8 @@ public protocol DurableOperationStore: Sendable {
 
     func reportProgress(of id: DurableOperationID, attempt: Int, completed: Int64, total: Int64) async throws
 
-    func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws
-    func maximumConcurrentOperationCount(queue: String) async throws -> Int?
+    func setMaxConcurrentOperationCount(_ count: Int?, queue: String) async throws
+    func maxConcurrentOperationCount(queue: String) async throws -> Int?
     func setSuspended(_ suspended: Bool, queue: String) async throws
     func isSuspended(queue: String) async throws -> Bool
 

@@ -6,7 +6,7 @@ import Operations
 
 /// A queue of operations stored in a database and run by ``DurableWorker``s on any machine.
 ///
-/// Unlike `OperationQueue`, its settings live in the store: ``maximumConcurrentOperationCount``
+/// Unlike `OperationQueue`, its settings live in the store: ``maxConcurrentOperationCount``
 /// holds across every worker of the cluster.
 ///
 /// What is added and cancelled through it (or through the handles it made) is reported as
@@ -42,7 +42,8 @@ public struct DurableQueue: DurableEventSource, Sendable {
     ///     (Foundation's `addDependency` meaning).
     ///   - priority: claimed before lower bands; first in, first out within a band.
     ///   - key: while an operation of this queue with the same key is pending or running,
-    ///     adding returns its handle instead of a new one.
+    ///     adding returns its handle instead of a new one; a key held by an operation of
+    ///     another kind is refused (``DurableError/Code/invalidArgument``).
     ///   - notBefore: not claimed before this date.
     ///   - retry: how often, and how far apart, a failed body runs again.
     /// - Note: Dependencies already exist when an operation is added, so no cycle can form.
@@ -91,16 +92,16 @@ public struct DurableQueue: DurableEventSource, Sendable {
     }
 
     /// The cluster-wide limit on running bodies of this queue (`nil`: no limit).
-    public var maximumConcurrentOperationCount: Int? {
-        get async throws { try await store.maximumConcurrentOperationCount(queue: name) }
+    public var maxConcurrentOperationCount: Int? {
+        get async throws { try await store.maxConcurrentOperationCount(queue: name) }
     }
 
     /// Sets the cluster-wide limit (`nil`: no limit); running bodies beyond a lowered limit finish.
-    public func setMaximumConcurrentOperationCount(_ count: Int?) async throws {
+    public func setMaxConcurrentOperationCount(_ count: Int?) async throws {
         if let count, count < 1 {
-            throw DurableError(.invalidArgument, "queue \"\(name)\": maximumConcurrentOperationCount must be at least 1 or nil, not \(count)")
+            throw DurableError(.invalidArgument, "queue \"\(name)\": maxConcurrentOperationCount must be at least 1 or nil, not \(count)")
         }
-        try await store.setMaximumConcurrentOperationCount(count, queue: name)
+        try await store.setMaxConcurrentOperationCount(count, queue: name)
     }
 
     /// Whether workers stop claiming from this queue (running bodies go on).

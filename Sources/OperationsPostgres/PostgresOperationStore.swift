@@ -235,13 +235,25 @@ public final class PostgresOperationStore: DurableOperationStore {
         let dependencies = request.dependencies.map(\.rawValue)
         let rows = try await run(
             """
-            SELECT operation_id, coalesced FROM durable_enqueue(\(request.queue), \(request.kind), \(request.input),
+            SELECT e.operation_id, e.coalesced,
+                CASE WHEN e.coalesced THEN (SELECT o.kind FROM durable_operations o WHERE o.id = e.operation_id) END
+            FROM durable_enqueue(\(request.queue), \(request.kind), \(request.input),
                 \(request.priority)::integer, \(request.key)::text, \(request.notBefore)::timestamptz,
                 \(request.maximumAttempts)::integer,
-                \(request.retryDelays)::double precision[], \(dependencies)::bigint[], \(request.runsAnyway))
+                \(request.retryDelays)::double precision[], \(dependencies)::bigint[], \(request.runsAnyway)) e
             """)
-        let (id, coalesced) = try rows[0].decode((Int64, Bool).self)
-        return DurableEnqueueResult(id: DurableOperationID(rawValue: id), coalesced: coalesced)
+        let (rawID, coalesced, coalescedKind) = try rows[0].decode((Int64, Bool, String?).self)
+        let id = DurableOperationID(rawValue: rawID)
+        if coalesced {
+            // The statement's snapshot may predate a conflicting row that another transaction
+            // committed while the function ran: then the kind is read by a statement of its own.
+            var kind = coalescedKind
+            if kind == nil {
+                kind = try await run("SELECT kind FROM durable_operations WHERE id = \(rawID)").first?.decode(String.self)
+            }
+            if let kind { try request.checkCoalescing(with: id, of: kind) }
+        }
+        return DurableEnqueueResult(id: id, coalesced: coalesced)
     }
 
     // MARK: Workers
@@ -406,7 +418,7 @@ public final class PostgresOperationStore: DurableOperationStore {
             """, "reporting the progress of \(id)")
     }
 
-    public func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+    public func setMaxConcurrentOperationCount(_ count: Int?, queue: String) async throws {
         try await rows(
             """
             WITH changed AS (INSERT INTO durable_queues (name, max_concurrent) VALUES (\(queue), \(count)::integer)
@@ -415,7 +427,7 @@ public final class PostgresOperationStore: DurableOperationStore {
             """, "setting the limit of queue \"\(queue)\"")
     }
 
-    public func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
+    public func maxConcurrentOperationCount(queue: String) async throws -> Int? {
         let rows = try await rows(
             "SELECT max_concurrent FROM durable_queues WHERE name = \(queue)", "reading the limit of queue \"\(queue)\"")
         return try rows.first?.decode(Int?.self) ?? nil

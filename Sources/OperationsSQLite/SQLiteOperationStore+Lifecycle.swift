@@ -24,11 +24,13 @@ extension SQLiteOperationStore {
     private func enqueue(_ request: DurableEnqueueRequest, in transaction: SQLiteTransaction) async throws -> DurableEnqueueResult {
         if let key = request.key,
             let existing = try await transaction.rows(
-                "SELECT id FROM durable_operations WHERE queue = ? AND key = ? AND state IN ('waiting', 'ready', 'running')",
+                "SELECT id, kind FROM durable_operations WHERE queue = ? AND key = ? AND state IN ('waiting', 'ready', 'running')",
                 [.text(request.queue), .text(key)]
             ).first
         {
-            return DurableEnqueueResult(id: DurableOperationID(rawValue: Int64(existing.int("id"))), coalesced: true)
+            let id = DurableOperationID(rawValue: Int64(existing.int("id")))
+            try request.checkCoalescing(with: id, of: existing.text("kind"))
+            return DurableEnqueueResult(id: id, coalesced: true)
         }
         let dependencies = Array(Set(request.dependencies.map(\.rawValue))).sorted()
         var pending = 0

@@ -151,7 +151,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
 
     // MARK: Queues
 
-    public func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+    public func setMaxConcurrentOperationCount(_ count: Int?, queue: String) async throws {
         try await access.write("setting the limit of queue \"\(queue)\"") { transaction in
             try await transaction.rows(
                 """
@@ -163,7 +163,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
         poller.poke()
     }
 
-    public func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
+    public func maxConcurrentOperationCount(queue: String) async throws -> Int? {
         try await access.withConnection("reading the limit of queue \"\(queue)\"") { connection in
             try await connection.rows("SELECT max_concurrent FROM durable_queues WHERE name = ?", [.text(queue)])
                 .first?.optionalInt("max_concurrent")

@@ -69,11 +69,11 @@ public final class InterceptingStore: DurableOperationStore {
     public func reportProgress(of id: DurableOperationID, attempt: Int, completed: Int64, total: Int64) async throws {
         try await base.reportProgress(of: id, attempt: attempt, completed: completed, total: total)
     }
-    public func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
-        try await base.setMaximumConcurrentOperationCount(count, queue: queue)
+    public func setMaxConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+        try await base.setMaxConcurrentOperationCount(count, queue: queue)
     }
-    public func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
-        try await base.maximumConcurrentOperationCount(queue: queue)
+    public func maxConcurrentOperationCount(queue: String) async throws -> Int? {
+        try await base.maxConcurrentOperationCount(queue: queue)
     }
     public func setSuspended(_ suspended: Bool, queue: String) async throws { try await base.setSuspended(suspended, queue: queue) }
     public func isSuspended(queue: String) async throws -> Bool { try await base.isSuspended(queue: queue) }

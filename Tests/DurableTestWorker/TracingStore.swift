@@ -107,12 +107,12 @@ final class TracingStore: DurableOperationStore, @unchecked Sendable {
         }
     }
 
-    func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
-        try await traced("setMaximumConcurrentOperationCount") { try await store.setMaximumConcurrentOperationCount(count, queue: queue) }
+    func setMaxConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+        try await traced("setMaxConcurrentOperationCount") { try await store.setMaxConcurrentOperationCount(count, queue: queue) }
     }
 
-    func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
-        try await traced("maximumConcurrentOperationCount") { try await store.maximumConcurrentOperationCount(queue: queue) }
+    func maxConcurrentOperationCount(queue: String) async throws -> Int? {
+        try await traced("maxConcurrentOperationCount") { try await store.maxConcurrentOperationCount(queue: queue) }
     }
 
     func setSuspended(_ suspended: Bool, queue: String) async throws {

@@ -96,6 +96,22 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test("adding a key that a pending operation of another kind holds is refused, naming both kinds", arguments: StoreKind.all)
+    func keyOfAnotherKindIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let held = try await queue.add(Work.self, input: 0, key: "shared")
+            let error = await #expect(throws: DurableError.self) {
+                try await queue.add(Echo.self, input: 1, key: "shared")
+            }
+            #expect(error?.code == .invalidArgument)
+            let message = error?.message ?? ""
+            #expect(message.contains("\"shared\"") && message.contains(Work.kind) && message.contains(Echo.kind)
+                && message.contains("\(held.id.rawValue)"), "\(message)")
+            #expect(try await queue.add(Work.self, input: 5, key: "shared").id == held.id, "the same kind still coalesces")
+        }
+    }
+
     @Test("priority bands start in order, first in first out within a band", arguments: StoreKind.all)
     func priorityBands(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
@@ -258,8 +274,8 @@ struct DurableBehaviourTests {
     func limitAcrossWorkers(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             let queue = DurableQueue(name: "default", store: store)
-            try await queue.setMaximumConcurrentOperationCount(2)
-            #expect(try await queue.maximumConcurrentOperationCount == 2)
+            try await queue.setMaxConcurrentOperationCount(2)
+            #expect(try await queue.maxConcurrentOperationCount == 2)
             var handles: [DurableHandle<Work>] = []
             for _ in 0..<24 { handles.append(try await queue.add(Work.self, input: 30)) }
             let all = handles

@@ -156,7 +156,7 @@ struct PostgresStoreTests {
         let (store, database) = try await cluster.makeStore()
         let queue = DurableQueue(name: "limited", store: store)
         // With a limit, a claim locks the queue's row before it picks operations.
-        try await queue.setMaximumConcurrentOperationCount(4)
+        try await queue.setMaxConcurrentOperationCount(4)
         let logger = Logger(label: "test")
         let dependency = try await queue.add(Echo.self, input: 1)
         _ = try await store.claim(queue: "limited", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))

@@ -138,7 +138,7 @@ struct SQLiteStoreTests {
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)
-        try await queue.setMaximumConcurrentOperationCount(6)
+        try await queue.setMaxConcurrentOperationCount(6)
         // Every process registered before the work arrives, so that each takes part.
         for index in 0..<3 { try workers.start(name: "w\(index)", sqlite: file.path) }
         try await eventually(60, "three workers registered") {

@@ -21,7 +21,7 @@ struct WorkerProcessTests {
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)
-        try await queue.setMaximumConcurrentOperationCount(6)
+        try await queue.setMaxConcurrentOperationCount(6)
         let top = try await queue.add(Node.self, input: .init(value: 1))
         let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
         let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])

@@ -80,11 +80,11 @@ private final class UnansweredCallStore: DurableOperationStore {
     func reportProgress(of id: DurableOperationID, attempt: Int, completed: Int64, total: Int64) async throws {
         try await base.reportProgress(of: id, attempt: attempt, completed: completed, total: total)
     }
-    func setMaximumConcurrentOperationCount(_ count: Int?, queue: String) async throws {
-        try await base.setMaximumConcurrentOperationCount(count, queue: queue)
+    func setMaxConcurrentOperationCount(_ count: Int?, queue: String) async throws {
+        try await base.setMaxConcurrentOperationCount(count, queue: queue)
     }
-    func maximumConcurrentOperationCount(queue: String) async throws -> Int? {
-        try await base.maximumConcurrentOperationCount(queue: queue)
+    func maxConcurrentOperationCount(queue: String) async throws -> Int? {
+        try await base.maxConcurrentOperationCount(queue: queue)
     }
     func setSuspended(_ suspended: Bool, queue: String) async throws { try await base.setSuspended(suspended, queue: queue) }
     func isSuspended(queue: String) async throws -> Bool { try await base.isSuspended(queue: queue) }

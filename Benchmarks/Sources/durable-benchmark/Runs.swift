@@ -31,7 +31,7 @@ func drain(
 ) async throws -> Drain {
     let enqueuer = database.open(connections: 2)
     let queue = DurableQueue(name: "bench", store: enqueuer)
-    if let limit { try await queue.setMaximumConcurrentOperationCount(limit) }
+    if let limit { try await queue.setMaxConcurrentOperationCount(limit) }
     let ids = try await graph(queue)
     let last = queue.handle(Empty.self, id: ids[ids.count - 1])
     let statementsBefore = database.statements ?? 0
