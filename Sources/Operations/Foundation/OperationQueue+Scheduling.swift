@@ -238,13 +238,7 @@ extension OperationQueue {
         guard isProgressRequested.load(ordering: .acquiring) else { return }
         let progress = core.withLock { $0.progress }
         guard let progress, progress.totalUnitCount > 0 else { return }
-        #if canImport(ObjectiveC)
-        // Foundation's `+=` is not atomic.
-        progressLock.withLock { _ in progress.completedUnitCount += 1 }
-        #else
-        // Our Progress adds under its own lock and notifies observers after it.
-        progress._incrementCompletedUnitCount(by: 1)
-        #endif
+        progressCounter.add(1, to: .completed, of: progress)
     }
 }
 

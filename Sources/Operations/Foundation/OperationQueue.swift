@@ -7,7 +7,7 @@ import Synchronization
 /// until they finish.
 ///
 /// - Note: `@unchecked Sendable` (as Foundation's): all mutable state is in `core`, guarded
-///   by its lock (and the progress by `progressLock`).
+///   by its lock (and the progress's counts by `progressCounter`).
 open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// "As many as the system sees fit": operations that block overlap well beyond the
     /// processor count (the queue adds workers while the running ones are blocked).
@@ -16,7 +16,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let core: Locked<QueueCore>
     /// Set once ``progress`` was read: until then finishing operations skip it.
     let isProgressRequested = Atomic<Bool>(false)
-    let progressLock = Locked(())
+    let progressCounter = ProgressCounter()
     /// Handlers of ``addEventHandler(_:)``; `hasEventHandlers` is the cheap check.
     let eventHandlers = Locked(EventHandlers())
     let hasEventHandlers = Atomic<Bool>(false)
