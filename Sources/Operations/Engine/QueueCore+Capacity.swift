@@ -13,6 +13,12 @@ extension QueueCore {
         return true
     }
 
+    /// A producer that had a place reserved (by `takePlace` or `producersToAdmit`) added
+    /// its operation, which now counts among the members instead.
+    mutating func reservedPlaceUsed() {
+        reservedPlaces -= 1
+    }
+
     /// A producer that waited gave up (its task was cancelled). If it had been admitted
     /// meanwhile, its place goes to the next ones. Returns the producers to wake.
     mutating func producerLeft(id: UInt64) -> (removed: [QueueWaiter], admitted: [QueueWaiter]) {

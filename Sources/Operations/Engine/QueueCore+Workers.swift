@@ -97,6 +97,12 @@ extension QueueCore {
         return nil
     }
 
+    /// A claimed operation was found not ready after all (its `isReady` read false) and
+    /// was parked until its next readiness announcement: it no longer counts as executing.
+    mutating func claimedOperationParked() {
+        executing -= 1
+    }
+
     /// With the default limit, operations may block (sleep, wait for I/O). While ready
     /// operations wait and every worker is busy, check again shortly; if no operation
     /// started meanwhile, the workers are blocked and one more is allowed.

@@ -202,7 +202,7 @@ extension OperationQueue {
             if operation.isReady { return !operation._isFinishingFlag }
             let unclaim = core.withLock { state -> OperationCore.Unclaim in
                 let unclaim = operation._update { $0.unclaim(generation: generation) }
-                if case .parked = unclaim { state.executing -= 1 }
+                if case .parked = unclaim { state.claimedOperationParked() }
                 return unclaim
             }
             switch unclaim {
