@@ -14,13 +14,7 @@ extension OperationQueue {
     /// Whether `operation`'s gates may be consulted now: not while the queue is suspended
     /// (then it is consulted when the queue resumes).
     final func _mayConsultGates(of operation: Operation) -> Bool {
-        core.withLock { state in
-            guard state.isSuspended else { return true }
-            if state.gatedWhileSuspendedIDs.insert(ObjectIdentifier(operation)).inserted {
-                state.gatedWhileSuspended.append(operation)
-            }
-            return false
-        }
+        core.withLock { $0.mayConsultGates(of: operation) }
     }
 
     /// Whether the queue is suspended now.
