@@ -298,7 +298,11 @@ extension OperationCore {
     /// it waits again; the dependency's finish re-checks it).
     mutating func claimForQueue() -> Bool {
         guard isInternallyReady else {
-            _ = apply(.loseReadiness)
+            // It gained a dependency while in the ready list: it waits again (the
+            // dependency's finish checks it again). Unless it was started or finished by hand
+            // meanwhile, and given the dependency after that: the table refuses the event
+            // then, and the operation, no longer the queue's to start, is only skipped.
+            if phase.isQueuedNotClaimed { mustApply(.loseReadiness) }
             return false
         }
         return apply(.claim)
