@@ -50,10 +50,7 @@ struct OperationCore {
     var extras: OperationExtras?
 
     mutating func extras(orNew: Void) -> OperationExtras {
-        if let extras { return extras }
-        let fresh = OperationExtras()
-        extras = fresh
-        return fresh
+        extras.madeOnFirstUse(OperationExtras.init)
     }
 
     /// What the layers above attach (start hooks, lifecycle taps, values), in the side box:
@@ -65,10 +62,7 @@ struct OperationCore {
 
     /// The attachments, made on first use.
     mutating func attachments(orNew: Void) -> OperationAttachments {
-        if let attachments { return attachments }
-        let fresh = OperationAttachments()
-        attachments = fresh
-        return fresh
+        extras(orNew: ()).attachments.madeOnFirstUse(OperationAttachments.init)
     }
 
     /// The error a layer above reported before finishing (an async body that threw).

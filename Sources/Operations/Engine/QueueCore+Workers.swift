@@ -43,10 +43,10 @@ extension QueueCore {
         if isMain { return DispatchQueue.main }
         if let underlyingQueue { return underlyingQueue }
         if lanes.isEmpty { lanes = Array(repeating: nil, count: Self.maximumWorkers) }
-        if let lane = lanes[slot] { return lane }
-        let lane = DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(qualityOfService))
-        lanes[slot] = lane
-        return lane
+        let quality = qualityOfService
+        return lanes[slot].madeOnFirstUse {
+            DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(quality))
+        }
     }
 
     /// A worker asks for its next operation. Returns nil after retiring the worker when

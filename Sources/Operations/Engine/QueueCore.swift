@@ -123,10 +123,7 @@ struct QueueCore {
 
     /// The queue's progress, made on first use.
     mutating func progress(orNew: Void) -> Progress {
-        if let progress { return progress }
-        let fresh = Progress(parent: nil, userInfo: nil)
-        progress = fresh
-        return fresh
+        progress.madeOnFirstUse { Progress(parent: nil, userInfo: nil) }
     }
 
     var workerLimit: Int {

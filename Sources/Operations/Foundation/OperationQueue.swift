@@ -34,13 +34,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     private let layerValues = Locked<[ObjectIdentifier: AnyObject]>([:])
 
     /// The value of type `T` a layer keeps with this queue, made by `make` on first use.
-    package final func _layerValue<T: AnyObject & Sendable>(_ make: () -> T) -> T {
-        layerValues.withLock { values in
-            if let value = values[ObjectIdentifier(T.self)] as? T { return value }
-            let value = make()
-            values[ObjectIdentifier(T.self)] = value
-            return value
-        }
+    // `@Sendable`: a closure of the caller's task, passed along with the locked dictionary,
+    // would tie the dictionary to that task (the compiler refuses it).
+    package final func _layerValue<T: AnyObject & Sendable>(_ make: @Sendable () -> T) -> T {
+        layerValues.withLock { $0.layerValue(madeBy: make) }
     }
 
     public override init() {
