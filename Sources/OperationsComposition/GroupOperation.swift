@@ -67,10 +67,8 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     public let failurePolicy: FailurePolicy
     /// Counts finished children by weight (``addChild(_:weight:)``); observable.
     public let progress: Progress
-    #if canImport(ObjectiveC)
-    /// Serialises changes to Foundation's `progress` (see `_addToProgress`).
-    private let progressLock = Locked(())
-    #endif
+    /// Adds to `progress` (see `_addToProgress`).
+    private let progressCounter = ProgressCounter()
 
     /// Creates a group with `operations` as its first children.
     public init(operations: [Operation] = [], failurePolicy: FailurePolicy = .finishAll) {
@@ -377,15 +375,6 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Adds `weight` units to the progress's total or completed count.
     private func _addToProgress(total: Bool, _ weight: Int64) {
         guard weight > 0 else { return }
-        #if canImport(ObjectiveC)
-        // Foundation's `+=` is not atomic. A lock of its own, as the queue's: the observers
-        // it notifies never run under the group's state lock.
-        progressLock.withLock { _ in
-            if total { progress.totalUnitCount += weight } else { progress.completedUnitCount += weight }
-        }
-        #else
-        // Our Progress adds under its own lock and notifies observers after it.
-        if total { progress._incrementTotalUnitCount(by: weight) } else { progress._incrementCompletedUnitCount(by: weight) }
-        #endif
+        progressCounter.add(weight, to: total ? .total : .completed, of: progress)
     }
 }

@@ -12,7 +12,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let waiting = core.withLock { state -> Bool in
             guard state.membersForWaits > 0 else { return false }
-            state.waiters.append(.hook(id: id) { signal.resume(with: true) })
+            state.addWaiter(.hook(id: id) { signal.resume(with: true) }, allBut: 0)
             return true
         }
         guard waiting else { return }
@@ -24,11 +24,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
         }
         if finished { return }
         // Cancelled: take the hook out (dropped after the lock).
-        let removed = core.withLock { state in
-            let removed = state.waiters.filter { $0.hasID(id) }
-            state.waiters.removeAll { $0.hasID(id) }
-            return removed
-        }
+        let removed = core.withLock { $0.removeWaiter(id: id) }
         _ = removed
     }
 

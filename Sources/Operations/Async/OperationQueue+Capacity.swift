@@ -16,10 +16,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
             if let newValue, newValue < 1 {
                 Misuse.fail("capacity of \(_misuseName) set to \(newValue); it must be at least 1, or nil for no bound")
             }
-            let admitted = core.withLock { state in
-                state.capacity = newValue
-                return state.producersToAdmit()
-            }
+            let admitted = core.withLock { $0.setCapacity(newValue) }
             for producer in admitted { producer.wake() }
         }
     }
@@ -61,7 +58,7 @@ extension OperationQueue {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let placed = core.withLock { state -> Bool in
             if state.takePlace() { return true }
-            state.capacityWaiters.append(.hook(id: id) { signal.resume(with: true) })
+            state.producerWaits(.hook(id: id) { signal.resume(with: true) })
             return false
         }
         if placed { return }

@@ -78,14 +78,11 @@ final class AsyncStallWatch: Sendable {
     /// tick that cancels the timer and a registration that needs it cannot cross; Dispatch
     /// calls only, which neither block nor run user code.
     private func schedule(_ state: inout State, at deadline: UInt64) {
-        let timer: any DispatchSourceTimer
-        if let existing = state.timer {
-            timer = existing
-        } else {
-            timer = DispatchSource.makeTimerSource(queue: timerQueue)
+        let timer = state.timer.madeOnFirstUse {
+            let timer = DispatchSource.makeTimerSource(queue: timerQueue)
             timer.setEventHandler { [self] in tick() }
             timer.resume()
-            state.timer = timer
+            return timer
         }
         timer.schedule(deadline: DispatchTime(uptimeNanoseconds: deadline), leeway: .milliseconds(5))
         state.firesAt = deadline

@@ -50,10 +50,7 @@ struct OperationCore {
     var extras: OperationExtras?
 
     mutating func extras(orNew: Void) -> OperationExtras {
-        if let extras { return extras }
-        let fresh = OperationExtras()
-        extras = fresh
-        return fresh
+        extras.madeOnFirstUse(OperationExtras.init)
     }
 
     /// What the layers above attach (start hooks, lifecycle taps, values), in the side box:
@@ -65,10 +62,7 @@ struct OperationCore {
 
     /// The attachments, made on first use.
     mutating func attachments(orNew: Void) -> OperationAttachments {
-        if let attachments { return attachments }
-        let fresh = OperationAttachments()
-        attachments = fresh
-        return fresh
+        extras(orNew: ()).attachments.madeOnFirstUse(OperationAttachments.init)
     }
 
     /// The error a layer above reported before finishing (an async body that threw).
@@ -298,7 +292,11 @@ extension OperationCore {
     /// it waits again; the dependency's finish re-checks it).
     mutating func claimForQueue() -> Bool {
         guard isInternallyReady else {
-            _ = apply(.loseReadiness)
+            // It gained a dependency while in the ready list: it waits again (the
+            // dependency's finish checks it again). Unless it was started or finished by hand
+            // meanwhile, and given the dependency after that: the table refuses the event
+            // then, and the operation, no longer the queue's to start, is only skipped.
+            if phase.isQueuedNotClaimed { mustApply(.loseReadiness) }
             return false
         }
         return apply(.claim)

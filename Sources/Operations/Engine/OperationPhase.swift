@@ -110,32 +110,99 @@ extension OperationCore {
         /// | anything before finishing              | finish         | finishing   |
         /// | finishing                              | processed      | announcing  |
         /// | announcing                             | complete       | finished    |
+        ///
+        /// Every (phase, event) pair is written out, the refused ones as nil: a new phase or
+        /// event does not compile until the table says what it does with it.
         func after(_ event: Event) -> Phase? {
-            switch (self, event) {
-            case (.idle, .enqueue): .waiting
-            case (.waiting, .withdraw), (.checking, .withdraw), (.parked, .withdraw), (.ready, .withdraw): .idle
-            case (.waiting, .beginCheck), (.parked, .beginCheck): .checking
-            case (.checking, .confirmReady): .ready
-            case (.checking, .denyReady): .parked
-            case (.checking, .loseReadiness), (.parked, .loseReadiness), (.ready, .loseReadiness): .waiting
-            case (.ready, .claim): .dispatched
-            case (.dispatched, .unclaim): .parked
-            case (.dispatched, .start): .executing(byQueue: true)
-            case (.idle, .start), (.waiting, .start), (.checking, .start), (.parked, .start), (.ready, .start):
-                .executing(byQueue: false)
-            case (.dispatched, .baseFinish): .awaitingFinish(byQueue: true)
-            case (.executing(let byQueue), .baseFinish): .awaitingFinish(byQueue: byQueue)
-            case (.idle, .baseFinish), (.waiting, .baseFinish), (.checking, .baseFinish), (.parked, .baseFinish),
-                (.ready, .baseFinish):
-                .awaitingFinish(byQueue: false)
-            case (.dispatched, .finish): .finishing(byQueue: true, .succeeded)
-            case (.executing(let byQueue), .finish), (.awaitingFinish(let byQueue), .finish):
-                .finishing(byQueue: byQueue, .succeeded)
-            case (.idle, .finish), (.waiting, .finish), (.checking, .finish), (.parked, .finish), (.ready, .finish):
-                .finishing(byQueue: false, .succeeded)
-            case (.finishing(_, let outcome), .processed): .announcing(outcome)
-            case (.announcing(let outcome), .complete): .finished(outcome)
-            default: nil
+            switch event {
+            case .enqueue:
+                switch self {
+                case .idle: .waiting
+                case .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                    .announcing, .finished:
+                    nil
+                }
+            case .withdraw:
+                switch self {
+                case .waiting, .checking, .parked, .ready: .idle
+                case .idle, .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished: nil
+                }
+            case .beginCheck:
+                switch self {
+                case .waiting, .parked: .checking
+                case .idle, .checking, .ready, .dispatched, .executing, .awaitingFinish, .finishing, .announcing,
+                    .finished:
+                    nil
+                }
+            case .confirmReady:
+                switch self {
+                case .checking: .ready
+                case .idle, .waiting, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                    .announcing, .finished:
+                    nil
+                }
+            case .denyReady:
+                switch self {
+                case .checking: .parked
+                case .idle, .waiting, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                    .announcing, .finished:
+                    nil
+                }
+            case .loseReadiness:
+                switch self {
+                case .checking, .parked, .ready: .waiting
+                case .idle, .waiting, .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished:
+                    nil
+                }
+            case .claim:
+                switch self {
+                case .ready: .dispatched
+                case .idle, .waiting, .checking, .parked, .dispatched, .executing, .awaitingFinish, .finishing,
+                    .announcing, .finished:
+                    nil
+                }
+            case .unclaim:
+                switch self {
+                case .dispatched: .parked
+                case .idle, .waiting, .checking, .parked, .ready, .executing, .awaitingFinish, .finishing,
+                    .announcing, .finished:
+                    nil
+                }
+            case .start:
+                switch self {
+                case .dispatched: .executing(byQueue: true)
+                case .idle, .waiting, .checking, .parked, .ready: .executing(byQueue: false)
+                case .executing, .awaitingFinish, .finishing, .announcing, .finished: nil
+                }
+            case .baseFinish:
+                switch self {
+                case .dispatched: .awaitingFinish(byQueue: true)
+                case .executing(let byQueue): .awaitingFinish(byQueue: byQueue)
+                case .idle, .waiting, .checking, .parked, .ready: .awaitingFinish(byQueue: false)
+                case .awaitingFinish, .finishing, .announcing, .finished: nil
+                }
+            case .finish:
+                switch self {
+                case .dispatched: .finishing(byQueue: true, .succeeded)
+                case .executing(let byQueue), .awaitingFinish(let byQueue):
+                    .finishing(byQueue: byQueue, .succeeded)
+                case .idle, .waiting, .checking, .parked, .ready: .finishing(byQueue: false, .succeeded)
+                case .finishing, .announcing, .finished: nil
+                }
+            case .processed:
+                switch self {
+                case .finishing(_, let outcome): .announcing(outcome)
+                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish,
+                    .announcing, .finished:
+                    nil
+                }
+            case .complete:
+                switch self {
+                case .announcing(let outcome): .finished(outcome)
+                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish,
+                    .finishing, .finished:
+                    nil
+                }
             }
         }
 

@@ -3,6 +3,12 @@
 // MARK: - Capacity (back-pressure)
 
 extension QueueCore {
+    /// Returns the producers the new capacity admits, oldest first.
+    mutating func setCapacity(_ capacity: Int?) -> [QueueWaiter] {
+        self.capacity = capacity
+        return producersToAdmit()
+    }
+
     /// Whether a producer may add now: room under the capacity, and nobody waiting before
     /// it. Takes a place when it may.
     mutating func takePlace() -> Bool {
@@ -11,6 +17,17 @@ extension QueueCore {
         }
         reservedPlaces += 1
         return true
+    }
+
+    /// A producer that had a place reserved (by `takePlace` or `producersToAdmit`) added
+    /// its operation, which now counts among the members instead.
+    mutating func reservedPlaceUsed() {
+        reservedPlaces -= 1
+    }
+
+    /// A producer found no place (`takePlace`): it waits, after those already waiting.
+    mutating func producerWaits(_ waiter: QueueWaiter) {
+        capacityWaiters.append(waiter)
     }
 
     /// A producer that waited gave up (its task was cancelled). If it had been admitted

@@ -43,10 +43,10 @@ extension QueueCore {
         if isMain { return DispatchQueue.main }
         if let underlyingQueue { return underlyingQueue }
         if lanes.isEmpty { lanes = Array(repeating: nil, count: Self.maximumWorkers) }
-        if let lane = lanes[slot] { return lane }
-        let lane = DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(qualityOfService))
-        lanes[slot] = lane
-        return lane
+        let quality = qualityOfService
+        return lanes[slot].madeOnFirstUse {
+            DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(quality))
+        }
     }
 
     /// A worker asks for its next operation. Returns nil after retiring the worker when
@@ -95,6 +95,12 @@ extension QueueCore {
             return operation
         }
         return nil
+    }
+
+    /// A claimed operation was found not ready after all (its `isReady` read false) and
+    /// was parked until its next readiness announcement: it no longer counts as executing.
+    mutating func claimedOperationParked() {
+        executing -= 1
     }
 
     /// With the default limit, operations may block (sleep, wait for I/O). While ready

@@ -10,33 +10,36 @@ struct QueueCore {
     static let maximumWorkers = 64
     static let processorCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
+    // Fields without `private(set)` are written by the aspects in other files
+    // (QueueCore+Workers, QueueCore+Capacity, PriorityEscalation), which `private(set)`
+    // would shut out; outside the engine, the queue changes them only through methods.
     var ready = ReadyList()
-    var members = MemberList()
+    private(set) var members = MemberList()
     var executing = 0
     var workers = 0
     var busySlots: UInt64 = 0
-    var maxConcurrent: Int
-    var isSuspended = false
-    var isMain: Bool
+    private(set) var maxConcurrent: Int
+    private(set) var isSuspended = false
+    let isMain: Bool
     /// With the default limit: how many workers may run. Starts at the processor count;
     /// the watchdog raises it while workers are blocked, and it falls back when idle.
     var grownWorkerLimit = QueueCore.processorCount
     /// Counts operations finishing; the watchdog compares it to see whether workers progress
     /// (starts do not count: a worker that just started an operation may block in it).
-    var progressStamp: UInt64 = 0
+    private(set) var progressStamp: UInt64 = 0
     var isWatchdogArmed = false
     /// The CPU clocks of the running workers, by slot (default limit only).
     var workerProbes: [WorkerThreadProbe?] = []
     /// The slots whose workers the watchdog's previous tick found blocked.
     var blockedAtLastTick: UInt64 = 0
     /// Waiting for the queue to become empty (`waitUntilAllOperationsAreFinished`).
-    var waiters: [QueueWaiter] = []
+    private(set) var waiters: [QueueWaiter] = []
     /// Operations that left and whose `isFinished` observers are being told: until they
     /// have been, the queue is not empty for its waits (a wait returns after the observers).
-    var finishesBeingAnnounced = 0
+    private(set) var finishesBeingAnnounced = 0
     /// Waiting for all but `remaining` members to leave (a wait from completion blocks of
     /// members, which leave only when their blocks return).
-    var waitersForAllBut: [(remaining: Int, waiter: QueueWaiter)] = []
+    private(set) var waitersForAllBut: [(remaining: Int, waiter: QueueWaiter)] = []
     /// The bound on unfinished operations that `enqueue` respects (back-pressure); nil for
     /// none.
     var capacity: Int?
@@ -45,27 +48,27 @@ struct QueueCore {
     /// Producers suspended in `enqueue` until there is room, oldest first.
     var capacityWaiters: [QueueWaiter] = []
     /// The newest barrier not yet finished: operations added after it wait for it.
-    var pendingBarrier: Operation?
+    private(set) var pendingBarrier: Operation?
     /// The number the next operation added gets (``Operation/_addSequence``).
-    var nextSequence: UInt64 = 0
+    private(set) var nextSequence: UInt64 = 0
     /// The barriers not yet finished, oldest first (see `BarrierGate`).
-    var barrierGates: [BarrierGate] = []
+    private(set) var barrierGates: [BarrierGate] = []
     /// Operations that became ready (cancelled ones) while a barrier added before them had
     /// not run: they go to the ready list once it has, in the band they have then.
-    var heldBehindBarrier: [Operation] = []
+    private(set) var heldBehindBarrier: [Operation] = []
     /// Operations whose gates were due while the queue was suspended: consulted when it
     /// resumes (a category is not taken, nor a condition evaluated, for work that cannot start).
-    var gatedWhileSuspended: [Operation] = []
+    private(set) var gatedWhileSuspended: [Operation] = []
     /// The identities in `gatedWhileSuspended`: each is kept once, however many times its
     /// gates were found due.
-    var gatedWhileSuspendedIDs: Set<ObjectIdentifier> = []
-    var name: String?
-    var qualityOfService: QualityOfService
+    private(set) var gatedWhileSuspendedIDs: Set<ObjectIdentifier> = []
+    private(set) var name: String?
+    private(set) var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
-    var isQualityOfServiceSet = false
-    var underlyingQueue: DispatchQueue?
+    private(set) var isQualityOfServiceSet = false
+    private(set) var underlyingQueue: DispatchQueue?
     var lanes: [DispatchQueue?] = []
-    var progress: Progress?
+    private(set) var progress: Progress?
 
     init(isMain: Bool) {
         self.isMain = isMain
@@ -74,6 +77,54 @@ struct QueueCore {
     }
 
     var executionLimit: Int { maxConcurrent < 0 ? Int.max : maxConcurrent }
+
+    // MARK: Settings
+
+    mutating func setName(_ name: String?) {
+        self.name = name
+    }
+
+    /// A change affects only operations not yet started.
+    mutating func setMaxConcurrent(_ limit: Int) {
+        maxConcurrent = limit
+    }
+
+    /// Returns, on resuming, the operations whose gates were due meanwhile: the caller
+    /// consults them after the lock.
+    mutating func setSuspended(_ suspended: Bool) -> [Operation] {
+        isSuspended = suspended
+        guard !suspended else { return [] }
+        let resumed = gatedWhileSuspended
+        gatedWhileSuspended = []
+        gatedWhileSuspendedIDs = []
+        return resumed
+    }
+
+    /// Whether `operation`'s gates may be consulted now: not while the queue is suspended;
+    /// then it is kept (once) for the resumption (`setSuspended`).
+    mutating func mayConsultGates(of operation: Operation) -> Bool {
+        guard isSuspended else { return true }
+        if gatedWhileSuspendedIDs.insert(ObjectIdentifier(operation)).inserted {
+            gatedWhileSuspended.append(operation)
+        }
+        return false
+    }
+
+    /// Operations made from blocks take it from now on; new workers run on lanes of it.
+    mutating func setQualityOfService(_ quality: QualityOfService) {
+        qualityOfService = quality
+        isQualityOfServiceSet = true
+        lanes = []
+    }
+
+    mutating func setUnderlyingQueue(_ queue: DispatchQueue?) {
+        underlyingQueue = queue
+    }
+
+    /// The queue's progress, made on first use.
+    mutating func progress(orNew: Void) -> Progress {
+        progress.madeOnFirstUse { Progress(parent: nil, userInfo: nil) }
+    }
 
     var workerLimit: Int {
         if isMain { return 1 }
@@ -285,6 +336,24 @@ struct QueueCore {
             waitersForAllBut.removeAll { count <= $0.remaining }
         }
         return waitersToWake
+    }
+
+    /// `waiter` waits until at most `remaining` operations count for the waits (see
+    /// `membersForWaits`): 0 to wait for the queue to become empty.
+    mutating func addWaiter(_ waiter: QueueWaiter, allBut remaining: Int) {
+        if remaining == 0 {
+            waiters.append(waiter)
+        } else {
+            waitersForAllBut.append((remaining, waiter))
+        }
+    }
+
+    /// A task waiting for the queue to become empty was cancelled: returns its hook, for
+    /// the caller to drop after the lock.
+    mutating func removeWaiter(id: UInt64) -> [QueueWaiter] {
+        let removed = waiters.filter { $0.hasID(id) }
+        waiters.removeAll { $0.hasID(id) }
+        return removed
     }
 
     /// The observers of an operation that left announcing its finish were told.

@@ -54,7 +54,7 @@ extension OperationQueue {
                 }
             }
             // `enqueue` took a place under the capacity before adding.
-            if usingReservedPlace { state.reservedPlaces -= 1 }
+            if usingReservedPlace { state.reservedPlaceUsed() }
             return .added(barrier: barrier, undelivered: undelivered, wakeup: state.wakeup())
         }
         switch outcome {
@@ -108,7 +108,7 @@ extension OperationQueue {
             guard case .admitted(let delivered) = admission else {
                 preconditionFailure("Operations: an operation the queue just made was refused (\(admission))")
             }
-            if usingReservedPlace { state.reservedPlaces -= 1 }
+            if usingReservedPlace { state.reservedPlaceUsed() }
             return (barrier, delivered, state.wakeup())
         }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }

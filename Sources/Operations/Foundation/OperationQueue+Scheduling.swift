@@ -14,13 +14,7 @@ extension OperationQueue {
     /// Whether `operation`'s gates may be consulted now: not while the queue is suspended
     /// (then it is consulted when the queue resumes).
     final func _mayConsultGates(of operation: Operation) -> Bool {
-        core.withLock { state in
-            guard state.isSuspended else { return true }
-            if state.gatedWhileSuspendedIDs.insert(ObjectIdentifier(operation)).inserted {
-                state.gatedWhileSuspended.append(operation)
-            }
-            return false
-        }
+        core.withLock { $0.mayConsultGates(of: operation) }
     }
 
     /// Whether the queue is suspended now.
@@ -202,7 +196,7 @@ extension OperationQueue {
             if operation.isReady { return !operation._isFinishingFlag }
             let unclaim = core.withLock { state -> OperationCore.Unclaim in
                 let unclaim = operation._update { $0.unclaim(generation: generation) }
-                if case .parked = unclaim { state.executing -= 1 }
+                if case .parked = unclaim { state.claimedOperationParked() }
                 return unclaim
             }
             switch unclaim {
@@ -238,17 +232,7 @@ extension OperationQueue {
         guard isProgressRequested.load(ordering: .acquiring) else { return }
         let progress = core.withLock { $0.progress }
         guard let progress, progress.totalUnitCount > 0 else { return }
-        // Observation branch: our Progress counts atomically and notifies with no lock held.
-        #if canImport(ObjectiveC)
-        #if canImport(ObjectiveC)
-        progressLock.withLock { _ in progress.completedUnitCount += 1 }
-        #else
-        // Our Progress adds under its own lock and notifies observers after it.
-        progress._incrementCompletedUnitCount(by: 1)
-        #endif
-        #else
-        progress._incrementCompletedUnitCount(by: 1)
-        #endif
+        progressCounter.add(1, to: .completed, of: progress)
     }
 }
 

@@ -7,7 +7,7 @@ import Synchronization
 /// until they finish.
 ///
 /// - Note: `@unchecked Sendable` (as Foundation's): all mutable state is in `core`, guarded
-///   by its lock (and the progress by `progressLock`).
+///   by its lock (and the progress's counts by `progressCounter`).
 open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// "As many as the system sees fit": operations that block overlap well beyond the
     /// processor count (the queue adds workers while the running ones are blocked).
@@ -16,7 +16,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let core: Locked<QueueCore>
     /// Set once ``progress`` was read: until then finishing operations skip it.
     let isProgressRequested = Atomic<Bool>(false)
-    let progressLock = Locked(())
+    let progressCounter = ProgressCounter()
     /// Handlers of ``addEventHandler(_:)``; `hasEventHandlers` is the cheap check.
     let eventHandlers = Locked(EventHandlers())
     let hasEventHandlers = Atomic<Bool>(false)
@@ -34,13 +34,10 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     private let layerValues = Locked<[ObjectIdentifier: AnyObject]>([:])
 
     /// The value of type `T` a layer keeps with this queue, made by `make` on first use.
-    package final func _layerValue<T: AnyObject & Sendable>(_ make: () -> T) -> T {
-        layerValues.withLock { values in
-            if let value = values[ObjectIdentifier(T.self)] as? T { return value }
-            let value = make()
-            values[ObjectIdentifier(T.self)] = value
-            return value
-        }
+    // `@Sendable`: a closure of the caller's task, passed along with the locked dictionary,
+    // would tie the dictionary to that task (the compiler refuses it).
+    package final func _layerValue<T: AnyObject & Sendable>(_ make: @Sendable () -> T) -> T {
+        layerValues.withLock { $0.layerValue(madeBy: make) }
     }
 
     public override init() {
@@ -50,7 +47,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     init(mainQueue: Void) {
         var state = QueueCore(isMain: true)
-        state.name = "NSOperationQueue Main Queue"
+        state.setName("NSOperationQueue Main Queue")
         core = Locked(state)
         super.init()
         _threadQualityRawValue.store(QualityOfService.userInteractive.rawValue, ordering: .relaxed)
@@ -119,7 +116,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             if newValue < -1 {
                 Misuse.fail("maxConcurrentOperationCount of \(_misuseName) set to \(newValue); it must be at least 0, or -1 (defaultMaxConcurrentOperationCount)")
             }
-            _change("maxConcurrentOperationCount") { $0.maxConcurrent = newValue }
+            _change("maxConcurrentOperationCount") { $0.setMaxConcurrent(newValue) }
         }
     }
 
@@ -128,13 +125,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         get { core.withLock { $0.isSuspended } }
         set {
             var resumed: [Operation] = []
-            _change("isSuspended") { state in
-                state.isSuspended = newValue
-                if !newValue {
-                    swap(&resumed, &state.gatedWhileSuspended)
-                    state.gatedWhileSuspendedIDs = []
-                }
-            }
+            _change("isSuspended") { resumed = $0.setSuspended(newValue) }
             // Their gates were left for the resumption.
             for operation in resumed { operation._consultGatesIfDue() }
         }
@@ -143,7 +134,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Defaults to `"NSOperationQueue 0x…"`.
     open var name: String? {
         get { core.withLock { $0.name } ?? "NSOperationQueue \(_address)" }
-        set { _change("name") { $0.name = newValue } }
+        set { _change("name") { $0.setName(newValue) } }
     }
 
     /// Defaults to `.background` for queues you create and `.userInteractive` for
@@ -152,11 +143,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         get { core.withLock { $0.qualityOfService } }
         set {
             _change("qualityOfService") { state in
-                state.qualityOfService = newValue
-                state.isQualityOfServiceSet = true
+                state.setQualityOfService(newValue)
                 self._threadQualityRawValue.store(newValue.rawValue, ordering: .relaxed)
-                // New workers run on lanes of the new quality of service.
-                state.lanes = []
             }
         }
     }
@@ -176,7 +164,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
             let refusal: String? = core.withLock { state in
                 if state.isMain { return "the main queue's underlyingQueue cannot be changed" }
                 if state.members.count > 0 { return "it has \(state.members.count) operations; set it only while the queue is empty" }
-                state.underlyingQueue = newValue
+                state.setUnderlyingQueue(newValue)
                 return nil
             }
             if let refusal { Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be set: \(refusal)") }
@@ -193,10 +181,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
     /// adds one completed unit.
     open var progress: Progress {
-        let progress = core.withLock { state in
-            if state.progress == nil { state.progress = Progress(parent: nil, userInfo: nil) }
-            return state.progress!
-        }
+        let progress = core.withLock { $0.progress(orNew: ()) }
         isProgressRequested.store(true, ordering: .releasing)
         return progress
     }
@@ -226,11 +211,7 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         let semaphore: DispatchSemaphore? = core.withLock { state in
             guard state.membersForWaits > ownCompletionBlocks else { return nil }
             let semaphore = DispatchSemaphore(value: 0)
-            if ownCompletionBlocks == 0 {
-                state.waiters.append(.thread(semaphore))
-            } else {
-                state.waitersForAllBut.append((ownCompletionBlocks, .thread(semaphore)))
-            }
+            state.addWaiter(.thread(semaphore), allBut: ownCompletionBlocks)
             return semaphore
         }
         guard let semaphore else { return }

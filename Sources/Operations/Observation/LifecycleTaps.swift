@@ -64,10 +64,7 @@ extension Operation {
         _ make: () -> T, idle body: (T, _ isIdle: Bool) -> Result
     ) -> Result {
         _update { state in
-            let attachments = state.attachments(orNew: ())
-            let key = ObjectIdentifier(T.self)
-            let value = attachments.values[key] as? T ?? make()
-            attachments.values[key] = value
+            let value = state.attachments(orNew: ()).values.layerValue(madeBy: make)
             var isIdle = false
             if case .idle = state.phase, state.queue == nil { isIdle = true }
             return body(value, isIdle)

@@ -83,7 +83,7 @@ open class Progress: Foundation.Progress, KeyValueObservable, @unchecked Sendabl
     }
 
     /// Adds `inUnitCount` to ``completedUnitCount`` in one step (two threads adding at once
-    /// both count), then notifies observers with no lock held. Used by `OperationQueue.progress`.
+    /// both count), then notifies observers with no lock held. Used by `ProgressCounter`.
     package final func _incrementCompletedUnitCount(by inUnitCount: Int64) {
         _changeUnitCounts("completedUnitCount") { super.completedUnitCount += inUnitCount }
     }
