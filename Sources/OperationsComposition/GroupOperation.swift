@@ -298,6 +298,8 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     }
 
     /// Cancels the group and every unfinished child, with the same reason.
+    /// - Note: Nested groups are cancelled depth first, on the cancelling thread's stack: a
+    ///   few hundred bytes per level (10,000 levels take a few megabytes).
     open override func cancel() {
         super.cancel()
         guard isCancelled else { return }
@@ -322,20 +324,10 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         // positions, highest first), whatever the order added: a cancelled stage's finish
         // must never find the stage after it not yet cancelled, ready to run.
         let ordered = children.map { ($0, $0._position.load(ordering: .relaxed)) }.sorted { $0.1 > $1.1 }.map(\.0)
-        let cancelAll = {
-            for child in ordered {
-                if let reason { child.cancel(with: reason) } else { child.cancel() }
-            }
+        for child in ordered {
+            if let reason { child.cancel(with: reason) } else { child.cancel() }
         }
-        // A cancelled start opens the queue right after: its children are cancelled now.
-        // Otherwise a child group's cancel, which cancels its own children, is nested in this
-        // one: deep nesting is handed to the outermost cancel on this thread, which returns
-        // only after every level was cancelled.
-        if again { cancelAll() } else { Self.nestedCancels.run(cancelAll) }
     }
-
-    /// Cancels of nested groups' children on one thread (see `_cancelChildren`).
-    private static let nestedCancels = BoundedNesting(depthLimit: 16)
 
     private func _childFinished(_ identity: ObjectIdentifier, outcome: Outcome, weight: Int64) {
         // Counted before the child leaves the count below: whichever child finishes the

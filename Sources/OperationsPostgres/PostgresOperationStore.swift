@@ -214,6 +214,9 @@ public final class PostgresOperationStore: DurableOperationStore {
 
     /// Enqueues on the caller's connection, inside the caller's transaction: workers see the
     /// operations when it commits; a rollback removes them.
+    /// - Important: A request refused without a database error (a key held by another kind)
+    ///   leaves the transaction open with the requests before it stored: roll back, or
+    ///   commit knowing they are there.
     public func enqueue(_ requests: [DurableEnqueueRequest], on connection: PostgresConnection) async throws -> [DurableEnqueueResult] {
         var results: [DurableEnqueueResult] = []
         for request in requests {

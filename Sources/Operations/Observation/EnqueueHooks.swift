@@ -7,8 +7,9 @@ extension OperationQueueExtensions where Self: OperationQueue {
     ///
     /// For what only the adding thread or task knows: the tracing adapter captures the
     /// `ServiceContext` current where an operation was added. Keep the returned
-    /// subscription; the hook stops when it is cancelled or released: once `cancel()`
-    /// returns, no call of it begins.
+    /// subscription; the hook stops when it is cancelled or released (an add under way on
+    /// another thread checks before calling it: after `cancel()` returns, that add may still
+    /// call it once).
     /// - Note: While no hook is registered, adding costs one atomic load more.
     public func addEnqueueHook(_ hook: @escaping @Sendable (Operation) -> Void) -> OperationEventSubscription {
         let id = enqueueHooks.withLock { hooks in

@@ -111,8 +111,9 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// Calls `handler` for every event of this queue's operations (enqueued, started,
     /// cancelled, finished), in the order they happened (``OperationEvent/sequence``), one
     /// at a time, with no lock of the library held. Keep the returned subscription; the
-    /// handler stops when it is cancelled or released: once `cancel()` returns, no call of
-    /// it begins (one already under way on another thread may still be running).
+    /// handler stops when it is cancelled or released. A delivery under way on another
+    /// thread checks before each call: after `cancel()` returns, the handler may still be
+    /// called once, by a delivery that had checked just before, and never again.
     ///
     /// An operation's finished event has been handled before its dependents start and its
     /// waiters wake: the thread that finishes it waits for that (unless it is itself in a
@@ -133,7 +134,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
 
 extension OperationQueue {
     final func _removeEventHandler(_ id: UInt64) {
-        // Marked inactive here: a delivery under way calls it no more.
+        // Marked inactive here: a delivery under way checks before each call.
         var removed = eventHandlers.withLock { $0.remove(id) }
         // Nobody listens any more: decided in the event log's lock (where adding a handler
         // sets the flags again), so a handler added meanwhile is never silenced. What was

@@ -5,7 +5,9 @@ import Synchronization
 ///
 /// Callers take a snapshot of the registrations under the lock and call them after it; a
 /// registration removed meanwhile is marked inactive, and a caller checks each before its
-/// call, so that once a removal returns, no call of that hook begins.
+/// call. A removal does not wait for a caller that checked just before it: that one call
+/// may still happen after the removal returned (waiting could deadlock with a lock the
+/// remover holds and the hook takes).
 struct HookList<Hook: Sendable> {
     private(set) var registrations: [HookRegistration<Hook>] = []
     private var nextID: UInt64 = 1

@@ -11,14 +11,14 @@ let eventTimeout: TimeInterval = 20
 /// pools have about one thread per processor and grow slowly (or not at all) while their
 /// threads block, so on a small, loaded machine a test blocked in one of them could wait
 /// for work queued behind it. `group`, when given, is entered now and left when `body`
-/// returns. `stackSize` is the thread's stack, in bytes.
-func onNewThread(group: DispatchGroup? = nil, stackSize: Int = 8 << 20, _ body: @escaping @Sendable () -> Void) {
+/// returns.
+func onNewThread(group: DispatchGroup? = nil, _ body: @escaping @Sendable () -> Void) {
     group?.enter()
     let thread = Thread {
         body()
         group?.leave()
     }
-    thread.stackSize = stackSize
+    thread.stackSize = 8 << 20
     thread.start()
 }
 
