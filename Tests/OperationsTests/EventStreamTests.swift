@@ -153,15 +153,9 @@ struct EnqueueHookTests {
         }
         let calls = Shared(0)
         let second = queue.addEnqueueHook { _ in calls.update { $0 += 1 } }
-        let added = Gate()
-        onNewThread {
-            queue.addOperation {}
-            added.open()
-        }
-        #expect(entered.wait())
-        second.cancel()
-        release.open()
-        #expect(added.wait())
+        let held = addWhileHeld(to: queue, entered: entered, release: release) { second.cancel() }
+        #expect(held.entered)
+        #expect(held.added)
         #expect(calls() == 0, "called after its subscription was cancelled")
         holding.cancel()
         queue.isSuspended = false

@@ -75,16 +75,12 @@ struct EventTests {
             if cancelled() { calledAfterCancel.update { $0 = true } }
             recorder.events.update { $0.append(event) }
         }
-        let added = Gate()
-        onNewThread {
-            queue.addOperation {}
-            added.open()
+        let held = addWhileHeld(to: queue, entered: entered, release: release) {
+            second.cancel()
+            cancelled.update { $0 = true }
         }
-        #expect(entered.wait())
-        second.cancel()
-        cancelled.update { $0 = true }
-        release.open()
-        #expect(added.wait())
+        #expect(held.entered)
+        #expect(held.added)
         queue.isSuspended = false
         queue.waitUntilAllOperationsAreFinished()
         #expect(!calledAfterCancel(), "called after its subscription was cancelled")

@@ -400,7 +400,6 @@ struct DependentReference {
     }
 }
 
-
 extension Operation.QueuePriority {
     /// The band a quality of service chooses (Linux's Foundation does the same).
     init(band quality: QualityOfService) {

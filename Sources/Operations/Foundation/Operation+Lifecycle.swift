@@ -301,18 +301,55 @@ struct FinishWakeups {
 /// runs the handed-back announcements first (``runHandedBack()``): it could be waiting
 /// for one of them.
 package enum NestedAnnouncements {
-    private static let nesting = BoundedNesting(depthLimit: 16)
+    package static let depthLimit = 16
 
-    package static var depthLimit: Int { nesting.depthLimit }
+    /// The announcements of one thread.
+    /// - Note: `@unchecked Sendable`: only the thread whose thread-local slot points at it
+    ///   touches it.
+    private final class Frame: @unchecked Sendable {
+        var depth = 0
+        var handedBack: [() -> Void] = []
+        var next = 0
+    }
+
+    private static let current = ThreadLocalPointer()
 
     static func run(_ announcement: @escaping () -> Void) {
-        nesting.run(announcement)
+        if let pointer = current.value {
+            let frame = Unmanaged<Frame>.fromOpaque(pointer).takeUnretainedValue()
+            guard frame.depth < depthLimit else {
+                frame.handedBack.append(announcement)
+                return
+            }
+            frame.depth += 1
+            announcement()
+            frame.depth -= 1
+            return
+        }
+        let frame = Frame()
+        current.set(Unmanaged.passUnretained(frame).toOpaque())
+        frame.depth = 1
+        announcement()
+        runHandedBack(frame)
+        current.set(nil)
+        withExtendedLifetime(frame) {}
     }
 
     /// Runs the announcements handed back on this thread that have not run yet (a thread
     /// about to block must not wait for one of them).
     static func runHandedBack() {
-        nesting.runHandedBack()
+        guard let pointer = current.value else { return }
+        runHandedBack(Unmanaged<Frame>.fromOpaque(pointer).takeUnretainedValue())
+    }
+
+    /// In the order handed back: each may hand back more.
+    private static func runHandedBack(_ frame: Frame) {
+        while frame.next < frame.handedBack.count {
+            let next = frame.handedBack[frame.next]
+            frame.handedBack[frame.next] = {}
+            frame.next += 1
+            next()
+        }
     }
 }
 

@@ -30,6 +30,24 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     }
 }
 
+/// Adds an empty operation to `queue` from a thread of its own while a hook or handler of
+/// the queue holds that add inside its call: once the hook opened `entered`, runs
+/// `meanwhile`, then opens `release` and waits until the add returned. Returns whether the
+/// hook was entered and whether the add returned, each before the timeout.
+func addWhileHeld(
+    to queue: OperationQueue, entered: Gate, release: Gate, meanwhile: () -> Void
+) -> (entered: Bool, added: Bool) {
+    let added = Gate()
+    onNewThread {
+        queue.addOperation {}
+        added.open()
+    }
+    guard entered.wait() else { return (false, false) }
+    meanwhile()
+    release.open()
+    return (true, added.wait())
+}
+
 /// A one-shot event a test can wait for, with a timeout.
 final class Gate: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
