@@ -1,0 +1,163 @@
+// An operation's life in the PostgreSQL store: enqueue, claim, complete, give back, heartbeat, rescue.
+#if PostgreSQL
+
+import Foundation
+import OperationsDurable
+import PostgresNIO
+
+extension PostgresOperationStore {
+    // MARK: Enqueueing
+
+    public func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] {
+        if requests.count == 1 {
+            return [try await enqueue(requests[0], run: { query in try await self.rows(query, "adding \(requests[0].kind)") })]
+        }
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await self.enqueue(requests, on: connection)
+            }
+        } catch let error as PostgresTransactionError {
+            throw describe(error.closureError ?? error.commitError ?? error.beginError ?? error, "adding operations")
+        }
+    }
+
+    /// Enqueues on the caller's connection, inside the caller's transaction: workers see the
+    /// operations when it commits; a rollback removes them.
+    /// - Important: A request refused without a database error (a key held by another kind)
+    ///   leaves the transaction open with the requests before it stored: roll back, or
+    ///   commit knowing they are there.
+    public func enqueue(_ requests: [DurableEnqueueRequest], on connection: PostgresConnection) async throws -> [DurableEnqueueResult] {
+        var results: [DurableEnqueueResult] = []
+        for request in requests {
+            results.append(
+                try await enqueue(request) { query in
+                    do {
+                        return try await connection.query(query, logger: self.logger).collect()
+                    } catch {
+                        throw self.describe(error, "adding \(request.kind)")
+                    }
+                })
+        }
+        return results
+    }
+
+    private func enqueue(
+        _ request: DurableEnqueueRequest, run: (PostgresQuery) async throws -> [PostgresRow]
+    ) async throws -> DurableEnqueueResult {
+        let dependencies = request.dependencies.map(\.rawValue)
+        let rows = try await run(
+            """
+            SELECT e.operation_id, e.coalesced,
+                CASE WHEN e.coalesced THEN (SELECT o.kind FROM durable_operations o WHERE o.id = e.operation_id) END
+            FROM durable_enqueue(\(request.queue), \(request.kind), \(request.input),
+                \(request.priority)::integer, \(request.key)::text, \(request.notBefore)::timestamptz,
+                \(request.maximumAttempts)::integer,
+                \(request.retryDelays)::double precision[], \(dependencies)::bigint[], \(request.runsAnyway)) e
+            """)
+        let (rawID, coalesced, coalescedKind) = try rows[0].decode((Int64, Bool, String?).self)
+        let id = DurableOperationID(rawValue: rawID)
+        if coalesced {
+            // The statement's snapshot may predate a conflicting row that another transaction
+            // committed while the function ran: then the kind is read by a statement of its own.
+            var kind = coalescedKind
+            if kind == nil {
+                kind = try await run("SELECT kind FROM durable_operations WHERE id = \(rawID)").first?.decode(String.self)
+            }
+            if let kind { try request.checkCoalescing(with: id, of: kind) }
+        }
+        return DurableEnqueueResult(id: id, coalesced: coalesced)
+    }
+
+    // MARK: Workers
+
+    public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
+        // The dependencies and the maximum come with the claim, read in the claim's statement,
+        // in the claim's order (a function's rows are numbered in the order it returns them;
+        // a SELECT without ORDER BY promises no order).
+        let rows = try await rows(
+            """
+            SELECT operation_id, kind, input, attempt, dependencies, max_attempts
+            FROM durable_claim_operations(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
+                WITH ORDINALITY ORDER BY ordinality
+            """, "claiming from queue \"\(queue)\"")
+        return try rows.map { row in
+            let (id, kind, input, attempt, dependencies, maximumAttempts) = try row.decode(
+                (Int64, String, String, Int, [Int64], Int).self)
+            return DurableClaim(
+                id: DurableOperationID(rawValue: id), kind: kind, input: input, attempt: attempt,
+                dependencies: dependencies.map(DurableOperationID.init(rawValue:)), maximumAttempts: maximumAttempts)
+        }
+    }
+
+    public func complete(_ completions: [DurableCompletion], worker: String) async throws {
+        guard !completions.isEmpty else { return }
+        var ids: [Int64] = []
+        var attempts: [Int] = []
+        var outcomes: [String] = []
+        var values: [String] = []
+        for completion in completions {
+            ids.append(completion.id.rawValue)
+            attempts.append(completion.attempt)
+            switch completion.result {
+            case .succeeded(let output): outcomes.append("succeeded"); values.append(Self.storable(output))
+            case .failed(let error): outcomes.append("failed"); values.append(Self.storable(error))
+            case .rejected(let error): outcomes.append("rejected"); values.append(Self.storable(error))
+            case .cancelled(let reason): outcomes.append("cancelled"); values.append(Self.storable(reason))
+            }
+        }
+        try await rows(
+            "SELECT durable_complete(\(worker), \(ids)::bigint[], \(attempts)::integer[], \(outcomes)::text[], \(values)::text[])",
+            "recording \(completions.count) finished attempts")
+    }
+
+    public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        guard !attempts.isEmpty else { return }
+        let (ids, numbers) = (attempts.map(\.operation.rawValue), attempts.map(\.attempt))
+        try await rows(
+            "SELECT durable_give_back_attempts(\(worker), \(ids)::bigint[], \(numbers)::integer[], \(Self.storable(reason)))",
+            "giving back operations")
+    }
+
+    public func giveBackAll(worker: String, reason: String) async throws {
+        // The function locks each row and checks it is still this worker's attempt.
+        try await rows(
+            """
+            SELECT durable_give_back_attempts(\(worker), coalesce(array_agg(id ORDER BY id), '{}'),
+                coalesce(array_agg(attempt ORDER BY id), '{}'), \(Self.storable(reason)))
+            FROM durable_operations WHERE worker = \(worker) AND state = 'running'
+            """, "giving back the operations worker \(worker) holds")
+    }
+
+    public func heartbeat(
+        worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
+    ) async throws -> DurableHeartbeat {
+        let held = holding.map(\.rawValue)
+        let rows = try await rows(
+            "SELECT operation_id, cancel_reason, renewed, attempt FROM durable_heartbeat(\(worker), \(queues)::text[], \(kinds)::text[], \(held)::bigint[], \(lease.seconds))",
+            "renewing the leases of worker \(worker)")
+        var heartbeat = DurableHeartbeat(held: [], cancelRequested: [:])
+        for row in rows {
+            let (rawID, reason, renewed, attempt) = try row.decode((Int64, String?, Bool, Int).self)
+            let id = DurableOperationID(rawValue: rawID)
+            guard renewed else {
+                heartbeat.unnamed.insert(DurableAttemptID(operation: id, attempt: attempt))
+                continue
+            }
+            heartbeat.held.insert(id)
+            if let reason { heartbeat.cancelRequested[id] = reason }
+        }
+        return heartbeat
+    }
+
+    public func rescueExpiredLeases() async throws -> Int {
+        let rows = try await rows("SELECT durable_rescue()", "rescuing expired leases")
+        return try rows.first?.decode(Int.self) ?? 0
+    }
+
+    /// The text with every NUL character replaced by U+FFFD: PostgreSQL's text cannot hold
+    /// NUL, and one such error text would otherwise fail its whole batch of completions.
+    static func storable(_ text: String) -> String {
+        text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+    }
+}
+#endif
