@@ -10,7 +10,7 @@
 /// operation is cancelled with its error at once, whatever is still being evaluated.
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
-final class ConditionGate: OperationGate, @unchecked Sendable {
+final class ConditionGate: ExplainedGate, @unchecked Sendable {
     /// A condition, kept without an existential box when it is a `BlockCondition` (the
     /// common case), and whether it can decide without suspending known when it was added.
     private enum Stored {

@@ -7,7 +7,7 @@
 /// (or when it is cancelled, or gains a dependency, before it started).
 ///
 /// - Note: `@unchecked Sendable`: its state is in a `Locked`.
-final class ExclusivityGate: OperationGate, @unchecked Sendable {
+final class ExclusivityGate: ExplainedGate, @unchecked Sendable {
     private struct State {
         /// Exclusive wins over shared for the same category.
         var categories: [String: ExclusivityMode] = [:]

@@ -1,3 +1,10 @@
+/// A gate that says why an operation waits at it, for wait reasons and stall reports (the
+/// composition layer's conditions and exclusivity categories).
+package protocol ExplainedGate: OperationGate {
+    /// Why the operation waits at this gate.
+    func waitReason(for operation: Operation) -> Operation.WaitReason
+}
+
 extension Operation {
     /// Why an operation is not running (yet).
     public enum WaitReason: Hashable, Sendable, CustomStringConvertible {
@@ -88,7 +95,7 @@ extension OperationExtensions where Self: Operation {
         }
         // A cancelled operation still waits for a barrier added before it.
         for barrier in snapshot.hidden where !barrier._isFinishing { reasons.append(.barrier(barrier)) }
-        if reasons.isEmpty, let gate = snapshot.gate { reasons.append(gate.waitReason(for: self)) }
+        if reasons.isEmpty, let gate = snapshot.gate as? any ExplainedGate { reasons.append(gate.waitReason(for: self)) }
         if !snapshot.cancelled, reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
         guard let queue = snapshot.queue else {
             reasons.append(.notInQueue)

@@ -23,9 +23,6 @@ package protocol OperationGate: AnyObject, Sendable {
     /// for it.
     func release(_ pass: GatePass, because reason: GateRelease)
 
-    /// Why the operation waits at this gate, for wait reasons and stall reports.
-    func waitReason(for operation: Operation) -> Operation.WaitReason
-
     /// Where the gate stands among the operation's gates: lower ranks are consulted first,
     /// equal ranks in the order added.
     var rank: Int { get }
@@ -298,8 +295,7 @@ extension Operation {
         case .next:
             _consultGatesIfDue()
         case .open:
-            let observed = _hasObservers
-            if observed { _announceWillChange("isReady"); _announceDidChange("isReady") }
+            _gatesOpened()
             _readinessChanged()
         }
     }

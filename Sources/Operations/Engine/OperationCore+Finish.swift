@@ -108,7 +108,8 @@ extension OperationCore {
     struct Completion {
         var waiters: [FinishWaiter]
         var hiddenDependencies: [Operation]
-        /// Start hooks of an operation that finished without starting (never run).
+        /// What the layers above gave back (start hooks of an operation that finished
+        /// without starting, never run), to release after the lock.
         var startHooks: [@Sendable () -> Void]
         /// The outcome for hooks; nil when no hook waits (threads need none).
         var outcome: Operation.Outcome?
@@ -129,9 +130,9 @@ extension OperationCore {
         mustApply(.processed)
         // The taps' finish, told with the observers, before any waiter wakes.
         var tapsToTell = false
-        if let attachments = extras?.attachments, !attachments.taps.isEmpty, let outcome {
-            attachments.post(.finished(outcome))
-            tapsToTell = true
+        var startHooks: [@Sendable () -> Void] = []
+        if let layerState = extras?.layerState {
+            (tapsToTell, startHooks) = layerState.operationFinished(with: outcome)
         }
         // Announcements handed over while the finish was processed are made while it is
         // announced (see `settle()`).
@@ -142,8 +143,6 @@ extension OperationCore {
         // Taken from the side box in place (most operations have no box: one compare).
         var hidden: [Operation] = []
         if let extras { swap(&hidden, &extras.hiddenDependencies) }
-        let startHooks = extras?.attachments?.startHooks ?? []
-        extras?.attachments?.startHooks = []
         defer {
             finishWaiters = []
             queue = nil

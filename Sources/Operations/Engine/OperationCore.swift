@@ -53,18 +53,6 @@ struct OperationCore {
         extras.madeOnFirstUse(OperationExtras.init)
     }
 
-    /// What the layers above attach (start hooks, lifecycle taps, values), in the side box:
-    /// most operations never have any.
-    var attachments: OperationAttachments? {
-        get { extras?.attachments }
-        set { extras(orNew: ()).attachments = newValue }
-    }
-
-    /// The attachments, made on first use.
-    mutating func attachments(orNew: Void) -> OperationAttachments {
-        extras(orNew: ()).attachments.madeOnFirstUse(OperationAttachments.init)
-    }
-
     /// The error a layer above reported before finishing (an async body that threw).
     var failure: (any Error)? {
         get { extras?.failure }
@@ -141,8 +129,8 @@ struct OperationCore {
         /// Not reported by a getter: the state lists dependencies (visible or hidden), which
         /// `deinit` must hand to the release pool. Without it, `deinit` takes no lock.
         static let holdsDependencies: UInt8 = 16
-        /// Composition attachments are set: `start()` and queues look there (start hooks,
-        /// conditions, observers).
+        /// A layer above keeps state with the operation (`OperationLayerState`): `start()`
+        /// and queues look there (start hooks, lifecycle taps).
         static let attachments: UInt8 = 32
         /// Not reported by a getter: the engine processes or has processed the finish
         /// (`finished` also covers a base state that says finished while a subclass's
@@ -160,7 +148,7 @@ struct OperationCore {
         if !dependencies.isEmpty || extras != nil { flags |= VisibleFlags.holdsDependencies }
         if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
         if let extras {
-            if extras.attachments != nil { flags |= VisibleFlags.attachments }
+            if extras.layerState != nil { flags |= VisibleFlags.attachments }
             if extras.gates != nil { flags |= VisibleFlags.gated }
         }
         switch phase {
@@ -247,6 +235,56 @@ extension OperationCore {
         case .executing, .awaitingFinish: return .executing
         case .finishing, .announcing, .finished: return .finished
         }
+    }
+
+    /// What a queue gives an operation joining it (`QueueCore.joinTerms`).
+    struct JoinTerms {
+        /// The queue's quality of service, when the operation takes it.
+        var quality: QualityOfService?
+        /// A serial queue: the band is `.normal`, not chosen by the quality of service.
+        var serial: Bool
+    }
+
+    enum Joining {
+        case refused(QueueCore.Refusal)
+        /// Joined; `readyIn` is the band to file it in when it is ready now (nil: it waits).
+        case joined(readyIn: Operation.QueuePriority?)
+    }
+
+    /// Joins `queue`, or says why it cannot, changing nothing. Waits for a barrier
+    /// (`waitsForBarrier`: its count raised here, the edge registered by the caller after
+    /// the locks) and, when `held`, for a dependency the caller releases itself. Ready now
+    /// when it was ready and nothing changed since `reading` was taken.
+    ///
+    /// The band of an operation whose `queuePriority` is not set is fixed here, as on
+    /// Linux's Foundation: from its quality of service now, `.normal` if the queue is
+    /// serial now; neither a later change of the queue's limit nor of the operation's
+    /// quality of service moves it (setting `queuePriority` does).
+    mutating func join(
+        _ queue: OperationQueue, terms: JoinTerms, waitsForBarrier: Bool, held: Bool, reading: QueueCore.Reading
+    ) -> Joining {
+        if let refusal = refusal(toJoin: queue, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished) {
+            return .refused(refusal)
+        }
+        mustApply(.enqueue)
+        self.queue = queue
+        if waitsForBarrier { gainDependency() }
+        if held { gainDependency() }
+        if let quality = terms.quality { qualityOfService = quality }
+        bandWhenAdded = terms.serial ? .normal : Operation.QueuePriority(band: qualityOfService ?? .default)
+        guard reading.isReady, reading.generation == readinessGeneration, isInternallyReady else {
+            return .joined(readyIn: nil)
+        }
+        mustApply(.beginCheck)
+        mustApply(.confirmReady)
+        return .joined(readyIn: effectivePriority)
+    }
+
+    /// Undoes `join` for an operation of a batch that is being refused.
+    mutating func unjoin(waitedForBarrier: Bool) {
+        mustApply(.withdraw)
+        queue = nil
+        if waitedForBarrier { loseDependency() }
     }
 }
 
@@ -341,8 +379,8 @@ final class OperationExtras: @unchecked Sendable {
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
     /// N operations costs O(N) rather than O(N²) to build.
     var dependencyIndex: Set<ObjectIdentifier>?
-    /// What the layers above attach (see `OperationAttachments`).
-    var attachments: OperationAttachments?
+    /// What the layers above keep with the operation (see `OperationLayerState`).
+    var layerState: (any OperationLayerState)?
     /// The operation's gates (see `GateState`).
     var gates: GateState?
     /// Announcements of its finish made on other threads while the finish was processed

@@ -22,9 +22,7 @@ extension Operation {
                 return (refile, state.dependencies + state.hiddenDependencies)
             }
             guard let step else { continue }
-            if let queue = step.refile {
-                queue.core.withLock { $0.refile(operation) }
-            }
+            step.refile?._refile(operation)
             operation._escalateWork(to: quality)
             for dependency in step.waitsFor where !dependency._isFinishingFlag {
                 pending.append(dependency)
@@ -34,43 +32,11 @@ extension Operation {
 }
 
 extension QueueCore {
-    /// Moves an escalated operation (or one whose `queuePriority` was set) to the band its
-    /// new priority chooses, if it is still in the ready list (its phase is `ready` and no
-    /// barrier holds it). It keeps its place in the order added. O(log m) for m moved
-    /// operations, wherever it waits.
-    mutating func refile(_ operation: Operation) {
-        let priority: Operation.QueuePriority? = operation._update { state in
-            state.phase.kind == .ready ? state.effectivePriority : nil
-        }
-        // Held behind a barrier, it is filed in the band it has when the barrier has run;
-        // about to be delivered, in the band read when it was found ready.
-        guard let priority else { return }
+    /// Moves an operation in the ready list to the band `priority` (it keeps its place in
+    /// the order added). O(log m) for m moved operations, wherever it waits. Nothing when
+    /// it is not in the list (a barrier holds it: it is filed in the band it has when the
+    /// barrier has run).
+    mutating func refile(_ operation: Operation, to priority: Operation.QueuePriority) {
         ready.move(operation, to: priority)
-    }
-}
-
-extension QualityOfService {
-    /// The quality of service that a task priority stands for.
-    init(_ priority: TaskPriority) {
-        switch priority.rawValue {
-        case 33...: self = .userInteractive
-        case 25..<33: self = .userInitiated
-        case 21..<25: self = .default
-        case 17..<21: self = .utility
-        default: self = .background
-        }
-    }
-}
-
-extension TaskPriority {
-    /// The task priority that runs work at `quality`.
-    init(_ quality: QualityOfService) {
-        switch quality {
-        case .userInteractive: self.init(rawValue: 33)
-        case .userInitiated: self = .high
-        case .utility: self = .low
-        case .background: self = .background
-        default: self = .medium
-        }
     }
 }

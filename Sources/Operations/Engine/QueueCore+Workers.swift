@@ -49,52 +49,46 @@ extension QueueCore {
         }
     }
 
-    /// A worker asks for its next operation. Returns nil after retiring the worker when
-    /// there is none it may start, and whether to arm the watchdog. Operations popped and
-    /// skipped (they finished, were started by hand, or gained a dependency meanwhile) are
-    /// appended to `skipped`: the caller drops them after the lock, since the ready list's
-    /// reference may be the last one.
-    /// The claimed operation comes with its own quality of service (nil when never set).
-    mutating func nextOperation(
-        retiringSlot slot: Int, skipped: inout [Operation]
-    ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
-        if !isSuspended && executing < executionLimit && workers <= workerLimit {
-            while let operation = ready.pop(dropping: &skipped) {
-                let claim = operation._update { state -> QualityOfService?? in
-                    state.claimForQueue() ? .some(state.threadQuality) : nil
-                }
-                guard let quality = claim else {
-                    skipped.append(operation)
-                    continue
-                }
-                executing += 1
-                return (operation, quality, armWatchdogIfBlocked())
-            }
-        }
+    /// Whether a worker may start another operation now; when not, it retires
+    /// (`retire(slot:)`). The caller pops the next ready operation and claims it under its
+    /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:skipped:)`).
+    var mayStartAnother: Bool { !isSuspended && executing < executionLimit && workers <= workerLimit }
+
+    /// Whether an operation may be started now on the thread that freed a slot (one whose
+    /// `start()` never blocks): not with an underlying queue, whose operations start there
+    /// as its owner asked.
+    var mayStartInline: Bool { underlyingQueue == nil && !isSuspended && executing < executionLimit }
+
+    /// Takes the first ready operation off the list. Operations popped and skipped (they
+    /// finished or were started by hand meanwhile) are appended to `skipped`: the caller
+    /// drops them after the lock, since the ready list's reference may be the last one.
+    mutating func popReady(dropping skipped: inout [Operation]) -> Operation? {
+        ready.pop(dropping: &skipped)
+    }
+
+    /// The first ready operation, left in the list (skipped ones as in `popReady`).
+    mutating func peekReady(dropping skipped: inout [Operation]) -> Operation? {
+        ready.peek(dropping: &skipped)
+    }
+
+    /// The popped operation was claimed (its state took `.claim`): it counts as executing.
+    /// Returns the stamp to arm the watchdog with, when it must be armed.
+    mutating func operationClaimed() -> UInt64? {
+        executing += 1
+        return armWatchdogIfBlocked()
+    }
+
+    /// An operation was claimed to start on the thread that freed a slot: it counts as
+    /// executing (no worker waits, so the watchdog is not armed).
+    mutating func operationClaimedInline() {
+        executing += 1
+    }
+
+    /// A worker found nothing it may start: it ends, and its slot is free.
+    mutating func retire(slot: Int) {
         workers -= 1
         busySlots &= ~(1 << UInt64(slot))
         if slot < workerProbes.count { workerProbes[slot] = nil }
-        return (nil, nil, nil)
-    }
-
-    /// Claims the next ready operation when it is one whose `start()` never blocks (see
-    /// `Operation._startsWithoutBlocking`) and the queue may start one now; nil otherwise
-    /// (a worker starts it). Skipped operations go to `skipped`, as in `nextOperation`.
-    /// Not with an underlying queue: its operations start there, as its owner asked.
-    mutating func nextOperation(startingWithoutBlocking skipped: inout [Operation]) -> Operation? {
-        guard underlyingQueue == nil, !isSuspended, executing < executionLimit else { return nil }
-        while let operation = ready.peek(dropping: &skipped), operation._startsWithoutBlocking {
-            guard ready.pop(dropping: &skipped) === operation else {
-                preconditionFailure("Operations: the ready list's front changed between peek and pop")
-            }
-            guard operation._update({ $0.claimForQueue() }) else {
-                skipped.append(operation)
-                continue
-            }
-            executing += 1
-            return operation
-        }
-        return nil
     }
 
     /// A claimed operation was found not ready after all (its `isReady` read false) and

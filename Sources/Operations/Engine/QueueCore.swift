@@ -68,7 +68,6 @@ struct QueueCore {
     private(set) var isQualityOfServiceSet = false
     private(set) var underlyingQueue: DispatchQueue?
     var lanes: [DispatchQueue?] = []
-    private(set) var progress: Progress?
 
     init(isMain: Bool) {
         self.isMain = isMain
@@ -121,11 +120,6 @@ struct QueueCore {
         underlyingQueue = queue
     }
 
-    /// The queue's progress, made on first use.
-    mutating func progress(orNew: Void) -> Progress {
-        progress.madeOnFirstUse { Progress(parent: nil, userInfo: nil) }
-    }
-
     var workerLimit: Int {
         if isMain { return 1 }
         if maxConcurrent < 0 { return grownWorkerLimit }
@@ -155,57 +149,22 @@ struct QueueCore {
         static let fresh = Reading(generation: 0, isReady: true, isExecuting: false, isFinished: false)
     }
 
-    /// Whether `operation` may be added (read only; nothing changes).
-    func refusal(for operation: Operation, queue: OperationQueue, reading: Reading) -> Refusal? {
-        operation._update {
-            $0.refusal(toJoin: queue, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
-        }
-    }
-
     enum Admission {
         case refused(Refusal)
         /// Added; `delivered` when it went straight into the ready list.
         case admitted(delivered: Bool)
     }
 
-    /// Adds an operation: claims it, makes it wait for `barrier` (its count raised here;
-    /// the caller registers the edge once the lock is released), gives it the queue's
-    /// QoS when asked, records the enqueued event, and puts it in the ready list at once
-    /// when it is ready and nothing changed since `reading` was taken. Refuses it,
-    /// changing nothing, when it cannot be added.
-    ///
-    /// The band of an operation whose `queuePriority` is not set is fixed here, as on
-    /// Linux's Foundation: from its quality of service now, `.normal` if the queue is
-    /// serial now; neither a later change of the queue's limit nor of the operation's
-    /// quality of service moves it (setting `queuePriority` does).
-    mutating func admit(
-        _ operation: Operation, queue: OperationQueue, barrier: Operation?, inheritQoS: Bool, reading: Reading,
-        held: Bool = false, sequence: UInt64? = nil
-    ) -> Admission {
-        let quality = inheritQoS && isQualityOfServiceSet ? qualityOfService : nil
-        let serial = isSerial
-        let outcome = operation._update { state -> (Refusal?, Operation.QueuePriority?) in
-            if let refusal = state.refusal(
-                toJoin: queue, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
-            {
-                return (refusal, nil)
-            }
-            state.mustApply(.enqueue)
-            state.queue = queue
-            // The edge from the barrier is registered after the lock; `held`, a dependency
-            // the caller releases itself.
-            if barrier != nil { state.gainDependency() }
-            if held { state.gainDependency() }
-            if let quality { state.qualityOfService = quality }
-            state.bandWhenAdded = serial ? .normal : Operation.QueuePriority(band: state.qualityOfService ?? .default)
-            // Recorded before anyone can start it: the first event of the operation.
-            queue._record(.enqueued, operation)
-            guard reading.isReady, reading.generation == state.readinessGeneration, state.isInternallyReady,
-                state.apply(.beginCheck), state.apply(.confirmReady)
-            else { return (nil, nil) }
-            return (nil, state.effectivePriority)
-        }
-        if let refusal = outcome.0 { return .refused(refusal) }
+    /// What an operation joining this queue takes from it (see `OperationCore.join`): the
+    /// queue's quality of service when asked for and set, and whether the queue is serial.
+    func joinTerms(inheritQoS: Bool) -> OperationCore.JoinTerms {
+        OperationCore.JoinTerms(quality: inheritQoS && isQualityOfServiceSet ? qualityOfService : nil, serial: isSerial)
+    }
+
+    /// An operation joined the queue (`OperationCore.join`, under its own lock): numbers it
+    /// (`sequence`, or the next number), lists it, and files it when it is ready (`readyIn`,
+    /// its band). Returns whether it was filed.
+    mutating func admitted(_ operation: Operation, readyIn priority: Operation.QueuePriority?, sequence: UInt64?) -> Bool {
         if let sequence {
             operation._addSequence = sequence
         } else {
@@ -213,23 +172,17 @@ struct QueueCore {
             nextSequence += 1
         }
         members.append(operation)
-        if let priority = outcome.1 {
-            deliver(operation, priority: priority)
-            return .admitted(delivered: true)
-        }
-        return .admitted(delivered: false)
+        guard let priority else { return false }
+        deliver(operation, priority: priority)
+        return true
     }
 
-    /// Undoes `admit` for an operation of a batch that is being refused.
-    mutating func unadmit(_ operation: Operation, hadBarrier: Bool, wasDelivered: Bool) {
+    /// Undoes `admitted` for an operation of a batch that is being refused (its own state is
+    /// undone by `OperationCore.unjoin`).
+    mutating func unadmitted(_ operation: Operation, wasDelivered: Bool) {
         members.remove(operation)
         if wasDelivered, !ready.remove(operation) {
             heldBehindBarrier.removeAll { $0 === operation }
-        }
-        operation._update { state in
-            state.mustApply(.withdraw)
-            state.queue = nil
-            if hadBarrier { state.loseDependency() }
         }
     }
 
@@ -247,20 +200,14 @@ struct QueueCore {
         var firstSequenceAfter: UInt64
     }
 
-    /// `addBarrierBlock`: the barrier joins the queue and becomes the one that operations
-    /// added from now on wait for, in one step, so that nothing added by another thread
-    /// can come between (an operation or a barrier added in between would order the two
-    /// barriers both ways: a cycle). Returns the operations it waits for, the members
-    /// before it; it is held (one dependency more) until the caller has made it wait for
-    /// them, after the lock.
-    mutating func admitBarrier(_ barrier: Operation, queue: OperationQueue) -> [Operation] {
-        let earlier = members.all
-        guard case .admitted = admit(barrier, queue: queue, barrier: nil, inheritQoS: true, reading: .fresh, held: true) else {
-            preconditionFailure("Operations: a barrier the queue just made was refused")
-        }
+    /// `addBarrierBlock`: `barrier` was admitted (held: one dependency more, until the
+    /// caller has made it wait for the members before it) and becomes the one that
+    /// operations added from now on wait for. Admission and this happen under one lock,
+    /// so that nothing added by another thread can come between (an operation or a
+    /// barrier added in between would order the two barriers both ways: a cycle).
+    mutating func barrierAdmitted(_ barrier: Operation) {
         pendingBarrier = barrier
         barrierGates.append(BarrierGate(barrier: ObjectIdentifier(barrier), firstSequenceAfter: nextSequence))
-        return earlier
     }
 
     /// Whether `operation` was added after a barrier that has not finished.
@@ -283,40 +230,44 @@ struct QueueCore {
         }
     }
 
-    /// `operation` finished: if it is a barrier, the operations it held back that no other
-    /// barrier holds go to the ready list.
-    private mutating func barrierMayHaveFinished(_ operation: Operation) {
-        guard let index = barrierGates.firstIndex(where: { $0.barrier == ObjectIdentifier(operation) }) else { return }
+    /// `operation` finished: if it is a barrier, returns the operations it held back, for
+    /// the caller to `deliver` in the bands they have now (read under their locks).
+    private mutating func barrierMayHaveFinished(_ operation: Operation) -> [Operation] {
+        guard let index = barrierGates.firstIndex(where: { $0.barrier == ObjectIdentifier(operation) }) else { return [] }
         barrierGates.remove(at: index)
-        guard !heldBehindBarrier.isEmpty else { return }
-        let held = heldBehindBarrier
-        heldBehindBarrier = []
-        for operation in held { deliver(operation, priority: operation._update { $0.effectivePriority }) }
+        defer { heldBehindBarrier = [] }
+        return heldBehindBarrier
     }
 
     // MARK: Finishing
 
+    /// What a finish leaves the caller to do: wake `waiters` (those waiting for the queue to
+    /// become empty when it did, and producers waiting for room) after the lock, and
+    /// `deliver` the operations a finished barrier `released`, under it, in their bands now.
+    struct Departure {
+        var waiters: [QueueWaiter] = []
+        var released: [Operation] = []
+    }
+
     /// An operation of this queue finished: free its slot, and (when `leaves`) take it out.
-    /// Returns the waiters to wake: those waiting for the queue to become empty when it
-    /// did, and producers waiting for room.
     mutating func operationFinished(
         _ operation: Operation, releasesSlot: Bool, leaves: Bool, announcing: Bool = false
-    ) -> [QueueWaiter] {
-        var waitersToWake: [QueueWaiter] = []
+    ) -> Departure {
+        var departure = Departure()
         if releasesSlot {
             executing -= 1
             progressStamp &+= 1
         }
-        if !barrierGates.isEmpty { barrierMayHaveFinished(operation) }
+        if !barrierGates.isEmpty { departure.released = barrierMayHaveFinished(operation) }
         if leaves {
             members.remove(operation)
             if operation === pendingBarrier { pendingBarrier = nil }
             if announcing { finishesBeingAnnounced += 1 }
-            waitersToWake = waitsForEmptiness()
-            if !capacityWaiters.isEmpty { waitersToWake += producersToAdmit() }
+            departure.waiters = waitsForEmptiness()
+            if !capacityWaiters.isEmpty { departure.waiters += producersToAdmit() }
         }
-        if executing == 0 && ready.count == 0 { grownWorkerLimit = Self.processorCount }
-        return waitersToWake
+        if executing == 0 && ready.count == 0 && departure.released.isEmpty { grownWorkerLimit = Self.processorCount }
+        return departure
     }
 
     /// The members that count for the waits: the operations in the queue, and those that

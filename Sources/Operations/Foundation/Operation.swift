@@ -111,8 +111,7 @@ open class Operation: NSObject, @unchecked Sendable {
                 state.queuePriority = newValue
                 return state.phase.kind == .ready && state.effectivePriority != before ? state.queue : nil
             }
-            guard let queue else { return }
-            queue.core.withLock { $0.refile(self) }
+            queue?._refile(self)
         }
     }
 

@@ -15,6 +15,9 @@ extension OperationQueue {
         _runEnqueueHooks(operations)
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        // Recorded before anyone can start them: the first event of each. (A refused
+        // batch stops the process.)
+        for operation in operations { _record(.enqueued, operation) }
         // Read readiness before the lock (the getter may be user code), so that a ready
         // operation goes straight into the ready list under the one lock acquisition.
         let single = operations.count == 1 ? Self._reading(of: operations.first!) : nil
@@ -24,7 +27,11 @@ extension OperationQueue {
             // operation is validated by `admit` itself.)
             if operations.count > 1 {
                 for (index, operation) in operations.enumerated() {
-                    if let refusal = state.refusal(for: operation, queue: self, reading: readings[index]) {
+                    let reading = readings[index]
+                    let refusal = operation._update {
+                        $0.refusal(toJoin: self, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
+                    }
+                    if let refusal {
                         return .refused(operation, refusal)
                     }
                 }
@@ -38,14 +45,16 @@ extension OperationQueue {
             for (index, operation) in operations.enumerated() {
                 let reading = single ?? readings[index]
                 let operationBarrier = barrier === operation ? nil : barrier
-                switch state.admit(
-                    operation, queue: self, barrier: operationBarrier, inheritQoS: inheritQoS, reading: reading,
+                switch _admit(
+                    operation, to: &state, waitsFor: operationBarrier, inheritQoS: inheritQoS, reading: reading,
                     sequence: sequence)
                 {
                 case .refused(let refusal):
                     // Listed twice in one batch (or refused alone): undo, then refuse.
                     for (earlier, delivered) in admitted.reversed() {
-                        state.unadmit(earlier, hadBarrier: barrier != nil && earlier !== barrier, wasDelivered: delivered)
+                        _unadmit(
+                            earlier, from: &state, waitedForBarrier: barrier != nil && earlier !== barrier,
+                            wasDelivered: delivered)
                     }
                     return .refused(operation, operations.count > 1 ? .twiceInBatch : refusal)
                 case .admitted(let delivered):
@@ -102,9 +111,10 @@ extension OperationQueue {
         _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        _record(.enqueued, operation)
         let (barrier, delivered, wakeup) = core.withLock { state -> (Operation?, Bool, QueueCore.Wakeup) in
             let barrier = state.pendingBarrier
-            let admission = state.admit(operation, queue: self, barrier: barrier, inheritQoS: true, reading: .fresh)
+            let admission = _admit(operation, to: &state, waitsFor: barrier, inheritQoS: true, reading: .fresh)
             guard case .admitted(let delivered) = admission else {
                 preconditionFailure("Operations: an operation the queue just made was refused (\(admission))")
             }

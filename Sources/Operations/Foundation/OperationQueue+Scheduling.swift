@@ -45,9 +45,9 @@ extension OperationQueue {
         let startsInline = releasesSlot && operation._startsWithoutBlocking
         var skipped: [Operation] = []
         let (waiters, wakeup, next) = core.withLock { state in
-            let waiters = state.operationFinished(
-                operation, releasesSlot: releasesSlot, leaves: leaves, announcing: announcing && leaves)
-            let next = startsInline ? state.nextOperation(startingWithoutBlocking: &skipped) : nil
+            let waiters = _departed(
+                operation, from: &state, releasesSlot: releasesSlot, leaves: leaves, announcing: announcing && leaves)
+            let next = startsInline ? _nextOperationStartingWithoutBlocking(in: &state, skipped: &skipped) : nil
             return (waiters, state.wakeup(), next)
         }
         if !skipped.isEmpty { skipped.removeAll() }
@@ -147,8 +147,8 @@ extension OperationQueue {
         while true {
             let (operation, quality, watchdog, waiters, wakeup) = core.withLock { state in
                 if let probe { state.workerStarted(slot: slot, probe: probe) }
-                let waiters = finished.map { state.operationFinished($0, releasesSlot: true, leaves: true) } ?? []
-                let (operation, quality, watchdog) = state.nextOperation(retiringSlot: slot, skipped: &skipped)
+                let waiters = finished.map { _departed($0, from: &state, releasesSlot: true, leaves: true) } ?? []
+                let (operation, quality, watchdog) = _nextOperation(in: &state, retiringSlot: slot, skipped: &skipped)
                 return (operation, quality, watchdog, waiters, finished == nil ? nil : state.wakeup())
             }
             finished = nil
@@ -227,13 +227,6 @@ extension OperationQueue {
     /// The watchdog's own serial queue: it must tick even when the global queues are
     /// saturated (that is when it is needed).
     private static let _watchdogTimer = DispatchQueue(label: "swift-operations.watchdog", qos: .userInteractive)
-
-    private func _countProgress() {
-        guard isProgressRequested.load(ordering: .acquiring) else { return }
-        let progress = core.withLock { $0.progress }
-        guard let progress, progress.totalUnitCount > 0 else { return }
-        progressCounter.add(1, to: .completed, of: progress)
-    }
 }
 
 /// Operations claimed for inline starts while one was already running on this thread (on

@@ -94,13 +94,14 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        let earlier = core.withLock { $0.admitBarrier(operation, queue: self) }
+        _record(.enqueued, operation)
+        let earlier = core.withLock { _admitBarrier(operation, to: &$0) }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
         _deliverEvents()
         for member in earlier {
             operation._addEdge(from: member, visible: false)
         }
-        // Waits for every earlier member now: the hold `admitBarrier` took goes.
+        // Waits for every earlier member now: the hold `_admitBarrier` took goes.
         operation._dependencyFinished()
     }
 
@@ -181,9 +182,24 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
     /// adds one completed unit.
     open var progress: Progress {
-        let progress = core.withLock { $0.progress(orNew: ()) }
+        let progress = _layerValue { QueueProgress() }.progress
         isProgressRequested.store(true, ordering: .releasing)
         return progress
+    }
+
+    /// The queue's progress, kept with the queue once asked for.
+    /// - Note: `@unchecked Sendable`: a `Progress` guards its counts itself (and
+    ///   `progressCounter` adds to them).
+    private final class QueueProgress: @unchecked Sendable {
+        let progress = Progress(parent: nil, userInfo: nil)
+    }
+
+    /// Counts a finished operation in the progress, once the progress was asked for.
+    final func _countProgress() {
+        guard isProgressRequested.load(ordering: .acquiring) else { return }
+        let progress = _layerValue { QueueProgress() }.progress
+        guard progress.totalUnitCount > 0 else { return }
+        progressCounter.add(1, to: .completed, of: progress)
     }
 
     /// Cancels every operation in the queue. Cancelled operations still pass through

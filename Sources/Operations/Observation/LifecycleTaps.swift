@@ -44,6 +44,37 @@ final class OperationAttachments: @unchecked Sendable {
     }
 }
 
+extension OperationAttachments: OperationLayerState {
+    func operationFinished(
+        with outcome: @autoclosure () -> Operation.Outcome?
+    ) -> (toTell: Bool, unused: [@Sendable () -> Void]) {
+        defer { startHooks = [] }
+        // The taps' finish, told with the observers, before any waiter wakes.
+        var toTell = false
+        if !taps.isEmpty, let outcome = outcome() {
+            post(.finished(outcome))
+            toTell = true
+        }
+        return (toTell, startHooks)
+    }
+}
+
+extension OperationCore {
+    /// The attachments, when a layer made them. (The side box's layer state is always
+    /// these: nothing else conforms.)
+    var attachments: OperationAttachments? {
+        extras?.layerState.map { unsafeDowncast($0, to: OperationAttachments.self) }
+    }
+
+    /// The attachments, made on first use.
+    mutating func attachments(orNew: Void) -> OperationAttachments {
+        if let attachments { return attachments }
+        let made = OperationAttachments()
+        extras(orNew: ()).layerState = made
+        return made
+    }
+}
+
 extension Operation {
     /// Runs `body` with the operation's attachments (made on first use), under its lock.
     private func _withAttachments<Result>(_ body: (OperationAttachments) -> Result) -> Result {

@@ -1,0 +1,31 @@
+// Where the layers above the engine plug in. The engine names nothing declared in those
+// layers (Async, Observation, Diagnostics, and the modules built on `Operations`): it calls
+// the requirements below, which the layers implement in their own folders.
+
+/// What the engine asks of an operation beyond its own state. `Operation` conforms: the base
+/// class answers for an operation of no layer, and a layer's subclass overrides.
+protocol OperationLayerHooks: AnyObject {
+    /// Whether `start()` only hands the work to a task and returns: any thread may then
+    /// start it, without taking a worker.
+    var _startsWithoutBlocking: Bool { get }
+
+    /// An escalation raised the operation to `quality`: raise the work it runs outside the
+    /// queue's workers (an `async` body's task).
+    func _escalateWork(to quality: QualityOfService)
+
+    /// The operation's gates let it go: tell whoever observes its readiness. Called with no
+    /// lock held, before the engine rechecks the readiness.
+    func _gatesOpened()
+}
+
+/// What the layers above keep with one operation (start hooks, lifecycle taps, values), in
+/// its side box: nil for most operations. The engine tells it the finish.
+protocol OperationLayerState: AnyObject {
+    /// The operation finished with `outcome` (computed only when asked for). Called under
+    /// the operation's lock: keep what to tell, run nothing. Returns whether anything is to
+    /// be told after the lock, and what the caller releases after the lock (start hooks
+    /// that never ran).
+    func operationFinished(
+        with outcome: @autoclosure () -> Operation.Outcome?
+    ) -> (toTell: Bool, unused: [@Sendable () -> Void])
+}

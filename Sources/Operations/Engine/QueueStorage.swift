@@ -1,0 +1,115 @@
+// The queue as the holder of its lock: what `OperationQueue` does with its `QueueCore` and
+// its operations' states when one step needs both. Each state machine decides about its
+// own object; the steps here take the queue's lock, then an operation's, never the other
+// way round, and perform what the two decided.
+
+extension OperationQueue {
+    /// Adds `operation` under the queue's lock (`state`): it joins under its own lock
+    /// (`OperationCore.join`), then the queue numbers it, lists it and files it when it is
+    /// ready. Refused, nothing changes.
+    final func _admit(
+        _ operation: Operation, to state: inout QueueCore, waitsFor barrier: Operation?, inheritQoS: Bool,
+        reading: QueueCore.Reading, held: Bool = false, sequence: UInt64? = nil
+    ) -> QueueCore.Admission {
+        let terms = state.joinTerms(inheritQoS: inheritQoS)
+        let joining = operation._update {
+            $0.join(self, terms: terms, waitsForBarrier: barrier != nil, held: held, reading: reading)
+        }
+        switch joining {
+        case .refused(let refusal):
+            return .refused(refusal)
+        case .joined(let priority):
+            return .admitted(delivered: state.admitted(operation, readyIn: priority, sequence: sequence))
+        }
+    }
+
+    /// Undoes `_admit` for an operation of a batch that is being refused.
+    final func _unadmit(_ operation: Operation, from state: inout QueueCore, waitedForBarrier: Bool, wasDelivered: Bool) {
+        state.unadmitted(operation, wasDelivered: wasDelivered)
+        operation._update { $0.unjoin(waitedForBarrier: waitedForBarrier) }
+    }
+
+    /// `addBarrierBlock`: admits `barrier`, held until the caller has made it wait for the
+    /// members before it (returned), and makes it the barrier that operations added from
+    /// now on wait for, in one lock section.
+    final func _admitBarrier(_ barrier: Operation, to state: inout QueueCore) -> [Operation] {
+        let earlier = state.members.all
+        guard case .admitted = _admit(barrier, to: &state, waitsFor: nil, inheritQoS: true, reading: .fresh, held: true)
+        else {
+            preconditionFailure("Operations: a barrier the queue just made was refused")
+        }
+        state.barrierAdmitted(barrier)
+        return earlier
+    }
+
+    /// An operation of this queue finished (`QueueCore.operationFinished`); operations a
+    /// finished barrier held back are filed in the bands they have now. Returns the waiters
+    /// to wake after the lock.
+    final func _departed(
+        _ operation: Operation, from state: inout QueueCore, releasesSlot: Bool, leaves: Bool, announcing: Bool = false
+    ) -> [QueueWaiter] {
+        let departure = state.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves, announcing: announcing)
+        for released in departure.released {
+            state.deliver(released, priority: released._update { $0.effectivePriority })
+        }
+        return departure.waiters
+    }
+
+    /// A worker's next operation: the first ready one that it claims (under the operation's
+    /// lock), with the operation's own quality of service (nil when never set) and the stamp
+    /// to arm the watchdog with. Nil after retiring the worker when there is none it may
+    /// start. Operations found not to be claimable go to `skipped`, for the caller to drop
+    /// after the lock.
+    final func _nextOperation(
+        in state: inout QueueCore, retiringSlot slot: Int, skipped: inout [Operation]
+    ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
+        if state.mayStartAnother {
+            while let operation = state.popReady(dropping: &skipped) {
+                let claim = operation._update { state -> QualityOfService?? in
+                    state.claimForQueue() ? .some(state.threadQuality) : nil
+                }
+                guard let quality = claim else {
+                    skipped.append(operation)
+                    continue
+                }
+                return (operation, quality, state.operationClaimed())
+            }
+        }
+        state.retire(slot: slot)
+        return (nil, nil, nil)
+    }
+
+    /// Claims the next ready operation when its `start()` never blocks (see
+    /// `OperationLayerHooks._startsWithoutBlocking`) and the queue may start one now, for
+    /// the thread that freed a slot to start it; nil otherwise (a worker starts it).
+    /// Skipped operations go to `skipped`, as in `_nextOperation(in:retiringSlot:skipped:)`.
+    final func _nextOperationStartingWithoutBlocking(in state: inout QueueCore, skipped: inout [Operation]) -> Operation? {
+        guard state.mayStartInline else { return nil }
+        while let operation = state.peekReady(dropping: &skipped), operation._startsWithoutBlocking {
+            guard state.popReady(dropping: &skipped) === operation else {
+                preconditionFailure("Operations: the ready list's front changed between peek and pop")
+            }
+            guard operation._update({ $0.claimForQueue() }) else {
+                skipped.append(operation)
+                continue
+            }
+            state.operationClaimedInline()
+            return operation
+        }
+        return nil
+    }
+
+    /// Moves `operation` to the band it runs in now, if it is in the ready list (an
+    /// escalation, or its `queuePriority` set).
+    final func _refile(_ operation: Operation) {
+        core.withLock { state in
+            let priority: Operation.QueuePriority? = operation._update { operation in
+                operation.phase.kind == .ready ? operation.effectivePriority : nil
+            }
+            // Held behind a barrier, it is filed in the band it has when the barrier has run;
+            // about to be delivered, in the band read when it was found ready.
+            guard let priority else { return }
+            state.refile(operation, to: priority)
+        }
+    }
+}
