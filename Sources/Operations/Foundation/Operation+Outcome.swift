@@ -78,6 +78,19 @@ extension Operation {
         }
     }
 
+    /// Blocks until finished, reporting a stall once through `report`.
+    final func _waitUntilFinished(report: inout StallReport, targets: () -> [Operation]) {
+        if CompletionBlockScope.isRunning(for: self) { return }
+        let semaphore: DispatchSemaphore? = _update { state in
+            if case .finished = state.phase { return nil }
+            let semaphore = DispatchSemaphore(value: 0)
+            state.finishWaiters.append(.thread(semaphore))
+            return semaphore
+        }
+        guard let semaphore else { return }
+        report.wait(on: semaphore, targets: targets)
+    }
+
     /// Runs `hook` once the operation has finished (after its completion block), on the
     /// thread that finished it; at once, on this thread, if it already has. Returns an
     /// identifier for ``_removeFinishHook(_:)``, or nil when it ran at once.

@@ -297,19 +297,6 @@ open class Operation: NSObject, @unchecked Sendable {
         _waitUntilFinished(report: &report) { [self] }
     }
 
-    /// Blocks until finished, reporting a stall once through `report`.
-    final func _waitUntilFinished(report: inout StallReport, targets: () -> [Operation]) {
-        if CompletionBlockScope.isRunning(for: self) { return }
-        let semaphore: DispatchSemaphore? = _update { state in
-            if case .finished = state.phase { return nil }
-            let semaphore = DispatchSemaphore(value: 0)
-            state.finishWaiters.append(.thread(semaphore))
-            return semaphore
-        }
-        guard let semaphore else { return }
-        report.wait(on: semaphore, targets: targets)
-    }
-
     // MARK: Dependencies
 
     /// The operations this one waits for, in the order added.

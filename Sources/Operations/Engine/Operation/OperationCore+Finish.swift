@@ -19,11 +19,13 @@ extension OperationCore {
             return .misuseExecuting
         case .dispatched:
             if cancellation.isCancelled { return .finishCancelled }
-            return apply(.start) ? .run : .ignore
+            mustApply(.start)
+            return .run
         case .idle, .waiting, .checking, .parked, .ready:
             if cancellation.isCancelled { return .finishCancelled }
             if !(reportedReady ?? isInternallyReady) { return .misuseNotReady }
-            return apply(.start) ? .run : .ignore
+            mustApply(.start)
+            return .run
         }
     }
 
