@@ -88,6 +88,52 @@ struct EventTests {
         holding.cancel()
     }
 
+    /// Reads `isReady` once through a hold: the first read opens `reading` and waits for
+    /// `release` (an add reads it before taking the queue's lock).
+    final class HeldReading: Operation, @unchecked Sendable {
+        let reading = Gate()
+        let release = Gate()
+        private let first = Shared(true)
+
+        override var isReady: Bool {
+            let isFirst = first.update { first in
+                defer { first = false }
+                return first
+            }
+            if isFirst {
+                reading.open()
+                release.wait()
+            }
+            return super.isReady
+        }
+    }
+
+    @Test("an operation's enqueued event comes when it joins: after a barrier added while its add read isReady")
+    func enqueuedWhenJoined() {
+        let queue = OperationQueue()
+        let recorder = Recorder()
+        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let late = HeldReading()
+        let added = Gate()
+        onNewThread {
+            queue.addOperation(late)
+            added.open()
+        }
+        #expect(late.reading.wait())
+        // Joins while the first add is still reading: it does not wait for `late`.
+        let barrierRan = Gate()
+        queue.addBarrierBlock { barrierRan.open() }
+        #expect(barrierRan.wait())
+        late.release.open()
+        #expect(added.wait())
+        queue.waitUntilAllOperationsAreFinished()
+        let enqueued = recorder.events().filter { $0.kind == .enqueued }
+        #expect(enqueued.count == 2)
+        #expect(enqueued.last?.operation === late, "the barrier joined first: \(enqueued.map { $0.operation.name ?? "\($0.operation)" })")
+        #expect(recorder.kinds(of: late) == [.enqueued, .started, .finished(wasCancelled: false)])
+        subscription.cancel()
+    }
+
     @Test("concurrent operations of a limit-2 queue use two slots")
     func slots() {
         let queue = OperationQueue()

@@ -2,8 +2,10 @@
 // layers (Async, Observation, Diagnostics, and the modules built on `Operations`): it calls
 // the requirements below, which the layers implement in their own folders.
 
-/// What the engine asks of an operation beyond its own state. `Operation` conforms: the base
-/// class answers for an operation of no layer, and a layer's subclass overrides.
+/// What the engine asks of an operation beyond its own state. `Operation` conforms (here, so
+/// that a layer that stopped implementing a hook would not compile): `_startsWithoutBlocking`
+/// and `_escalateWork(to:)` are members of the class that the async layer's subclass
+/// overrides; `_joined(_:)` and `_gatesOpened()` are implemented by the observation layer.
 protocol OperationLayerHooks: AnyObject {
     /// Whether `start()` only hands the work to a task and returns: any thread may then
     /// start it, without taking a worker.
@@ -13,10 +15,16 @@ protocol OperationLayerHooks: AnyObject {
     /// queue's workers (an `async` body's task).
     func _escalateWork(to quality: QualityOfService)
 
+    /// The operation joined `queue`. Called under the queue's lock and its own, before
+    /// anything can start or cancel it there: record it, run nothing.
+    func _joined(_ queue: OperationQueue)
+
     /// The operation's gates let it go: tell whoever observes its readiness. Called with no
     /// lock held, before the engine rechecks the readiness.
     func _gatesOpened()
 }
+
+extension Operation: OperationLayerHooks {}
 
 /// What the layers above keep with one operation (start hooks, lifecycle taps, values), in
 /// its side box: nil for most operations. The engine tells it the finish.

@@ -17,8 +17,3 @@ extension Operation {
     /// neither was set.
     package final var _threadQuality: QualityOfService? { _update { $0.threadQuality } }
 }
-
-// The hooks the engine calls: `_startsWithoutBlocking` and `_escalateWork(to:)` are
-// declared in the class (a subclass overrides them), `_gatesOpened()` by the observation
-// layer.
-extension Operation: OperationLayerHooks {}

@@ -15,23 +15,16 @@ extension OperationQueue {
         _runEnqueueHooks(operations)
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        // Recorded before anyone can start them: the first event of each. (A refused
-        // batch stops the process.)
-        for operation in operations { _record(.enqueued, operation) }
         // Read readiness before the lock (the getter may be user code), so that a ready
         // operation goes straight into the ready list under the one lock acquisition.
         let single = operations.count == 1 ? Self._reading(of: operations.first!) : nil
         let readings = single == nil ? operations.map(Self._reading(of:)) : []
         let outcome = core.withLock { state -> AddOutcome in
             // Validate everything before changing anything: all or nothing. (A single
-            // operation is validated by `admit` itself.)
+            // operation is validated by `_admit` itself.)
             if operations.count > 1 {
                 for (index, operation) in operations.enumerated() {
-                    let reading = readings[index]
-                    let refusal = operation._update {
-                        $0.refusal(toJoin: self, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
-                    }
-                    if let refusal {
+                    if let refusal = _refusal(of: operation, reading: readings[index]) {
                         return .refused(operation, refusal)
                     }
                 }
@@ -111,7 +104,6 @@ extension OperationQueue {
         _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        _record(.enqueued, operation)
         let (barrier, delivered, wakeup) = core.withLock { state -> (Operation?, Bool, QueueCore.Wakeup) in
             let barrier = state.pendingBarrier
             let admission = _admit(operation, to: &state, waitsFor: barrier, inheritQoS: true, reading: .fresh)

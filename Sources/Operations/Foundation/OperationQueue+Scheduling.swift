@@ -194,12 +194,7 @@ extension OperationQueue {
             // An operation that finished meanwhile (say, finished by hand from another
             // thread) is not started: its finish freed the slot.
             if operation.isReady { return !operation._isFinishingFlag }
-            let unclaim = core.withLock { state -> OperationCore.Unclaim in
-                let unclaim = operation._update { $0.unclaim(generation: generation) }
-                if case .parked = unclaim { state.claimedOperationParked() }
-                return unclaim
-            }
-            switch unclaim {
+            switch _unclaim(operation, generation: generation) {
             case .start: return true
             case .parked, .skip: return false
             case .readAgain: continue

@@ -94,7 +94,6 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
         if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        _record(.enqueued, operation)
         let earlier = core.withLock { _admitBarrier(operation, to: &$0) }
         if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
         _deliverEvents()

@@ -60,10 +60,9 @@ extension OperationAttachments: OperationLayerState {
 }
 
 extension OperationCore {
-    /// The attachments, when a layer made them. (The side box's layer state is always
-    /// these: nothing else conforms.)
+    /// The attachments, when a layer made them (the side box's layer state is always these).
     var attachments: OperationAttachments? {
-        extras?.layerState.map { unsafeDowncast($0, to: OperationAttachments.self) }
+        extras?.layerState.map { $0 as! OperationAttachments }
     }
 
     /// The attachments, made on first use.

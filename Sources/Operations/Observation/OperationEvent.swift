@@ -155,7 +155,9 @@ extension OperationQueue {
         removed.removeAll()
     }
 
-    /// Records an event, if anyone listens. Called under the lock that makes it happen.
+    /// Records an event, if anyone listens. Called under the lock that makes it happen (an
+    /// operation's, or for `enqueued` the queue's and the operation's), so that the events
+    /// of one operation are recorded in the order they happened.
     @inline(__always)
     final func _record(_ kind: OperationEvent.Kind, _ operation: Operation, slot: Int? = nil) {
         guard hasEventHandlers.load(ordering: .relaxed) else { return }

@@ -27,7 +27,7 @@ struct OperationCore {
     var cancellation: Cancellation = .none
     /// Nil until set: then the queue files the operation under `bandWhenAdded`.
     var queuePriority: Operation.QueuePriority?
-    /// The band its queue chose when the operation was added (see `QueueCore.admit`).
+    /// The band its queue chose when the operation was added (see `OperationCore.join`).
     var bandWhenAdded: Operation.QueuePriority = .normal
     /// Nil until set (the getter reports `.default`).
     var qualityOfService: QualityOfService?

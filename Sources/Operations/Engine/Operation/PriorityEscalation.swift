@@ -30,13 +30,3 @@ extension Operation {
         }
     }
 }
-
-extension QueueCore {
-    /// Moves an operation in the ready list to the band `priority` (it keeps its place in
-    /// the order added). O(log m) for m moved operations, wherever it waits. Nothing when
-    /// it is not in the list (a barrier holds it: it is filed in the band it has when the
-    /// barrier has run).
-    mutating func refile(_ operation: Operation, to priority: Operation.QueuePriority) {
-        ready.move(operation, to: priority)
-    }
-}

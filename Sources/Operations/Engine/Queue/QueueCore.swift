@@ -7,31 +7,19 @@
 /// (`executing`) is what `maxConcurrentOperationCount` bounds; an asynchronous operation
 /// keeps its slot in that count after its worker moved on.
 struct QueueCore {
-    static let maximumWorkers = 64
-    static let processorCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
-
-    // Fields without `private(set)` are written by the aspects in other files
-    // (QueueCore+Workers, QueueCore+Capacity, PriorityEscalation), which `private(set)`
-    // would shut out; outside the engine, the queue changes them only through methods.
-    var ready = ReadyList()
+    // Every field is changed through a method of this file; `pool` and `producers` keep
+    // their own fields `private(set)` and change them through their own methods.
+    private(set) var ready = ReadyList()
     private(set) var members = MemberList()
-    var executing = 0
-    var workers = 0
-    var busySlots: UInt64 = 0
+    private(set) var executing = 0
+    /// The workers, their slots and lanes, and the watchdog's view of them.
+    var pool = WorkerPool()
     private(set) var maxConcurrent: Int
     private(set) var isSuspended = false
     let isMain: Bool
-    /// With the default limit: how many workers may run. Starts at the processor count;
-    /// the watchdog raises it while workers are blocked, and it falls back when idle.
-    var grownWorkerLimit = QueueCore.processorCount
     /// Counts operations finishing; the watchdog compares it to see whether workers progress
     /// (starts do not count: a worker that just started an operation may block in it).
     private(set) var progressStamp: UInt64 = 0
-    var isWatchdogArmed = false
-    /// The CPU clocks of the running workers, by slot (default limit only).
-    var workerProbes: [WorkerThreadProbe?] = []
-    /// The slots whose workers the watchdog's previous tick found blocked.
-    var blockedAtLastTick: UInt64 = 0
     /// Waiting for the queue to become empty (`waitUntilAllOperationsAreFinished`).
     private(set) var waiters: [QueueWaiter] = []
     /// Operations that left and whose `isFinished` observers are being told: until they
@@ -40,13 +28,9 @@ struct QueueCore {
     /// Waiting for all but `remaining` members to leave (a wait from completion blocks of
     /// members, which leave only when their blocks return).
     private(set) var waitersForAllBut: [(remaining: Int, waiter: QueueWaiter)] = []
-    /// The bound on unfinished operations that `enqueue` respects (back-pressure); nil for
-    /// none.
-    var capacity: Int?
-    /// Places promised to producers that `enqueue` woke and that have not added yet.
-    var reservedPlaces = 0
-    /// Producers suspended in `enqueue` until there is room, oldest first.
-    var capacityWaiters: [QueueWaiter] = []
+    /// The bound on unfinished operations that `enqueue` respects (back-pressure), and the
+    /// producers waiting under it.
+    private(set) var producers = ProducerAdmission()
     /// The newest barrier not yet finished: operations added after it wait for it.
     private(set) var pendingBarrier: Operation?
     /// The number the next operation added gets (``Operation/_addSequence``).
@@ -67,7 +51,6 @@ struct QueueCore {
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
     private(set) var isQualityOfServiceSet = false
     private(set) var underlyingQueue: DispatchQueue?
-    var lanes: [DispatchQueue?] = []
 
     init(isMain: Bool) {
         self.isMain = isMain
@@ -113,7 +96,7 @@ struct QueueCore {
     mutating func setQualityOfService(_ quality: QualityOfService) {
         qualityOfService = quality
         isQualityOfServiceSet = true
-        lanes = []
+        pool.dropLanes()
     }
 
     mutating func setUnderlyingQueue(_ queue: DispatchQueue?) {
@@ -122,8 +105,8 @@ struct QueueCore {
 
     var workerLimit: Int {
         if isMain { return 1 }
-        if maxConcurrent < 0 { return grownWorkerLimit }
-        return min(maxConcurrent, Self.maximumWorkers)
+        if maxConcurrent < 0 { return pool.grownLimit }
+        return min(maxConcurrent, WorkerPool.maximum)
     }
 
     // MARK: Admission
@@ -163,7 +146,7 @@ struct QueueCore {
 
     /// An operation joined the queue (`OperationCore.join`, under its own lock): numbers it
     /// (`sequence`, or the next number), lists it, and files it when it is ready (`readyIn`,
-    /// its band). Returns whether it was filed.
+    /// its band). Returns whether it was delivered: filed, or held behind a barrier.
     mutating func admitted(_ operation: Operation, readyIn priority: Operation.QueuePriority?, sequence: UInt64?) -> Bool {
         if let sequence {
             operation._addSequence = sequence
@@ -239,11 +222,78 @@ struct QueueCore {
         return heldBehindBarrier
     }
 
+    // MARK: Claims
+
+    /// Takes the first ready operation off the list. Stale entries the list drops on the way
+    /// (operations moved to another band) are appended to `skipped`: the caller drops them
+    /// after the lock, since the ready list's reference may be the last one.
+    mutating func popReady(dropping skipped: inout [Operation]) -> Operation? {
+        ready.pop(dropping: &skipped)
+    }
+
+    /// The first ready operation, left in the list (dropped entries as in `popReady`).
+    mutating func peekReady(dropping skipped: inout [Operation]) -> Operation? {
+        ready.peek(dropping: &skipped)
+    }
+
+    /// The popped operation was claimed (its state took `.claim`): it counts as executing.
+    /// Returns the stamp to arm the watchdog with, when it must be armed.
+    mutating func operationClaimed() -> UInt64? {
+        executing += 1
+        return armWatchdogIfBlocked()
+    }
+
+    /// An operation was claimed to start on the thread that freed a slot: it counts as
+    /// executing (no worker waits, so the watchdog is not armed).
+    mutating func operationClaimedInline() {
+        executing += 1
+    }
+
+    /// A claimed operation was found not ready after all (its `isReady` read false) and
+    /// was parked until its next readiness announcement: it no longer counts as executing.
+    mutating func claimedOperationParked() {
+        executing -= 1
+    }
+
+    /// Moves an operation in the ready list to the band `priority` (it keeps its place in
+    /// the order added). O(log m) for m moved operations, wherever it waits. Nothing when
+    /// it is not in the list (a barrier holds it: it is filed in the band it has when the
+    /// barrier has run).
+    mutating func refile(_ operation: Operation, to priority: Operation.QueuePriority) {
+        ready.move(operation, to: priority)
+    }
+
+    // MARK: Capacity (back-pressure)
+
+    var capacity: Int? { producers.capacity }
+    var reservedPlaces: Int { producers.reservedPlaces }
+    var capacityWaiters: [QueueWaiter] { producers.waiters }
+
+    /// Returns the producers the new capacity admits, oldest first.
+    mutating func setCapacity(_ capacity: Int?) -> [QueueWaiter] {
+        producers.setCapacity(capacity, members: members.count)
+    }
+
+    /// Whether a producer may add now (see `ProducerAdmission.takePlace`).
+    mutating func takePlace() -> Bool { producers.takePlace(members: members.count) }
+
+    /// A producer that had a place reserved added its operation.
+    mutating func reservedPlaceUsed() { producers.reservedPlaceUsed() }
+
+    /// A producer found no place: it waits, after those already waiting.
+    mutating func producerWaits(_ waiter: QueueWaiter) { producers.producerWaits(waiter) }
+
+    /// A producer that waited gave up (see `ProducerAdmission.producerLeft`).
+    mutating func producerLeft(id: UInt64) -> (removed: [QueueWaiter], admitted: [QueueWaiter]) {
+        producers.producerLeft(id: id, members: members.count)
+    }
+
     // MARK: Finishing
 
     /// What a finish leaves the caller to do: wake `waiters` (those waiting for the queue to
     /// become empty when it did, and producers waiting for room) after the lock, and
-    /// `deliver` the operations a finished barrier `released`, under it, in their bands now.
+    /// `deliver` the operations a finished barrier `released`, under it, in their bands now,
+    /// then call `departureHandled()`.
     struct Departure {
         var waiters: [QueueWaiter] = []
         var released: [Operation] = []
@@ -264,10 +314,15 @@ struct QueueCore {
             if operation === pendingBarrier { pendingBarrier = nil }
             if announcing { finishesBeingAnnounced += 1 }
             departure.waiters = waitsForEmptiness()
-            if !capacityWaiters.isEmpty { departure.waiters += producersToAdmit() }
+            if !producers.waiters.isEmpty { departure.waiters += producers.producersToAdmit(members: members.count) }
         }
-        if executing == 0 && ready.count == 0 && departure.released.isEmpty { grownWorkerLimit = Self.processorCount }
         return departure
+    }
+
+    /// A finish was handled (`operationFinished`, then the delivery of what it released):
+    /// when nothing runs or is ready, the workers' allowance falls back to the processors.
+    mutating func departureHandled() {
+        if executing == 0 && ready.count == 0 { pool.resetGrowth() }
     }
 
     /// The members that count for the waits: the operations in the queue, and those that

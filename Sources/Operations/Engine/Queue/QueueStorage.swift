@@ -12,14 +12,25 @@ extension OperationQueue {
         reading: QueueCore.Reading, held: Bool = false, sequence: UInt64? = nil
     ) -> QueueCore.Admission {
         let terms = state.joinTerms(inheritQoS: inheritQoS)
-        let joining = operation._update {
-            $0.join(self, terms: terms, waitsForBarrier: barrier != nil, held: held, reading: reading)
+        let joining = operation._update { state in
+            let joining = state.join(self, terms: terms, waitsForBarrier: barrier != nil, held: held, reading: reading)
+            // Told under both locks: before anyone can start or cancel it in this queue.
+            if case .joined = joining { operation._joined(self) }
+            return joining
         }
         switch joining {
         case .refused(let refusal):
             return .refused(refusal)
         case .joined(let priority):
             return .admitted(delivered: state.admitted(operation, readyIn: priority, sequence: sequence))
+        }
+    }
+
+    /// Why `operation` cannot join this queue, or nil (read only; under the queue's lock, for
+    /// a batch validated before anything of it is added).
+    final func _refusal(of operation: Operation, reading: QueueCore.Reading) -> QueueCore.Refusal? {
+        operation._update {
+            $0.refusal(toJoin: self, reportedExecuting: reading.isExecuting, reportedFinished: reading.isFinished)
         }
     }
 
@@ -52,6 +63,7 @@ extension OperationQueue {
         for released in departure.released {
             state.deliver(released, priority: released._update { $0.effectivePriority })
         }
+        state.departureHandled()
         return departure.waiters
     }
 
@@ -97,6 +109,17 @@ extension OperationQueue {
             return operation
         }
         return nil
+    }
+
+    /// A claimed operation's `isReady` read false (`generation`: the readiness generation
+    /// read before): gives it back until its next readiness announcement, unless something
+    /// changed meanwhile (see `OperationCore.Unclaim`).
+    final func _unclaim(_ operation: Operation, generation: UInt32) -> OperationCore.Unclaim {
+        core.withLock { state in
+            let unclaim = operation._update { $0.unclaim(generation: generation) }
+            if case .parked = unclaim { state.claimedOperationParked() }
+            return unclaim
+        }
     }
 
     /// Moves `operation` to the band it runs in now, if it is in the ready list (an

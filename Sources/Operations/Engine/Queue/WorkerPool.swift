@@ -1,0 +1,90 @@
+import Dispatch
+
+/// A queue's workers, as its state keeps them: the slots running (a worker holds a slot,
+/// 0..<64, for as long as it runs; the slot names its Dispatch lane and its lane in a
+/// timeline), the lanes made, and what the watchdog knows. Part of `QueueCore`, under the
+/// queue's lock; `QueueCore` decides how many run (`QueueCore+Workers.swift`).
+struct WorkerPool {
+    static let maximum = 64
+    static let processorCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    /// The workers running.
+    private(set) var count = 0
+    private(set) var busySlots: UInt64 = 0
+    /// With the default limit: how many workers may run. Starts at the processor count;
+    /// the watchdog raises it while workers are blocked, and it falls back when idle.
+    private(set) var grownLimit = WorkerPool.processorCount
+    private(set) var isWatchdogArmed = false
+    /// The CPU clocks of the running workers, by slot (default limit only).
+    private(set) var probes: [WorkerThreadProbe?] = []
+    /// The slots whose workers the watchdog's previous tick found blocked.
+    private(set) var blockedAtLastTick: UInt64 = 0
+    /// The serial Dispatch queues workers run on, by slot, made on first use.
+    private var lanes: [DispatchQueue?] = []
+
+    /// Takes the lowest free slot for a new worker; nil when all are busy.
+    mutating func takeSlot() -> Int? {
+        let slot = (~busySlots).trailingZeroBitCount
+        guard slot < Self.maximum else { return nil }
+        busySlots |= 1 << UInt64(slot)
+        count += 1
+        return slot
+    }
+
+    /// The worker of `slot` ends: its slot is free.
+    mutating func retire(slot: Int) {
+        count -= 1
+        busySlots &= ~(1 << UInt64(slot))
+        if slot < probes.count { probes[slot] = nil }
+    }
+
+    /// The lane of `slot`, made with `quality` on first use.
+    mutating func lane(_ slot: Int, quality: QualityOfService) -> DispatchQueue {
+        if lanes.isEmpty { lanes = Array(repeating: nil, count: Self.maximum) }
+        return lanes[slot].madeOnFirstUse {
+            DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(quality))
+        }
+    }
+
+    /// The queue's quality of service changed: new workers run on new lanes.
+    mutating func dropLanes() {
+        lanes = []
+    }
+
+    /// The worker of `slot` runs on the thread whose clock `probe` reads.
+    mutating func started(slot: Int, probe: WorkerThreadProbe) {
+        if probes.isEmpty { probes = Array(repeating: nil, count: Self.maximum) }
+        probes[slot] = probe
+    }
+
+    /// The clocks of the running workers, for the watchdog to sample.
+    var runningProbes: [(slot: Int, probe: WorkerThreadProbe)] {
+        probes.indices.compactMap { slot in probes[slot].map { (slot, $0) } }
+    }
+
+    /// Arms the watchdog; false when it is armed already.
+    mutating func armWatchdog() -> Bool {
+        guard !isWatchdogArmed else { return false }
+        isWatchdogArmed = true
+        return true
+    }
+
+    /// The watchdog fired with the slots found blocked now (nil where threads cannot be
+    /// probed). Returns those blocked at this tick and the previous one (nil without probes).
+    mutating func watchdogFired(blockedSlots: UInt64?) -> UInt64? {
+        isWatchdogArmed = false
+        let confirmed = blockedSlots.map { $0 & blockedAtLastTick }
+        blockedAtLastTick = blockedSlots ?? 0
+        return confirmed
+    }
+
+    /// Allows up to `limit` workers (at most `maximum`) while the running ones are blocked.
+    mutating func grow(to limit: Int) {
+        grownLimit = min(limit, Self.maximum)
+    }
+
+    /// The queue went idle: the allowance falls back to the processor count.
+    mutating func resetGrowth() {
+        grownLimit = Self.processorCount
+    }
+}
