@@ -108,4 +108,16 @@ public func withRunningWorker<T: Sendable>(_ worker: DurableWorker, _ body: @Sen
         return try result.get()
     }
 }
+
+/// Runs `worker` while the body runs with a recorder of its events, then cancels the
+/// recorder's subscription. The recorder is registered now, after any handler registered
+/// before: an event it has seen, those have seen too.
+public func withRunningWorkerRecordingEvents(
+    _ worker: DurableWorker, _ body: @Sendable (DurableEventRecorder) async throws -> Void
+) async throws {
+    let recorder = DurableEventRecorder()
+    let subscription = worker.addEventHandler(recorder.record)
+    try await withRunningWorker(worker) { try await body(recorder) }
+    subscription.cancel()
+}
 #endif

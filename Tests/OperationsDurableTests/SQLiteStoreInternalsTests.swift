@@ -36,8 +36,7 @@ struct SQLiteConnectionTests {
     func cancelledInsideTransaction() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         // Cancelled between two statements of one transaction: sqlite-nio does not run a
         // cancelled task's statements, the ROLLBACK among them.
         let cancelled = Task {
@@ -64,8 +63,7 @@ struct SQLiteConnectionTests {
         await #expect(processExitsWith: .success) {
             let file = SQLiteFile()
             defer { file.remove() }
-            let store = SQLiteOperationStore(path: file.path)
-            try await store.migrate()
+            let store = try await file.migratedStore()
             let shutdown = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
                 await store.shutdown()
@@ -78,8 +76,7 @@ struct SQLiteConnectionTests {
     func oldEventsAreDeleted() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         try await store.access.write("an old event") { transaction in
             _ = try await transaction.rows(
                 "INSERT INTO durable_events (kind, payload, at) VALUES ('w', 'default', ?)", [.date(Date().addingTimeInterval(-3_600))])

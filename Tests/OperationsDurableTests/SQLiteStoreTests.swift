@@ -46,8 +46,7 @@ struct SQLiteStoreTests {
     func newerSchemaIsRefused() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         await store.shutdown()
         try await rawExecute(file.path, "UPDATE durable_schema SET version = 99")
         let newer = SQLiteOperationStore(path: file.path)
@@ -62,8 +61,7 @@ struct SQLiteStoreTests {
     func readOnlyFile() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         _ = try await DurableQueue(name: "default", store: store).add(Echo.self, input: 1)
         await store.shutdown()
         let before = try Data(contentsOf: URL(fileURLWithPath: file.path))
@@ -133,8 +131,7 @@ struct SQLiteStoreTests {
     func workerProcessesShareAFile() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)
@@ -144,59 +141,30 @@ struct SQLiteStoreTests {
         try await eventually(60, "three workers registered") {
             try await rawCount(file.path, "SELECT count(*) FROM durable_workers") == 3
         }
-        let top = try await queue.add(Node.self, input: .init(value: 1))
-        let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
-        let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
-        let bottom = try await queue.add(Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
+        let bottom = try await addDiamond(to: queue)
         let leafCount = 300
         let leaves = try await store.enqueue((0..<leafCount).map { _ in try queue.request(Work.self, input: 10) })
         let sink = try await queue.add(Echo.self, input: -1, dependencies: leaves.map(\.id))
         let started = ContinuousClock.now
-        do {
-            #expect(try await within(120, "the fan-in's sink") { try await sink.value } == -1)
-            #expect(try await within(60, "the diamond's bottom") { try await bottom.value } == 1112)
-        } catch {
-            Issue.record("\(error)\n\(workers.logs())")
-            throw error
-        }
+        try await expectFanInAndDiamondResults(sink: sink, bottom: bottom, workers: workers)
         print("SQLite: diamond and fan-in of 300 on 3 worker processes: \(ContinuousClock.now - started)")
         await store.shutdown()
         let invariants = SQLiteInvariants(path: file.path)
         try await invariants.check()
         let attempts = try await invariants.attempts()
-        #expect(attempts.count == leafCount + 5)
-        #expect(maximumOverlap(attempts) <= 6)
-        #expect(Set(attempts.map(\.worker)).count == 3, "every worker process took part")
+        expectFanInAndDiamondAttempts(attempts, leafCount: leafCount)
     }
 
     @Test("the operation of a worker process killed with SIGKILL is rescued and finished once, the interrupted attempt recorded")
     func killedWorkerIsRescued() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
-        let queue = DurableQueue(name: "default", store: store)
-        for index in 0..<2 { try workers.start(name: "w\(index)", sqlite: file.path, concurrency: 2) }
-        let held = try await queue.add(Hold.self, input: 2)
-        var others: [DurableHandle<Work>] = []
-        for _ in 0..<20 { others.append(try await queue.add(Work.self, input: 20)) }
-        try await eventually(60, "the held body started") { try await held.state == .running }
-        let first = try #require(try await held.attempts.first)
-        let name = String(first.worker.prefix { $0 != "-" })
-        let killed = Date()
-        workers.kill(name)
-        let value = try await within(60, "the rescued operation") { try await held.value }
-        #expect(value == 2)
-        let attempts = try await held.attempts
-        #expect(attempts.count == 2)
-        #expect(attempts[0].error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
-        #expect(attempts[1].worker != first.worker)
-        let rescue = attempts[1].start.timeIntervalSince(killed)
-        // How fast is a measurement (printed), not an assertion: this runs on loaded machines.
-        print("SQLite: rescued \(String(format: "%.2f", rescue)) s after SIGKILL (default lease 5 s, heartbeat 1 s)")
-        for other in others { _ = try await within(60, "the other work") { try await other.value } }
+        try await checkKilledWorkerIsRescued(
+            store: store, workers: workers, workerCount: 2, otherCount: 20, printedPrefix: "SQLite: "
+        ) { name in try workers.start(name: name, sqlite: file.path, concurrency: 2) }
         await store.shutdown()
         try await SQLiteInvariants(path: file.path).check()
     }
@@ -207,23 +175,12 @@ struct SQLiteStoreTests {
     func crashAtAPointOfTheLifeIsRescued(_ crash: WorkerProcesses.CrashPoint) async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
-        let queue = DurableQueue(name: "default", store: store)
-        let operation = try await queue.add(Work.self, input: 0)
-        try workers.start(name: "dying", sqlite: file.path, dying: crash)
-        let status = try await within(60, "the worker's death") { await workers.exitStatus("dying") }
-        #expect(status == 128 + SIGKILL, "\(workers.logs())")
-        #expect(try await operation.state == .running, "the dead worker's claim holds until its lease expires")
-        try workers.start(name: "rescuer", sqlite: file.path)
-        let value = try await within(60, "the rescued operation") { try await operation.value }
-        #expect(value == 2, "the second attempt returned")
-        let attempts = try await operation.attempts
-        #expect(attempts.count == 2, "\(attempts)")
-        #expect(attempts.first?.error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
-        #expect(attempts.last?.worker.hasPrefix("rescuer") == true)
+        try await checkWorkerCrashedAtAPointIsRescued(store: store, workers: workers, crash: crash) { name, dying in
+            try workers.start(name: name, sqlite: file.path, dying: dying)
+        }
         await store.shutdown()
         try await SQLiteInvariants(path: file.path).check()
     }
@@ -232,8 +189,7 @@ struct SQLiteStoreTests {
     func throughputAndLatency() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)
@@ -271,8 +227,7 @@ struct SQLiteStoreTests {
     func cancelReachesAnotherProcess() async throws {
         let file = SQLiteFile()
         defer { file.remove() }
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)

@@ -22,29 +22,18 @@ struct WorkerProcessTests {
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)
         try await queue.setMaxConcurrentOperationCount(6)
-        let top = try await queue.add(Node.self, input: .init(value: 1))
-        let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
-        let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
-        let bottom = try await queue.add(Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
+        let bottom = try await addDiamond(to: queue)
         let leafCount = 1_000 / sanitizedScale
         let leaves = try await store.enqueue((0..<leafCount).map { index in try queue.request(Echo.self, input: index) })
         let sink = try await queue.add(Echo.self, input: -1, dependencies: leaves.map(\.id))
         for index in 0..<3 { try workers.start(name: "w\(index)", port: cluster.port, database: database) }
         let started = ContinuousClock.now
-        do {
-            #expect(try await within(120, "the fan-in's sink") { try await sink.value } == -1)
-            #expect(try await within(60, "the diamond's bottom") { try await bottom.value } == 1112)
-        } catch {
-            Issue.record("\(error)\n\(workers.logs())")
-            throw error
-        }
+        try await expectFanInAndDiamondResults(sink: sink, bottom: bottom, workers: workers)
         print("diamond and fan-in of 1,000 on 3 worker processes: \(ContinuousClock.now - started)")
         let invariants = StoreInvariants(store: store)
         try await invariants.check()
         let attempts = try await invariants.attempts(queue: "default")
-        #expect(attempts.count == leafCount + 5)
-        #expect(maximumOverlap(attempts) <= 6)
-        #expect(Set(attempts.map(\.worker)).count == 3, "every worker process took part")
+        expectFanInAndDiamondAttempts(attempts, leafCount: leafCount)
         let sinkStart = try #require(try await sink.attempts.first).start
         #expect(attempts.filter { $0.end! > sinkStart && $0.start < sinkStart }.isEmpty, "the sink started after every leaf ended")
         await store.shutdown()
@@ -56,26 +45,9 @@ struct WorkerProcessTests {
         let (store, database) = try await cluster.makeStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
-        let queue = DurableQueue(name: "default", store: store)
-        for index in 0..<3 { try workers.start(name: "w\(index)", port: cluster.port, database: database, concurrency: 2) }
-        let held = try await queue.add(Hold.self, input: 2)
-        var others: [DurableHandle<Work>] = []
-        for _ in 0..<30 { others.append(try await queue.add(Work.self, input: 20)) }
-        try await eventually(60, "the held body started") { try await held.state == .running }
-        let first = try #require(try await held.attempts.first)
-        let name = String(first.worker.prefix { $0 != "-" })
-        let killed = Date()
-        workers.kill(name)
-        let value = try await within(60, "the rescued operation") { try await held.value }
-        #expect(value == 2)
-        let attempts = try await held.attempts
-        #expect(attempts.count == 2)
-        #expect(attempts[0].error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
-        #expect(attempts[1].worker != first.worker)
-        let rescue = attempts[1].start.timeIntervalSince(killed)
-        // How fast is a measurement (printed), not an assertion: this runs on loaded machines.
-        print("rescued \(String(format: "%.2f", rescue)) s after SIGKILL (default lease 5 s, heartbeat 1 s)")
-        for other in others { _ = try await within(60, "the other work") { try await other.value } }
+        try await checkKilledWorkerIsRescued(
+            store: store, workers: workers, workerCount: 3, otherCount: 30, printedPrefix: ""
+        ) { name in try workers.start(name: name, port: cluster.port, database: database, concurrency: 2) }
         try await StoreInvariants(store: store).check()
         await store.shutdown()
     }
@@ -88,19 +60,9 @@ struct WorkerProcessTests {
         let (store, database) = try await cluster.makeStore()
         let workers = WorkerProcesses()
         defer { workers.stopAll() }
-        let queue = DurableQueue(name: "default", store: store)
-        let operation = try await queue.add(Work.self, input: 0)
-        try workers.start(name: "dying", port: cluster.port, database: database, dying: crash)
-        let status = try await within(60, "the worker's death") { await workers.exitStatus("dying") }
-        #expect(status == 128 + SIGKILL, "\(workers.logs())")
-        #expect(try await operation.state == .running, "the dead worker's claim holds until its lease expires")
-        try workers.start(name: "rescuer", port: cluster.port, database: database)
-        let value = try await within(60, "the rescued operation") { try await operation.value }
-        #expect(value == 2, "the second attempt returned")
-        let attempts = try await operation.attempts
-        #expect(attempts.count == 2, "\(attempts)")
-        #expect(attempts.first?.error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
-        #expect(attempts.last?.worker.hasPrefix("rescuer") == true)
+        try await checkWorkerCrashedAtAPointIsRescued(store: store, workers: workers, crash: crash) { name, dying in
+            try workers.start(name: name, port: cluster.port, database: database, dying: dying)
+        }
         try await StoreInvariants(store: store).check()
         await store.shutdown()
     }

@@ -13,9 +13,7 @@ import Testing
 struct DurableLoggingTests {
     @Test("failures at error, retries at warning, cancellations at info; starts and successes at debug")
     func outcomes() async throws {
-        let memory = InMemoryLogHandler()
-        var logger = Logger(label: "durable-test") { _ in memory }
-        logger.logLevel = .debug
+        let (memory, logger) = inMemoryLogger(label: "durable-test", level: .debug)
         let store = SQLiteOperationStore(path: ":memory:")
         try await store.migrate()
         let queue = DurableQueue(name: "jobs", store: store)
@@ -25,16 +23,13 @@ struct DurableLoggingTests {
         let echo = try await queue.add(Echo.self, input: 1)
         let flaky = try await queue.add(Flaky.self, input: 9, retry: DurableRetry(.immediate, maximumAttempts: 2))
         let hold = try await queue.add(Hold.self, input: 99, retry: .never)
-        let recorder = DurableEventRecorder()
-        let subscription = worker.addEventHandler(recorder.record)
-        try await withRunningWorker(worker) {
+        try await withRunningWorkerRecordingEvents(worker) { recorder in
             try await recorder.wait("the hold's start") { events in events.contains { $0.operation == hold.id && $0.kind == .started } }
             try await hold.cancel(reason: "not needed")
             try await recorder.wait("every end") { events in
                 [echo.id, flaky.id, hold.id].allSatisfy { id in events.contains { $0.finishes(id) } }
             }
         }
-        subscription.cancel()
         logging.cancel()
         await store.shutdown()
 
@@ -67,9 +62,7 @@ struct DurableLoggingTests {
 
     @Test("the logger's level filters: at info, only cancellations, retries and failures")
     func filtered() async throws {
-        let memory = InMemoryLogHandler()
-        var logger = Logger(label: "durable-test") { _ in memory }
-        logger.logLevel = .info
+        let (memory, logger) = inMemoryLogger(label: "durable-test", level: .info)
         let store = SQLiteOperationStore(path: ":memory:")
         try await store.migrate()
         let queue = DurableQueue(name: "jobs", store: store)
@@ -78,12 +71,9 @@ struct DurableLoggingTests {
         let logging = DurableLogging(worker, logger: logger)
         let echo = try await queue.add(Echo.self, input: 1)
         let failing = try await queue.add(Flaky.self, input: 9, retry: .never)
-        let recorder = DurableEventRecorder()
-        let subscription = worker.addEventHandler(recorder.record)
-        try await withRunningWorker(worker) {
+        try await withRunningWorkerRecordingEvents(worker) { recorder in
             try await recorder.wait("both ends") { events in [echo.id, failing.id].allSatisfy { id in events.contains { $0.finishes(id) } } }
         }
-        subscription.cancel()
         logging.cancel()
         await store.shutdown()
         #expect(memory.entries.map(\.level) == [.error])

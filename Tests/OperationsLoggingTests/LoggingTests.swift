@@ -54,9 +54,7 @@ struct OperationLoggingTests {
 
     @Test("failures at error and cancellations at info, with their reasons; starts and successes at debug")
     func outcomes() throws {
-        let memory = InMemoryLogHandler()
-        var logger = Logger(label: "operations-test") { _ in memory }
-        logger.logLevel = .debug
+        let (memory, logger) = inMemoryLogger(label: "operations-test", level: .debug)
         let queue = OperationQueue()
         queue.name = "uploads"
         queue.isSuspended = true
@@ -98,9 +96,7 @@ struct OperationLoggingTests {
 
     @Test("the logger's level filters: at info, only cancellations and failures")
     func filtered() {
-        let memory = InMemoryLogHandler()
-        var logger = Logger(label: "operations-test") { _ in memory }
-        logger.logLevel = .info
+        let (memory, logger) = inMemoryLogger(label: "operations-test", level: .info)
         let queue = OperationQueue()
         let logging = OperationQueueLogging(queue, logger: logger)
         let cancelled = BlockOperation {}
@@ -112,9 +108,7 @@ struct OperationLoggingTests {
 
     @Test("levels are the caller's to choose; nil leaves an outcome out")
     func chosenLevels() {
-        let memory = InMemoryLogHandler()
-        var logger = Logger(label: "operations-test") { _ in memory }
-        logger.logLevel = .trace
+        let (memory, logger) = inMemoryLogger(label: "operations-test", level: .trace)
         let queue = OperationQueue()
         var levels = OperationQueueLogging.Levels()
         levels.started = nil

@@ -24,16 +24,13 @@ struct DurableMetricsTests {
         let flaky = try await queue.add(Flaky.self, input: 2, retry: DurableRetry(.immediate, maximumAttempts: 2))
         let failing = try await queue.add(Flaky.self, input: 9, retry: .never)
         let hold = try await queue.add(Hold.self, input: 99, retry: .never)
-        let recorder = DurableEventRecorder()
-        let subscription = worker.addEventHandler(recorder.record)
-        try await withRunningWorker(worker) {
+        try await withRunningWorkerRecordingEvents(worker) { recorder in
             try await recorder.wait("the hold's start") { events in events.contains { $0.operation == hold.id && $0.kind == .started } }
             try await hold.cancel(reason: "not needed")
             try await recorder.wait("every end") { events in
                 (echoes.map(\.id) + [flaky.id, failing.id, hold.id]).allSatisfy { id in events.contains { $0.finishes(id) } }
             }
         }
-        subscription.cancel()
         reporter.cancel()
         await store.shutdown()
 

@@ -35,8 +35,7 @@ struct CancelAndEventRaceTests {
     func concurrentCancelsAnnounceOnce() {
         let queue = OperationQueue()
         queue.isSuspended = true
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         let operation = BlockOperation {}
         queue.addOperation(operation)
         let armed = Shared(true)
@@ -107,8 +106,7 @@ struct CancelAndEventRaceTests {
     func enqueuedComesFirst() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         let firstStarted = Gate(), releaseFirst = Gate()
         queue.addOperation {
             firstStarted.open()
@@ -193,17 +191,7 @@ struct CancelAndEventRaceTests {
     @Test("a block added in isExecuting's prior notification at start runs or traps")
     func blockAddedInPriorNotificationRunsOrTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let ran = Shared<[String]>([])
-            let operation = BlockOperation { ran.append("first") }
-            operation.name = "starting"
-            let armed = Shared(true)
-            let observer = CallbackObserver { _, change in
-                guard change.isPrior, takeOnce(armed) else { return }
-                operation.addExecutionBlock { ran.append("late") }
-            }
-            operation.addObserver(observer, forKeyPath: "isExecuting", options: [.prior], context: nil)
-            operation.start()
-            exit(ran().contains("late") ? 3 : 4)
+            startAddingABlockInIsExecutingNotificationAndExit(prior: true)
         }
         checkRanOrTrapped(result)
     }
@@ -213,17 +201,7 @@ struct CancelAndEventRaceTests {
     @Test("a block added in isExecuting's notification at start runs or traps")
     func blockAddedInNotificationRunsOrTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let ran = Shared<[String]>([])
-            let operation = BlockOperation { ran.append("first") }
-            operation.name = "starting"
-            let armed = Shared(true)
-            let observer = CallbackObserver { _, change in
-                guard !change.isPrior, takeOnce(armed) else { return }
-                operation.addExecutionBlock { ran.append("late") }
-            }
-            operation.addObserver(observer, forKeyPath: "isExecuting", options: [], context: nil)
-            operation.start()
-            exit(ran().contains("late") ? 3 : 4)
+            startAddingABlockInIsExecutingNotificationAndExit(prior: false)
         }
         checkRanOrTrapped(result)
     }
@@ -236,4 +214,22 @@ struct CancelAndEventRaceTests {
             "\(result.exitStatus): \(String(decoding: result.standardErrorContent, as: UTF8.self))",
             sourceLocation: sourceLocation)
     }
+}
+
+/// For the exit tests of a block added at start: an operation named "starting" whose
+/// observer of `isExecuting` adds a block in the first notification of the kind asked for
+/// (the `.prior` one, or the plain one); started here, then the process exits with code 3
+/// when the block was accepted and ran, 4 when it was dropped.
+private func startAddingABlockInIsExecutingNotificationAndExit(prior: Bool) -> Never {
+    let ran = Shared<[String]>([])
+    let operation = BlockOperation { ran.append("first") }
+    operation.name = "starting"
+    let armed = Shared(true)
+    let observer = CallbackObserver { _, change in
+        guard change.isPrior == prior, takeOnce(armed) else { return }
+        operation.addExecutionBlock { ran.append("late") }
+    }
+    operation.addObserver(observer, forKeyPath: "isExecuting", options: prior ? [.prior] : [], context: nil)
+    operation.start()
+    exit(ran().contains("late") ? 3 : 4)
 }

@@ -7,6 +7,14 @@ struct EventTests {
     /// Collects the events of one queue.
     final class Recorder: Sendable {
         let events = Shared<[OperationEvent]>([])
+
+        /// A recorder of `queue`'s events, for as long as the subscription lasts.
+        static func recording(_ queue: OperationQueue) -> (Recorder, OperationEventSubscription) {
+            let recorder = Recorder()
+            let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+            return (recorder, subscription)
+        }
+
         func kinds(of operation: Operation) -> [OperationEvent.Kind] {
             events().filter { $0.operation === operation }.map(\.kind)
         }
@@ -15,8 +23,7 @@ struct EventTests {
     @Test("enqueued, started and finished, in order, with times, threads and slots")
     func lifecycle() {
         let queue = OperationQueue()
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         let operation = BlockOperation {}
         queue.addOperation(operation)
         queue.waitUntilAllOperationsAreFinished()
@@ -33,8 +40,7 @@ struct EventTests {
     func cancellation() {
         let queue = OperationQueue()
         queue.isSuspended = true
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         let operation = BlockOperation {}
         queue.addOperation(operation)
         queue.cancelAllOperations()
@@ -47,8 +53,7 @@ struct EventTests {
     @Test("a cancelled subscription hears nothing more")
     func unsubscribe() {
         let queue = OperationQueue()
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         subscription.cancel()
         queue.addOperation {}
         queue.waitUntilAllOperationsAreFinished()
@@ -138,8 +143,7 @@ struct EventTests {
     func slots() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         let rendezvous = Rendezvous(count: 2)
         for _ in 0..<2 { queue.addOperation { rendezvous.arriveAndWait() } }
         queue.waitUntilAllOperationsAreFinished()

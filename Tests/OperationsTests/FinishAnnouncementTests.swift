@@ -256,8 +256,9 @@ struct FinishAnnouncementTests {
         #expect(startReturnedFirst() == true, "the base finish's announcement waited for the processing it is part of")
     }
 
-    @Test("a completion block announcing its operation's state again tells the observers before its didChangeValue returns")
-    func completionBlockAnnouncesItsOwnState() {
+    /// An operation whose body finishes it and announces its state, with an observer of
+    /// `"state"` that counts the notifications in `told` (to be removed by the test).
+    private func finishingOperationCountingStateNotifications() -> (StepwiseStateOperation, Shared<Int>, CallbackObserver) {
         let operation = StepwiseStateOperation { operation in
             operation.changeStateToFinished()
             operation.announceState()
@@ -265,12 +266,25 @@ struct FinishAnnouncementTests {
         let told = Shared(0)
         let observer = CallbackObserver { _, _ in told.update { $0 += 1 } }
         operation.addObserver(observer, forKeyPath: "state", options: [.new], context: nil)
+        return (operation, told, observer)
+    }
+
+    /// Announces `operation`'s state again; returns `told` before the announcement and after
+    /// its `didChangeValue` returned.
+    private static func announceStateAgain(_ operation: StepwiseStateOperation, told: Shared<Int>) -> [Int] {
+        let before = told()
+        operation.willChangeValue(forKey: "state")
+        operation.didChangeValue(forKey: "state")
+        return [before, told()]
+    }
+
+    @Test("a completion block announcing its operation's state again tells the observers before its didChangeValue returns")
+    func completionBlockAnnouncesItsOwnState() {
+        let (operation, told, observer) = finishingOperationCountingStateNotifications()
         let toldAroundDidChange = Shared<[Int]>([])
         operation.completionBlock = { [unowned operation] in
-            let before = told()
-            operation.willChangeValue(forKey: "state")
-            operation.didChangeValue(forKey: "state")
-            toldAroundDidChange.update { $0 = [before, told()] }
+            let counts = Self.announceStateAgain(operation, told: told)
+            toldAroundDidChange.update { $0 = counts }
         }
         let queue = OperationQueue()
         queue.addOperation(operation)
@@ -350,22 +364,14 @@ struct FinishAnnouncementTests {
 
     @Test("an observer of a dependent's readiness announcing the finishing operation's state tells its observers before its didChangeValue returns")
     func dependentsObserverAnnouncesTheState() {
-        let operation = StepwiseStateOperation { operation in
-            operation.changeStateToFinished()
-            operation.announceState()
-        }
-        let told = Shared(0)
-        let observer = CallbackObserver { _, _ in told.update { $0 += 1 } }
-        operation.addObserver(observer, forKeyPath: "state", options: [.new], context: nil)
+        let (operation, told, observer) = finishingOperationCountingStateNotifications()
         let dependent = BlockOperation {}
         dependent.addDependency(operation)
         let toldAround = Shared<[Int]>([])
         let readyObserver = CallbackObserver { [unowned operation] _, _ in
             guard toldAround().isEmpty else { return }
-            let before = told()
-            operation.willChangeValue(forKey: "state")
-            operation.didChangeValue(forKey: "state")
-            toldAround.update { $0 = [before, told()] }
+            let counts = Self.announceStateAgain(operation, told: told)
+            toldAround.update { $0 = counts }
         }
         dependent.addObserver(readyObserver, forKeyPath: "isReady", options: [.new], context: nil)
         let queue = OperationQueue()

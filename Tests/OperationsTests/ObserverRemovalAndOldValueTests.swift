@@ -2,6 +2,17 @@ import Operations
 import OperationsComposition
 import Testing
 
+/// An observer of its target's `isFinished` that removes itself in its deinit.
+private final class SelfRemovingWatcher: NSObject, @unchecked Sendable {
+    let target: Operation
+    init(target: Operation) {
+        self.target = target
+        super.init()
+        target.addObserver(self, forKeyPath: "isFinished", options: [.new], context: nil)
+    }
+    deinit { target.removeObserver(self, forKeyPath: "isFinished") }
+}
+
 @Suite("Observers removed inside deinit")
 struct ObservationDeinitRemovalTests {
     @Test("an object that observes itself removes the observation in its own deinit")
@@ -23,17 +34,8 @@ struct ObservationDeinitRemovalTests {
     @Test("an observer removes itself in its deinit")
     func observerRemovesItselfInDeinit() async {
         await #expect(processExitsWith: .success) {
-            final class Watcher: NSObject, @unchecked Sendable {
-                let target: Operation
-                init(target: Operation) {
-                    self.target = target
-                    super.init()
-                    target.addObserver(self, forKeyPath: "isFinished", options: [.new], context: nil)
-                }
-                deinit { target.removeObserver(self, forKeyPath: "isFinished") }
-            }
             let operation = Operation()
-            var watcher: Watcher? = Watcher(target: operation)
+            var watcher: SelfRemovingWatcher? = SelfRemovingWatcher(target: operation)
             _ = watcher
             watcher = nil
             operation.start()
@@ -42,19 +44,10 @@ struct ObservationDeinitRemovalTests {
 
     @Test("after removal in deinit the registration is gone and others still hear")
     func removalInDeinitKeepsOthers() {
-        final class Watcher: NSObject, @unchecked Sendable {
-            let target: Operation
-            init(target: Operation) {
-                self.target = target
-                super.init()
-                target.addObserver(self, forKeyPath: "isFinished", options: [.new], context: nil)
-            }
-            deinit { target.removeObserver(self, forKeyPath: "isFinished") }
-        }
         let operation = Operation()
         let other = StateObserver()
         operation.addObserver(other, forKeyPath: "isFinished", options: [.new], context: nil)
-        var watcher: Watcher? = Watcher(target: operation)
+        var watcher: SelfRemovingWatcher? = SelfRemovingWatcher(target: operation)
         _ = watcher
         watcher = nil
         operation.start()
@@ -65,19 +58,24 @@ struct ObservationDeinitRemovalTests {
 
 @Suite("Old values of key-value observing, per thread")
 struct ObservationPerThreadTests {
-    /// Thread A announces `willChange`, then B does; A's `didChange` comes first, then B's.
-    /// Each `didChange` must report the old value its own `willChange` read.
-    @Test("crossing will/did pairs on one key from two threads keep their own old values")
-    func crossingPairs() {
+    /// Renames an operation from `a0` to `a1` on thread A and from `b0` to `b1` on thread B
+    /// (which starts once A has announced `willChange`), each inside a `willChange`/`didChange`
+    /// pair, and checks that each `didChange` reported the old value its own `willChange` read.
+    /// `onPrior` runs for each prior notification with its old value (after A's has let B
+    /// start); `afterA` and `afterB` run after each thread's `didChange`.
+    private func checkOldValuesOfPairsOnTwoThreads(
+        onPrior: @escaping @Sendable (String) -> Void, afterA: @escaping @Sendable () -> Void = {},
+        afterB: @escaping @Sendable () -> Void = {}
+    ) {
         let operation = Operation()
         operation.name = "a0"
-        let aWilled = Gate(), bWilled = Gate(), aDid = Gate(), bDone = Gate(), aDone = Gate()
+        let aWilled = Gate(), aDone = Gate(), bDone = Gate()
         let results = Shared<[String: String]>([:])
         let observer = CallbackObserver { _, change in
             let old = change[.oldKey].map { "\($0)" } ?? "nil"
             if change[.notificationIsPriorKey] as? Bool == true {
-                if old == "a0" { aWilled.open(); #expect(bWilled.wait()) }
-                if old == "b0" { bWilled.open(); #expect(aDid.wait()) }
+                if old == "a0" { aWilled.open() }
+                onPrior(old)
             } else {
                 let new = change[.newKey].map { "\($0)" } ?? "nil"
                 results.update { $0[new] = old }
@@ -88,7 +86,7 @@ struct ObservationPerThreadTests {
             operation.willChangeValue(forKey: "name")
             operation.name = "a1"
             operation.didChangeValue(forKey: "name")
-            aDid.open()
+            afterA()
             aDone.open()
         }.start()
         Thread {
@@ -97,6 +95,7 @@ struct ObservationPerThreadTests {
             operation.willChangeValue(forKey: "name")
             operation.name = "b1"
             operation.didChangeValue(forKey: "name")
+            afterB()
             bDone.open()
         }.start()
         #expect(aDone.wait())
@@ -105,41 +104,27 @@ struct ObservationPerThreadTests {
         operation.removeObserver(observer, forKeyPath: "name")
     }
 
+    /// Thread A announces `willChange`, then B does; A's `didChange` comes first, then B's.
+    /// Each `didChange` must report the old value its own `willChange` read.
+    @Test("crossing will/did pairs on one key from two threads keep their own old values")
+    func crossingPairs() {
+        let bWilled = Gate(), aDid = Gate()
+        checkOldValuesOfPairsOnTwoThreads(
+            onPrior: { old in
+                if old == "a0" { #expect(bWilled.wait()) }
+                if old == "b0" { bWilled.open(); #expect(aDid.wait()) }
+            },
+            afterA: { aDid.open() })
+    }
+
     /// Thread A announces `willChange`; B announces a whole pair; then A's `didChange`.
     @Test("a pair from another thread nested inside a pending one")
     func nestedPair() {
-        let operation = Operation()
-        operation.name = "a0"
-        let aWilled = Gate(), bDid = Gate(), aDone = Gate(), bDone = Gate()
-        let results = Shared<[String: String]>([:])
-        let observer = CallbackObserver { _, change in
-            let old = change[.oldKey].map { "\($0)" } ?? "nil"
-            if change[.notificationIsPriorKey] as? Bool == true {
-                if old == "a0" { aWilled.open(); #expect(bDid.wait()) }
-            } else {
-                let new = change[.newKey].map { "\($0)" } ?? "nil"
-                results.update { $0[new] = old }
-            }
-        }
-        operation.addObserver(observer, forKeyPath: "name", options: [.old, .new, .prior], context: nil)
-        Thread {
-            operation.willChangeValue(forKey: "name")
-            operation.name = "a1"
-            operation.didChangeValue(forKey: "name")
-            aDone.open()
-        }.start()
-        Thread {
-            #expect(aWilled.wait())
-            operation.name = "b0"
-            operation.willChangeValue(forKey: "name")
-            operation.name = "b1"
-            operation.didChangeValue(forKey: "name")
-            bDid.open()
-            bDone.open()
-        }.start()
-        #expect(aDone.wait())
-        #expect(bDone.wait())
-        #expect(results() == ["a1": "a0", "b1": "b0"])
-        operation.removeObserver(observer, forKeyPath: "name")
+        let bDid = Gate()
+        checkOldValuesOfPairsOnTwoThreads(
+            onPrior: { old in
+                if old == "a0" { #expect(bDid.wait()) }
+            },
+            afterB: { bDid.open() })
     }
 }

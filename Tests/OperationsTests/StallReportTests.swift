@@ -446,17 +446,21 @@ struct StallReportTests {
         }
     }
 
-    @Test("an operation that waits for one behind it on its own serial queue is reported as a deadlock, naming both")
-    func waitForLaterOnOwnSerialQueue() {
-        let capture = Capture(marker: "deadlock-probe")
+    /// Adds `first` and then `later` (made from the marker's names) to a serial queue, where
+    /// `first` waits for `later`: checks that the wait is reported as a deadlock naming both,
+    /// then gives the queue a second slot to end it.
+    func checkWaitForLaterIsReportedAsDeadlock<Later: Operation>(
+        marker: String, later makeLater: () -> Later, first makeFirst: (Later) -> Operation
+    ) {
+        let capture = Capture(marker: marker)
         capture.during {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
-            queue.name = "deadlock-probe queue"
-            let later = BlockOperation {}
-            later.name = "deadlock-probe later"
-            let first = BlockOperation { later.waitUntilFinished() }
-            first.name = "deadlock-probe first"
+            queue.name = "\(marker) queue"
+            let later = makeLater()
+            later.name = "\(marker) later"
+            let first = makeFirst(later)
+            first.name = "\(marker) first"
             queue.isSuspended = true
             queue.addOperations([first, later], waitUntilFinished: false)
             queue.isSuspended = false
@@ -468,26 +472,20 @@ struct StallReportTests {
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("first") && $0.contains("later") }, "\(capture.stalls)")
     }
 
+    @Test("an operation that waits for one behind it on its own serial queue is reported as a deadlock, naming both")
+    func waitForLaterOnOwnSerialQueue() {
+        checkWaitForLaterIsReportedAsDeadlock(marker: "deadlock-probe", later: { BlockOperation {} }) { later in
+            BlockOperation { later.waitUntilFinished() }
+        }
+    }
+
     @Test("an async body that awaits one behind it on its own serial queue is reported as a deadlock, naming both")
     func asyncAwaitForLaterOnOwnSerialQueue() {
-        let capture = Capture(marker: "async-deadlock-probe")
-        capture.during {
-            let queue = OperationQueue()
-            queue.maxConcurrentOperationCount = 1
-            queue.name = "async-deadlock-probe queue"
-            let later = AsyncBlockOperation { () async -> Int in 1 }
-            later.name = "async-deadlock-probe later"
-            let first = AsyncBlockOperation { () async throws -> Int in try await later.value }
-            first.name = "async-deadlock-probe first"
-            queue.isSuspended = true
-            queue.addOperations([first, later], waitUntilFinished: false)
-            queue.isSuspended = false
-            #expect(capture.reported.wait())
-            // A second slot ends it.
-            queue.maxConcurrentOperationCount = 2
-            queue.waitUntilAllOperationsAreFinished()
+        checkWaitForLaterIsReportedAsDeadlock(
+            marker: "async-deadlock-probe", later: { AsyncBlockOperation { () async -> Int in 1 } }
+        ) { later in
+            AsyncBlockOperation { () async throws -> Int in try await later.value }
         }
-        #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("first") && $0.contains("later") }, "\(capture.stalls)")
     }
 
     @Test("a task a body spawns and does not wait for is not the body waiting: no deadlock reported")

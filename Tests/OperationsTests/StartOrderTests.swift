@@ -28,6 +28,17 @@ struct StartOrderTests {
         Dictionary(uniqueKeysWithValues: names.map { ($0, LoggingOperation($0, log: log)) })
     }
 
+    /// Adds `a`, `c`, `d` and `b` to `queue` in that order, `b` of QoS `.userInitiated` and
+    /// waiting for `a`; returns them by name.
+    @discardableResult
+    private func addRaisedOperationBehindItsDependency(to queue: OperationQueue, log: Shared<[String]>) -> [String: LoggingOperation] {
+        let op = operations(["a", "c", "d", "b"], log: log)
+        op["b"]!.qualityOfService = .userInitiated
+        op["b"]!.addDependency(op["a"]!)
+        for name in ["a", "c", "d", "b"] { queue.addOperation(op[name]!) }
+        return op
+    }
+
     @Test("a serial queue starts the ready operation added first, not the one that became ready first")
     func serialQueueStartsInTheOrderAdded() {
         let queue = OperationQueue()
@@ -209,10 +220,7 @@ struct StartOrderTests {
         let queue = OperationQueue()
         queue.isSuspended = true
         let log = Shared<[String]>([])
-        let op = operations(["a", "c", "d", "b"], log: log)
-        op["b"]!.qualityOfService = .userInitiated
-        op["b"]!.addDependency(op["a"]!)
-        for name in ["a", "c", "d", "b"] { queue.addOperation(op[name]!) }
+        addRaisedOperationBehindItsDependency(to: queue, log: log)
         // Serial from now on: `b` still starts in the band its QoS chose when it was added.
         queue.maxConcurrentOperationCount = 1
         queue.isSuspended = false
@@ -242,10 +250,7 @@ struct StartOrderTests {
         queue.maxConcurrentOperationCount = 1
         queue.isSuspended = true
         let log = Shared<[String]>([])
-        let op = operations(["a", "c", "d", "b"], log: log)
-        op["b"]!.qualityOfService = .userInitiated
-        op["b"]!.addDependency(op["a"]!)
-        for name in ["a", "c", "d", "b"] { queue.addOperation(op[name]!) }
+        let op = addRaisedOperationBehindItsDependency(to: queue, log: log)
         queue.maxConcurrentOperationCount = 2
         runBehindBlocker(queue, Array(op.values)) {}
         #expect(log() == ["a", "c", "d", "b"])
@@ -271,10 +276,7 @@ struct StartOrderTests {
         let queue = OperationQueue()
         queue.isSuspended = true
         let log = Shared<[String]>([])
-        let op = operations(["a", "c", "d", "b"], log: log)
-        op["b"]!.qualityOfService = .userInitiated
-        op["b"]!.addDependency(op["a"]!)
-        for name in ["a", "c", "d", "b"] { queue.addOperation(op[name]!) }
+        let op = addRaisedOperationBehindItsDependency(to: queue, log: log)
         queue.maxConcurrentOperationCount = 1
         op["b"]!.queuePriority = .low
         op["c"]!.queuePriority = .veryLow

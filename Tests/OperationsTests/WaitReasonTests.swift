@@ -62,32 +62,29 @@ struct WaitReasonTests {
         queue.waitUntilAllOperationsAreFinished()
     }
 
-    @Test("a pending barrier")
-    func barrier() {
+    /// Adds an operation behind a pending barrier (cancelling it first if `cancelled`) and
+    /// checks that its one wait reason is the barrier.
+    private func checkWaitsForPendingBarrier(cancelled: Bool) {
         let queue = OperationQueue()
         let release = Gate()
         queue.addOperation { release.wait() }
         queue.addBarrierBlock {}
         let later = ClosureOperation(name: "later")
         queue.addOperation(later)
+        if cancelled { later.cancel() }
         #expect(later.waitReasons.count == 1)
         if case .barrier = later.waitReasons.first {} else { Issue.record("expected a barrier reason, got \(later.waitReasons)") }
         release.open()
         queue.waitUntilAllOperationsAreFinished()
     }
 
+    @Test("a pending barrier")
+    func barrier() {
+        checkWaitsForPendingBarrier(cancelled: false)
+    }
+
     @Test("a cancelled operation added after a pending barrier still waits for it")
     func cancelledBehindBarrier() {
-        let queue = OperationQueue()
-        let release = Gate()
-        queue.addOperation { release.wait() }
-        queue.addBarrierBlock {}
-        let later = ClosureOperation(name: "later")
-        queue.addOperation(later)
-        later.cancel()
-        #expect(later.waitReasons.count == 1)
-        if case .barrier = later.waitReasons.first {} else { Issue.record("expected a barrier reason, got \(later.waitReasons)") }
-        release.open()
-        queue.waitUntilAllOperationsAreFinished()
+        checkWaitsForPendingBarrier(cancelled: true)
     }
 }

@@ -26,9 +26,7 @@ struct DurableTracingTests {
         let tracer = InMemoryTracer()
         let tracing = DurableTracing(worker, tracer: tracer)
         // Registered after the tracing's: an event seen here has been traced.
-        let recorder = DurableEventRecorder()
-        let subscription = worker.addEventHandler(recorder.record)
-        try await withRunningWorker(worker) {
+        try await withRunningWorkerRecordingEvents(worker) { recorder in
             // Waits for the attempt's span, as a body does at its start.
             #expect(await tracing.context(of: hold.id, attempt: 1) != nil)
             try await recorder.wait("the hold's start") { events in events.contains { $0.operation == hold.id && $0.kind == .started } }
@@ -38,7 +36,6 @@ struct DurableTracingTests {
                 [left.id, right.id, flaky.id, hold.id].allSatisfy { id in events.contains { $0.finishes(id) } }
             }
         }
-        subscription.cancel()
         tracing.cancel()
         await store.shutdown()
 
@@ -85,12 +82,9 @@ struct DurableTracingTests {
             store: store, queues: ["traced"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "tracer"))
         let tracer = InMemoryTracer()
         let tracing = DurableTracing(worker, tracer: tracer)
-        let recorder = DurableEventRecorder()
-        let subscription = worker.addEventHandler(recorder.record)
-        try await withRunningWorker(worker) {
+        try await withRunningWorkerRecordingEvents(worker) { recorder in
             try await recorder.wait("the failure") { events in events.contains { $0.finishes(failing.id) } }
         }
-        subscription.cancel()
         tracing.cancel()
         await store.shutdown()
         let span = try #require(tracer.finishedSpans.first)

@@ -35,8 +35,7 @@ struct StoreKind: Sendable, CustomTestStringConvertible {
     /// A new file in a temporary directory, removed afterwards.
     static let sqlite = StoreKind(name: "SQLite") {
         let file = SQLiteFile()
-        let store = SQLiteOperationStore(path: file.path)
-        try await store.migrate()
+        let store = try await file.migratedStore()
         return (store, {
             await store.shutdown()
             file.remove()
@@ -61,6 +60,13 @@ struct SQLiteFile: Sendable {
 
     func remove() {
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// A store on the file, migrated.
+    func migratedStore() async throws -> SQLiteOperationStore {
+        let store = SQLiteOperationStore(path: path)
+        try await store.migrate()
+        return store
     }
 }
 

@@ -1,6 +1,7 @@
 // Worker processes for the multi-process tests, and checks of what they left in the store.
 #if PostgreSQL && SQLite
 
+import DurableTestKinds
 import Foundation
 import Logging
 import OperationsDurable
@@ -84,6 +85,89 @@ final class WorkerProcesses: Sendable {
             return "--- \(name)\n\(text.suffix(6_000))"
         }.joined(separator: "\n")
     }
+}
+
+/// Adds a diamond of `Node`s to `queue`: a top (1), two in the middle (10 and 100) that
+/// depend on it, and a bottom (1000) that depends on both; returns the bottom, whose value
+/// is then 1112.
+func addDiamond(to queue: DurableQueue) async throws -> DurableHandle<Node> {
+    let top = try await queue.add(Node.self, input: .init(value: 1))
+    let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
+    let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
+    return try await queue.add(Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
+}
+
+/// Waits for a fan-in's sink and a diamond's bottom (see `addDiamond(to:)`) run by worker
+/// processes, and checks their values; a wait that throws is recorded with the processes' logs.
+func expectFanInAndDiamondResults(sink: DurableHandle<Echo>, bottom: DurableHandle<Node>, workers: WorkerProcesses) async throws {
+    do {
+        #expect(try await within(120, "the fan-in's sink") { try await sink.value } == -1)
+        #expect(try await within(60, "the diamond's bottom") { try await bottom.value } == 1112)
+    } catch {
+        Issue.record("\(error)\n\(workers.logs())")
+        throw error
+    }
+}
+
+/// Checks the attempts of a diamond and a fan-in of `leafCount` run by three worker processes
+/// under a limit of 6: one attempt each, never more than 6 at once, every process took part.
+func expectFanInAndDiamondAttempts(_ attempts: [DurableAttempt], leafCount: Int) {
+    #expect(attempts.count == leafCount + 5)
+    #expect(maximumOverlap(attempts) <= 6)
+    #expect(Set(attempts.map(\.worker)).count == 3, "every worker process took part")
+}
+
+/// Starts `workerCount` worker processes (named `w0`, `w1`, … and started by `startWorker`),
+/// adds one operation whose body holds and `otherCount` more, kills with SIGKILL the worker
+/// process that runs the held body, and checks that the held operation is rescued by another
+/// worker and finished once, the interrupted attempt recorded, and that the others finish.
+/// The time to the rescue is printed, after `printedPrefix`.
+func checkKilledWorkerIsRescued(
+    store: any DurableOperationStore, workers: WorkerProcesses, workerCount: Int, otherCount: Int, printedPrefix: String,
+    startWorker: (String) throws -> Void
+) async throws {
+    let queue = DurableQueue(name: "default", store: store)
+    for index in 0..<workerCount { try startWorker("w\(index)") }
+    let held = try await queue.add(Hold.self, input: 2)
+    var others: [DurableHandle<Work>] = []
+    for _ in 0..<otherCount { others.append(try await queue.add(Work.self, input: 20)) }
+    try await eventually(60, "the held body started") { try await held.state == .running }
+    let first = try #require(try await held.attempts.first)
+    let name = String(first.worker.prefix { $0 != "-" })
+    let killed = Date()
+    workers.kill(name)
+    let value = try await within(60, "the rescued operation") { try await held.value }
+    #expect(value == 2)
+    let attempts = try await held.attempts
+    #expect(attempts.count == 2)
+    #expect(attempts[0].error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
+    #expect(attempts[1].worker != first.worker)
+    let rescue = attempts[1].start.timeIntervalSince(killed)
+    // How fast is a measurement (printed), not an assertion: this runs on loaded machines.
+    print("\(printedPrefix)rescued \(String(format: "%.2f", rescue)) s after SIGKILL (default lease 5 s, heartbeat 1 s)")
+    for other in others { _ = try await within(60, "the other work") { try await other.value } }
+}
+
+/// Adds an operation, starts a worker process (by `startWorker`, with the name and crash
+/// point to die at) that kills itself at `crash`, and checks that the operation's claim holds
+/// until a second worker process rescues it and finishes it on a second attempt.
+func checkWorkerCrashedAtAPointIsRescued(
+    store: any DurableOperationStore, workers: WorkerProcesses, crash: WorkerProcesses.CrashPoint,
+    startWorker: (String, WorkerProcesses.CrashPoint?) throws -> Void
+) async throws {
+    let queue = DurableQueue(name: "default", store: store)
+    let operation = try await queue.add(Work.self, input: 0)
+    try startWorker("dying", crash)
+    let status = try await within(60, "the worker's death") { await workers.exitStatus("dying") }
+    #expect(status == 128 + SIGKILL, "\(workers.logs())")
+    #expect(try await operation.state == .running, "the dead worker's claim holds until its lease expires")
+    try startWorker("rescuer", nil)
+    let value = try await within(60, "the rescued operation") { try await operation.value }
+    #expect(value == 2, "the second attempt returned")
+    let attempts = try await operation.attempts
+    #expect(attempts.count == 2, "\(attempts)")
+    #expect(attempts.first?.error?.contains("stopped renewing its lease during attempt 1") == true, "\(attempts)")
+    #expect(attempts.last?.worker.hasPrefix("rescuer") == true)
 }
 
 /// Checks, straight in the database, what every multi-process test promises afterwards.

@@ -64,12 +64,7 @@ struct AsyncBlockOperationTests {
     @Test("cancel() cancels the task; a CancellationError then counts as cancelled")
     func cancelCancelsTask() async {
         let entered = TestGate()
-        let operation = AsyncBlockOperation {
-            entered.open()
-            await TestGate().wait()
-            try Task.checkCancellation()
-            return 1
-        }
+        let operation = enteringThenWaitingForCancellation(entered, returning: 1)
         OperationQueue().addOperation(operation)
         await entered.waitIgnoringCancellation()
         operation.cancel()
@@ -81,11 +76,7 @@ struct AsyncBlockOperationTests {
     @Test("cancel(with:) gives the reason; value throws it")
     func cancelWithReason() async {
         let entered = TestGate()
-        let operation = AsyncBlockOperation {
-            entered.open()
-            await TestGate().wait()
-            try Task.checkCancellation()
-        }
+        let operation = enteringThenWaitingForCancellation(entered)
         OperationQueue().addOperation(operation)
         await entered.waitIgnoringCancellation()
         operation.cancel(with: TestError(code: 3))
@@ -111,11 +102,7 @@ struct AsyncBlockOperationTests {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let entered = TestGate()
-        let first = AsyncBlockOperation {
-            entered.open()
-            await TestGate().wait()
-            try Task.checkCancellation()
-        }
+        let first = enteringThenWaitingForCancellation(entered)
         let second = AsyncBlockOperation {}
         queue.addOperations([first, second], waitUntilFinished: false)
         await entered.waitIgnoringCancellation()

@@ -107,12 +107,7 @@ struct AwaitingTests {
     func performCancels() async {
         let queue = OperationQueue()
         let entered = TestGate()
-        let operation = AsyncBlockOperation {
-            entered.open()
-            await TestGate().wait()
-            try Task.checkCancellation()
-            return 1
-        }
+        let operation = enteringThenWaitingForCancellation(entered, returning: 1)
         let caller = Task { try await queue.perform(operation) }
         await entered.waitIgnoringCancellation()
         caller.cancel()

@@ -132,8 +132,14 @@ struct BodyTaskReuseTests {
     "Async bodies run in turn: user code of a finish never waits for the next body", .serialized, .timeLimit(.minutes(3)),
     .disabled(if: ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1", "blocks a thread of the cooperative pool for as long as a sanitized run needs"))
 struct BodyTaskReuseWaitTests {
-    @Test("a completion block that blocks until the next async operation of its serial queue finishes returns")
-    func completionBlockWaitsForNext() async {
+    /// Adds two async operations to a serial queue; `blockUntilNextFinished` installs on the
+    /// first a callback (named `waiter` in the message) that calls the given wait, which blocks
+    /// (at most 60 s) until the second has finished. Checks that the wait saw it finish. What
+    /// `blockUntilNextFinished` returns is kept until the end.
+    private func checkBlockingUntilNextFinishesReturns(
+        waiter: String,
+        _ blockUntilNextFinished: (AsyncBlockOperation<Void>, @escaping @Sendable () -> Void) -> Any?
+    ) async {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let nextFinished = DispatchSemaphore(value: 0)
@@ -141,27 +147,29 @@ struct BodyTaskReuseWaitTests {
         let next = AsyncBlockOperation<Void> {}
         next.completionBlock = { nextFinished.signal() }
         let first = AsyncBlockOperation<Void> {}
-        first.completionBlock = { let finished = nextFinished.wait(timeout: .now() + 60) == .success; waited.update { $0 = finished } }
+        let kept = blockUntilNextFinished(first) {
+            let finished = nextFinished.wait(timeout: .now() + 60) == .success; waited.update { $0 = finished }
+        }
         queue.addOperations([first, next], waitUntilFinished: false)
         await queue.waitUntilAllOperationsAreFinished()
-        #expect(waited() == true, "the next body ran while the completion block waited")
+        #expect(waited() == true, "the next body ran while the \(waiter) waited")
+        _ = kept
+    }
+
+    @Test("a completion block that blocks until the next async operation of its serial queue finishes returns")
+    func completionBlockWaitsForNext() async {
+        await checkBlockingUntilNextFinishesReturns(waiter: "completion block") { first, wait in
+            first.completionBlock = { wait() }
+            return nil
+        }
     }
 
     @Test("an isFinished observer that blocks until the next async operation of its serial queue finishes returns")
     func observerWaitsForNext() async {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        let nextFinished = DispatchSemaphore(value: 0)
-        let waited = Shared<Bool?>(nil)
-        let next = AsyncBlockOperation<Void> {}
-        next.completionBlock = { nextFinished.signal() }
-        let first = AsyncBlockOperation<Void> {}
-        let observation = first.observe(\.isFinished, options: [.new]) { _, change in
-            if change.newValue == true { let finished = nextFinished.wait(timeout: .now() + 60) == .success; waited.update { $0 = finished } }
+        await checkBlockingUntilNextFinishesReturns(waiter: "observer") { first, wait in
+            first.observe(\.isFinished, options: [.new]) { _, change in
+                if change.newValue == true { wait() }
+            }
         }
-        queue.addOperations([first, next], waitUntilFinished: false)
-        await queue.waitUntilAllOperationsAreFinished()
-        #expect(waited() == true, "the next body ran while the observer waited")
-        _ = observation
     }
 }

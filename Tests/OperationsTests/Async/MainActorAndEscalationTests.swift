@@ -38,8 +38,9 @@ struct MainActorAndEscalationTests {
         #expect(try await !plainElsewhere.value)
     }
 
-    @Test("awaiting from a high-priority task lets a waiting operation jump its serial queue")
-    func awaitEscalatesQueued() async throws {
+    /// A suspended serial queue holding a block operation and, added after it, an async one;
+    /// each appends its name ("early", "late") to `order` when it runs.
+    private func suspendedSerialQueueWithEarlyAndLate() -> (OperationQueue, Shared<[String]>, AsyncBlockOperation<Void>) {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.isSuspended = true
@@ -47,6 +48,12 @@ struct MainActorAndEscalationTests {
         let early = BlockOperation { order.append("early") }
         let late = AsyncBlockOperation { order.append("late") }
         queue.addOperations([early, late], waitUntilFinished: false)
+        return (queue, order, late)
+    }
+
+    @Test("awaiting from a high-priority task lets a waiting operation jump its serial queue")
+    func awaitEscalatesQueued() async throws {
+        let (queue, order, late) = suspendedSerialQueueWithEarlyAndLate()
         let waiter = Task(priority: .high) { try await late.value }
         #expect(await eventuallyAsync { late._update { $0.escalatedQuality } == .userInitiated })
         queue.isSuspended = false
@@ -57,13 +64,7 @@ struct MainActorAndEscalationTests {
 
     @Test("without an escalation the serial queue keeps its order")
     func noEscalationKeepsOrder() async throws {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
-        let order = Shared<[String]>([])
-        let early = BlockOperation { order.append("early") }
-        let late = AsyncBlockOperation { order.append("late") }
-        queue.addOperations([early, late], waitUntilFinished: false)
+        let (queue, order, late) = suspendedSerialQueueWithEarlyAndLate()
         let gate = TestGate()
         late.completionBlock = { gate.open() }
         queue.isSuspended = false

@@ -1,5 +1,6 @@
 import Operations
 import OperationsComposition
+import OperationsTestSupport
 
 /// The classic asynchronous operation as the tutorials write it: a `State` enum whose
 /// changes are announced with `willChangeValue(forKey:)`/`didChangeValue(forKey:)` under
@@ -102,4 +103,20 @@ final class DocumentedAsyncOperation: Operation, @unchecked Sendable {
         didChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isFinished")
     }
+}
+
+/// An async operation whose body opens `entered`, waits until its task is cancelled, then
+/// throws `CancellationError` (were it not cancelled it would return `value`).
+func enteringThenWaitingForCancellation<Value: Sendable>(_ entered: TestGate, returning value: Value) -> AsyncBlockOperation<Value> {
+    AsyncBlockOperation {
+        entered.open()
+        await TestGate().wait()
+        try Task.checkCancellation()
+        return value
+    }
+}
+
+/// As `enteringThenWaitingForCancellation(_:returning:)`, for an operation without a value.
+func enteringThenWaitingForCancellation(_ entered: TestGate) -> AsyncBlockOperation<Void> {
+    enteringThenWaitingForCancellation(entered, returning: ())
 }
