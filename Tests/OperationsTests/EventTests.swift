@@ -116,8 +116,7 @@ struct EventTests {
     @Test("an operation's enqueued event comes when it joins: after a barrier added while its add read isReady")
     func enqueuedWhenJoined() {
         let queue = OperationQueue()
-        let recorder = Recorder()
-        let subscription = queue.addEventHandler { event in recorder.events.update { $0.append(event) } }
+        let (recorder, subscription) = Recorder.recording(queue)
         let late = HeldReading()
         let added = Gate()
         onNewThread {
