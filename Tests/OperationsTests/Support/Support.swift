@@ -22,12 +22,26 @@ func onNewThread(group: DispatchGroup? = nil, _ body: @escaping @Sendable () -> 
     thread.start()
 }
 
-/// Runs `body` on a thread of its own (not one of Swift's cooperative threads, which it
-/// would block) and returns its result.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        onNewThread { continuation.resume(returning: body()) }
+/// Runs `body` on a thread of its own and returns its result (or throws its error).
+///
+/// For a test that blocks for long, or computes for long: on one of the threads that run
+/// Swift's tasks it would hold that thread, and those pools have about one thread per
+/// processor. Two such tests at once on a two-processor machine (a long chain's release and
+/// a scan of the sources take a minute each under Thread Sanitizer) would leave no thread
+/// for any other test's tasks until one of them ended.
+func onOwnThread<T: Sendable, Failure: Error>(
+    _ body: @escaping @Sendable () throws(Failure) -> T
+) async throws(Failure) -> T {
+    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, Failure>, Never>) in
+        onNewThread {
+            do throws(Failure) {
+                continuation.resume(returning: .success(try body()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
     }
+    return try result.get()
 }
 
 /// Adds an empty operation to `queue` from a thread of its own while a hook or handler of
