@@ -59,10 +59,10 @@ extension Operation {
             if visible {
                 guard them._withUnsafeGuaranteedRef({ mine.appendDependency($0) }) else { return .duplicate }
             } else {
-                mine.hiddenDependencies.append(them.takeUnretainedValue())
+                mine.appendHiddenDependency(them.takeUnretainedValue())
             }
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
-            theirs.dependents.appendGrowingFromFour(me._withUnsafeGuaranteedRef { DependentReference($0) })
+            theirs.addDependent(me._withUnsafeGuaranteedRef { DependentReference($0) })
             mine.gainDependency()
             if mine.extras?.gates != nil { released = mine.gatesGainedDependency() }
             // Two byte compares in the common case (neither quality of service set). A barrier
@@ -84,8 +84,7 @@ extension Operation {
         let (removed, uncounted) = Operation._withBothLocked(self, operation) { mine, theirs -> (Operation?, Bool) in
             guard let removed = mine.removeDependency(operation) else { return (nil, false) }
             let me = Unmanaged.passUnretained(self).toOpaque()
-            guard let index = theirs.dependents.firstIndex(where: { $0.refers(to: me) }) else { return (removed, false) }
-            theirs.dependents.remove(at: index)
+            guard theirs.removeDependent(at: me) else { return (removed, false) }
             mine.loseDependency()
             return (removed, true)
         }
@@ -126,12 +125,12 @@ extension Operation {
     final func _registerHiddenEdge(from barrier: Operation) {
         let link = _insertEdge(from: barrier) {
             Operation._withBothLocked(self, barrier) { mine, theirs -> Link in
-                mine.hiddenDependencies.append(barrier)
+                mine.appendHiddenDependency(barrier)
                 guard !theirs.phase.isFinishingOrFinished else {
                     mine.loseDependency()
                     return .listed
                 }
-                theirs.dependents.appendGrowingFromFour(DependentReference(self))
+                theirs.addDependent(DependentReference(self))
                 return .counted
             }
         }
@@ -175,7 +174,7 @@ extension Operation {
     final func _leaveDependentsLists(of dependencies: [Operation]) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         for dependency in dependencies where !dependency._isFinishingFlag {
-            dependency._update { state in state.dependents.removeAll { $0.refers(to: me) } }
+            dependency._update { $0.removeDependentEverywhere(at: me) }
         }
     }
 

@@ -50,7 +50,7 @@ extension Operation {
             core.finish().map { finish in
                 // Observed: announcements made on this thread while it finishes the operation
                 // are made at once, never handed over to itself.
-                if taken != nil { core.extras(orNew: ()).finishingThread = OperationEvent.currentThread }
+                if taken != nil { core.finishes(on: OperationEvent.currentThread) }
                 return self._recordFinish(finish)
             }
         }) else {
@@ -230,9 +230,9 @@ extension Operation {
         let queue = finish.queue
         // The finished event goes out before any dependent can start.
         queue?._deliverEvents(waitingForDelivery: true)
-        finish.dependents.forEach { $0._dependencyFinished() }
+        finish.dependentsToTell.forEach { $0._dependencyFinished() }
         // Dropped here, with no lock held: a reference may be a dependent's last.
-        finish.dependents = OperationCore.Dependents()
+        finish.dependentsToTell = OperationCore.Dependents()
         if _visibleGated { _endGates(because: .finished) }
         _releaseWork()
         var queueWaiters: [QueueWaiter] = []

@@ -81,11 +81,11 @@ extension Operation {
     /// Blocks until finished, reporting a stall once through `report`.
     final func _waitUntilFinished(report: inout StallReport, targets: () -> [Operation]) {
         if CompletionBlockScope.isRunning(for: self) { return }
-        let semaphore: DispatchSemaphore? = _update { state in
-            if case .finished = state.phase { return nil }
-            let semaphore = DispatchSemaphore(value: 0)
-            state.finishWaiters.append(.thread(semaphore))
-            return semaphore
+        let semaphore = _update { state in
+            state.addFinishWaiter {
+                let semaphore = DispatchSemaphore(value: 0)
+                return (.thread(semaphore), semaphore)
+            }
         }
         guard let semaphore else { return }
         report.wait(on: semaphore, targets: targets)
@@ -98,9 +98,7 @@ extension Operation {
     package final func _onFinish(_ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let finished: Outcome? = _update { state in
-            if case .finished = state.phase { return state.outcome }
-            state.finishWaiters.append(.hook(id: id, hook))
-            return nil
+            state.addFinishWaiter { (.hook(id: id, hook), ()) } == nil ? state.outcome : nil
         }
         guard let finished else { return id }
         hook(finished)
@@ -110,11 +108,7 @@ extension Operation {
     /// Removes a hook that has not run (a waiting task was cancelled). The hook is
     /// released after the lock.
     package final func _removeFinishHook(_ id: UInt64) {
-        let removed = _update { state -> [FinishWaiter] in
-            let removed = state.finishWaiters.filter { if case .hook(id, _) = $0 { true } else { false } }
-            state.finishWaiters.removeAll { if case .hook(id, _) = $0 { true } else { false } }
-            return removed
-        }
+        let removed = _update { $0.removeFinishHook(id) }
         _ = removed
     }
 

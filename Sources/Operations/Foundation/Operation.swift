@@ -47,13 +47,7 @@ open class Operation: NSObject, @unchecked Sendable {
         // at every change of the state; nothing else can reach an object in its deinit.)
         guard visible.load(ordering: .acquiring) & OperationCore.VisibleFlags.holdsDependencies != 0 else { return }
         // Taken, not copied: the pool must hold the last reference.
-        let (dependencies, hidden) = _update { state in
-            defer {
-                state.dependencies = []
-                state.hiddenDependencies = []
-            }
-            return (state.dependencies, state.hiddenDependencies)
-        }
+        let (dependencies, hidden) = _update { $0.takeDependencies() }
         // Off the lists of dependencies that have not finished, before this object goes.
         _leaveDependentsLists(of: dependencies)
         _leaveDependentsLists(of: hidden)

@@ -41,7 +41,7 @@ extension OperationCore {
         var outcome: OutcomeKind
         /// The operations waiting for this one, as strong references made under the lock
         /// (see `DependentReference`).
-        var dependents: Dependents
+        var dependentsToTell: Dependents
         var completionBlock: (@Sendable () -> Void)?
         var queue: OperationQueue?
         var releasesSlot: Bool
@@ -76,7 +76,7 @@ extension OperationCore {
         // Taken from the side box in place (most operations have no box: one compare).
         let completionBlock = extras?.completionBlock.take()
         return Finish(
-            outcome: kind, dependents: waiting, completionBlock: completionBlock, queue: queue,
+            outcome: kind, dependentsToTell: waiting, completionBlock: completionBlock, queue: queue,
             releasesSlot: byQueue, completedCancellation: completedCancellation, unusedErrors: unused,
             hasWaiters: !finishWaiters.isEmpty)
     }
@@ -95,6 +95,29 @@ extension OperationCore {
         default:
             return false
         }
+    }
+
+    /// Records that the calling thread, `thread`, finishes the operation: announcements it
+    /// makes meanwhile are made at once (see `handOver(_:from:)`).
+    mutating func finishes(on thread: UInt64) {
+        extras(orNew: ()).finishingThread = thread
+    }
+
+    /// Adds a waiter, made by `make` (with what the caller keeps of it), woken once the
+    /// operation has finished; nil, and nothing made, when it already has.
+    mutating func addFinishWaiter<Kept>(_ make: () -> (FinishWaiter, Kept)) -> Kept? {
+        if case .finished = phase { return nil }
+        let (waiter, kept) = make()
+        finishWaiters.append(waiter)
+        return kept
+    }
+
+    /// Takes off the hook `id` if it has not run; returns it, for the caller to drop after
+    /// the lock.
+    mutating func removeFinishHook(_ id: UInt64) -> [FinishWaiter] {
+        let removed = finishWaiters.filter { if case .hook(id, _) = $0 { true } else { false } }
+        finishWaiters.removeAll { if case .hook(id, _) = $0 { true } else { false } }
+        return removed
     }
 
     /// The announcements handed over since the last call, to be made before any waiter is

@@ -204,6 +204,39 @@ extension OperationCore {
         return dependencies.remove(at: position)
     }
 
+    /// Lists a barrier as a hidden dependency (``Operation/dependencies`` does not show it).
+    mutating func appendHiddenDependency(_ operation: Operation) {
+        hiddenDependencies.append(operation)
+    }
+
+    /// Gives up both dependency lists (the operation is going away): the caller drops them
+    /// after the lock.
+    mutating func takeDependencies() -> (visible: [Operation], hidden: [Operation]) {
+        defer {
+            dependencies = []
+            hiddenDependencies = []
+        }
+        return (dependencies, hiddenDependencies)
+    }
+
+    /// Lists an operation that waits for this one.
+    mutating func addDependent(_ dependent: DependentReference) {
+        dependents.appendGrowingFromFour(dependent)
+    }
+
+    /// Unlists one edge to the dependent at `address`; false when it was not listed (this
+    /// operation's finish already released it).
+    mutating func removeDependent(at address: UnsafeMutableRawPointer) -> Bool {
+        guard let index = dependents.firstIndex(where: { $0.refers(to: address) }) else { return false }
+        dependents.remove(at: index)
+        return true
+    }
+
+    /// Unlists every edge to the dependent at `address` (it is going away).
+    mutating func removeDependentEverywhere(at address: UnsafeMutableRawPointer) {
+        dependents.removeAll { $0.refers(to: address) }
+    }
+
     /// One more unfinished dependency.
     /// (An operation already in the ready list stays there: the worker that pops it finds
     /// it not ready and lets it wait again.)
