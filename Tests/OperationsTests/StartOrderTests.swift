@@ -69,6 +69,21 @@ struct StartOrderTests {
         #expect(log() == ["a", "b", "c", "plain"])
     }
 
+    @Test("operations whose priority was raised after they were added start in the order they were added")
+    func raisedPrioritiesKeepTheOrderAdded() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let log = Shared<[String]>([])
+        let op = operations(["a", "b", "c", "d"], log: log)
+        for name in ["a", "b", "c", "d"] { queue.addOperation(op[name]!) }
+        // Raised in another order than added, each once it waits in the queue.
+        for name in ["d", "b", "c"] { op[name]!.queuePriority = .high }
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(log() == ["b", "c", "d", "a"])
+    }
+
     @Test("a queue that is not serial gives a free slot to the ready operation added first")
     func concurrentQueueFillsASlotInTheOrderAdded() {
         let queue = OperationQueue()

@@ -28,8 +28,8 @@ struct ReadyList {
         /// `Unmanaged`: the chain from `head` holds every operation of the FIFO, the tail
         /// included, as long as it is in the list (and the queue's lock is held).
         var tail: Unmanaged<Operation>?
-        /// The operations that came out of order: a min-heap by add order.
-        var heap: [Operation] = []
+        /// The operations that came out of order, by add order.
+        var heap = Heap<ByAddOrder>()
 
         var isEmpty: Bool { head == nil && heap.isEmpty }
 
@@ -44,8 +44,7 @@ struct ReadyList {
                 tail._withUnsafeGuaranteedRef { $0._nextReady = operation }
                 self.tail = Unmanaged.passUnretained(operation)
             } else {
-                heap.append(operation)
-                siftUp(heap.count - 1)
+                heap.insert(ByAddOrder(operation: operation))
             }
         }
 
@@ -53,13 +52,13 @@ struct ReadyList {
         private var heapGoesFirst: Bool {
             guard let top = heap.first else { return false }
             guard let head else { return true }
-            return top._addSequence < head._addSequence
+            return top.operation._addSequence < head._addSequence
         }
 
-        var first: Operation? { heapGoesFirst ? heap[0] : head }
+        var first: Operation? { heapGoesFirst ? heap.first!.operation : head }
 
         mutating func popFirst() -> Operation? {
-            if heapGoesFirst { return popHeap() }
+            if heapGoesFirst { return heap.popFirst()!.operation }
             guard let operation = head.take() else { return nil }
             head = operation._nextReady.take()
             if head == nil { tail = nil }
@@ -82,45 +81,15 @@ struct ReadyList {
                 previous = current
                 cursor = current._nextReady
             }
-            guard let index = heap.firstIndex(where: { $0 === operation }) else { return false }
-            heap.swapAt(index, heap.count - 1)
-            heap.removeLast()
-            if index < heap.count {
-                siftDown(index)
-                siftUp(index)
-            }
-            return true
+            return heap.remove { $0.operation === operation } != nil
         }
+    }
 
-        private mutating func popHeap() -> Operation {
-            heap.swapAt(0, heap.count - 1)
-            let operation = heap.removeLast()
-            if !heap.isEmpty { siftDown(0) }
-            return operation
-        }
+    /// An operation that became ready out of add order.
+    private struct ByAddOrder: HeapElement {
+        let operation: Operation
 
-        private mutating func siftUp(_ start: Int) {
-            var index = start
-            while index > 0 {
-                let parent = (index - 1) / 2
-                guard heap[index]._addSequence < heap[parent]._addSequence else { return }
-                heap.swapAt(index, parent)
-                index = parent
-            }
-        }
-
-        private mutating func siftDown(_ start: Int) {
-            var index = start
-            while true {
-                let left = 2 * index + 1
-                guard left < heap.count else { return }
-                let right = left + 1
-                let child = right < heap.count && heap[right]._addSequence < heap[left]._addSequence ? right : left
-                guard heap[child]._addSequence < heap[index]._addSequence else { return }
-                heap.swapAt(index, child)
-                index = child
-            }
-        }
+        func goesBefore(_ other: ByAddOrder) -> Bool { operation._addSequence < other.operation._addSequence }
     }
 
     /// Indexed by priority level, lowest first.
@@ -136,7 +105,7 @@ struct ReadyList {
         var staleInBand: Bool
     }
 
-    private struct MovedEntry {
+    private struct MovedEntry: HeapElement {
         let operation: Operation
         let level: Int
         let generation: UInt64
@@ -149,8 +118,8 @@ struct ReadyList {
 
     /// By operation, for moved operations only (empty on the common path).
     private var moved: [ObjectIdentifier: Moved] = [:]
-    /// Live and stale entries of moved operations: a heap by `goesBefore`.
-    private var movedHeap: [MovedEntry] = []
+    /// Live and stale entries of moved operations.
+    private var movedHeap = Heap<MovedEntry>()
     private var nextGeneration: UInt64 = 0
 
     static func level(of priority: Operation.QueuePriority) -> Int {
@@ -192,8 +161,7 @@ struct ReadyList {
         } else {
             moved[id] = Moved(generation: generation, live: true, staleInBand: true)
         }
-        movedHeap.append(MovedEntry(operation: operation, level: level, generation: generation))
-        siftUpMoved(movedHeap.count - 1)
+        movedHeap.insert(MovedEntry(operation: operation, level: level, generation: generation))
     }
 
     /// Removes a given operation; false when it is not in the list. O(n) in its band:
@@ -217,7 +185,7 @@ struct ReadyList {
         if !moved.isEmpty || !movedHeap.isEmpty { dropStale(into: &dropped) }
         switch front() {
         case .band(let level): return bands[level].first
-        case .moved: return movedHeap[0].operation
+        case .moved: return movedHeap.first!.operation
         case nil: return nil
         }
     }
@@ -236,7 +204,7 @@ struct ReadyList {
             return operation
         case .moved:
             count -= 1
-            let entry = popMoved()
+            let entry = movedHeap.popFirst()!
             entry.operation._isFiledReady = false
             let id = ObjectIdentifier(entry.operation)
             moved[id]!.live = false
@@ -266,8 +234,7 @@ struct ReadyList {
         for level in bands.indices {
             while let operation = bands[level].popFirst() { dropped.append(operation) }
         }
-        dropped.append(contentsOf: movedHeap.lazy.map(\.operation))
-        movedHeap = []
+        dropped.append(contentsOf: movedHeap.removeAll().lazy.map(\.operation))
         moved = [:]
     }
 
@@ -283,37 +250,7 @@ struct ReadyList {
         while let top = movedHeap.first {
             let state = moved[ObjectIdentifier(top.operation)]
             if let state, state.live, state.generation == top.generation { break }
-            dropped.append(popMoved().operation)
-        }
-    }
-
-    private mutating func popMoved() -> MovedEntry {
-        movedHeap.swapAt(0, movedHeap.count - 1)
-        let entry = movedHeap.removeLast()
-        if !movedHeap.isEmpty { siftDownMoved(0) }
-        return entry
-    }
-
-    private mutating func siftUpMoved(_ start: Int) {
-        var index = start
-        while index > 0 {
-            let parent = (index - 1) / 2
-            guard movedHeap[index].goesBefore(movedHeap[parent]) else { return }
-            movedHeap.swapAt(index, parent)
-            index = parent
-        }
-    }
-
-    private mutating func siftDownMoved(_ start: Int) {
-        var index = start
-        while true {
-            let left = 2 * index + 1
-            guard left < movedHeap.count else { return }
-            let right = left + 1
-            let child = right < movedHeap.count && movedHeap[right].goesBefore(movedHeap[left]) ? right : left
-            guard movedHeap[child].goesBefore(movedHeap[index]) else { return }
-            movedHeap.swapAt(index, child)
-            index = child
+            dropped.append(movedHeap.popFirst()!.operation)
         }
     }
 }

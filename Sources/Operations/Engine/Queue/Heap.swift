@@ -1,0 +1,71 @@
+/// What a ``Heap`` holds: an order in which one element comes before another.
+protocol HeapElement {
+    /// Whether `self` leaves the heap before `other`.
+    func goesBefore(_ other: Self) -> Bool
+}
+
+/// A binary min-heap by ``HeapElement/goesBefore(_:)``: O(log n) to insert and to take the
+/// first, O(n) to remove an element from elsewhere.
+struct Heap<Element: HeapElement> {
+    private(set) var elements: [Element] = []
+
+    var isEmpty: Bool { elements.isEmpty }
+    var count: Int { elements.count }
+    var first: Element? { elements.first }
+
+    mutating func insert(_ element: Element) {
+        elements.append(element)
+        siftUp(elements.count - 1)
+    }
+
+    mutating func popFirst() -> Element? {
+        guard !elements.isEmpty else { return nil }
+        return remove(at: 0)
+    }
+
+    /// Removes the first element (in storage order) for which `matches` holds; nil when
+    /// none does.
+    mutating func remove(where matches: (Element) -> Bool) -> Element? {
+        guard let index = elements.firstIndex(where: matches) else { return nil }
+        return remove(at: index)
+    }
+
+    /// Empties the heap, returning what it held (in no particular order).
+    mutating func removeAll() -> [Element] {
+        defer { elements = [] }
+        return elements
+    }
+
+    private mutating func remove(at index: Int) -> Element {
+        elements.swapAt(index, elements.count - 1)
+        let element = elements.removeLast()
+        if index < elements.count {
+            siftDown(index)
+            siftUp(index)
+        }
+        return element
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var index = start
+        while index > 0 {
+            let parent = (index - 1) / 2
+            guard elements[index].goesBefore(elements[parent]) else { return }
+            elements.swapAt(index, parent)
+            index = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var index = start
+        while true {
+            let left = 2 * index + 1
+            guard left < elements.count else { return }
+            let right = left + 1
+            let child = right < elements.count && elements[right].goesBefore(elements[left]) ? right : left
+            guard elements[child].goesBefore(elements[index]) else { return }
+            elements.swapAt(index, child)
+            index = child
+        }
+    }
+}
