@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// The engine names nothing of the layers above it: they plug in through the hooks it
-/// declares (`Engine/LayerHooks.swift`). Checked on the sources themselves.
+/// declares (`Engine/LayerHooks.swift`). Checked on the sources themselves. (The scan
+/// reads lines: the text of a multi-line string or of a `/* */` comment counts as code.)
 @Suite("Layers: the engine names nothing above it")
 struct EngineLayeringTests {
     /// The package's root, from this file's path (Tests/OperationsTests/<file>).
@@ -66,8 +67,8 @@ struct EngineLayeringTests {
             || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_") || byte >= 0x80
     }
 
-    /// The words of a line of code, each with whether only spaces separate it from the one
-    /// before.
+    /// The words of a line of code, each with whether only spaces or tabs separate it from
+    /// the one before.
     static func words(of line: [UInt8]) -> [(word: String, afterSpaces: Bool)] {
         var words: [(word: String, afterSpaces: Bool)] = []
         var index = 0
@@ -121,49 +122,6 @@ struct EngineLayeringTests {
         #expect(scan.upperNames > 50, "the upper layers' declarations were not found under \(Self.root.path)")
         #expect(scan.engineFiles > 5)
         #expect(scan.violations.isEmpty, "\(scan.violations.joined(separator: "\n"))")
-    }
-
-    /// The fields of an operation's state machine (`OperationCore`) that only the engine's
-    /// own methods change: the layers above ask for a change by name.
-    static let machineFields = [
-        "phase", "cancellation", "pendingDependencyCount", "readinessGeneration", "bandWhenAdded",
-        "escalatedQuality", "dependencies", "hiddenDependencies", "dependents", "finishWaiters",
-        "gates", "handedOverAnnouncements", "finishingThread",
-    ]
-
-    @Test("no source above the engine changes a field of an operation's state machine itself")
-    func machineFieldsChangedOnlyByTheEngine() async throws {
-        let writes = try await onOwnThread { () throws -> [String] in try Self.machineFieldWrites() }
-        #expect(writes.isEmpty, "\(writes.joined(separator: "\n"))")
-    }
-
-    /// Where a file of the `Operations` module outside the engine assigns one of
-    /// `machineFields`, or changes it in place (`append`, `remove…`, `insert`).
-    static func machineFieldWrites() throws -> [String] {
-        let changes = ["append(", "appendGrowingFromFour(", "append(contentsOf:", "remove(", "removeAll", "removeLast", "removeFirst", "insert(", "popLast("]
-        var writes: [String] = []
-        for file in swiftFiles(in: "Sources/Operations") where !file.path.contains("/Sources/Operations/Engine/") {
-            for (number, bytes) in try code(of: file).enumerated() {
-                let line = String(decoding: bytes, as: UTF8.self)
-                for field in machineFields {
-                    var rest = line[...]
-                    while let found = rest.range(of: "." + field) {
-                        let after = rest[found.upperBound...]
-                        rest = after
-                        // A longer name (`.phaseKind`) is another field.
-                        if let next = after.utf8.first, isNamePart(next) { continue }
-                        let text = after.drop { $0 == " " }
-                        let assigned = (text.hasPrefix("=") && !text.hasPrefix("==")) || text.hasPrefix("+=") || text.hasPrefix("-=")
-                            || text.hasPrefix("&+=")
-                        let changed = text.hasPrefix(".") && changes.contains { text.dropFirst().hasPrefix($0) }
-                        if assigned || changed {
-                            writes.append("\(file.lastPathComponent):\(number + 1) changes \(field)")
-                        }
-                    }
-                }
-            }
-        }
-        return writes
     }
 
     struct Scan {

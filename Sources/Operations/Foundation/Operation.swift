@@ -100,12 +100,7 @@ open class Operation: NSObject, @unchecked Sendable {
         set {
             // An operation already in its queue's ready list moves to its new band (when the
             // band it runs in changed).
-            let queue = _update { state -> OperationQueue? in
-                let before = state.effectivePriority
-                state.queuePriority = newValue
-                return state.phase.kind == .ready && state.effectivePriority != before ? state.queue : nil
-            }
-            queue?._refile(self)
+            _update { $0.setQueuePriority(newValue) }?._refile(self)
         }
     }
 
@@ -113,7 +108,7 @@ open class Operation: NSObject, @unchecked Sendable {
     /// operation below its queue's quality of service runs at the queue's.
     open var qualityOfService: QualityOfService {
         get { _update { $0.qualityOfService } ?? .default }
-        set { _update { $0.qualityOfService = newValue } }
+        set { _update { $0.setQualityOfService(newValue) } }
     }
 
     /// Deprecated; stored and reported, with no effect on scheduling.

@@ -97,8 +97,8 @@ extension OperationCore {
         }
     }
 
-    /// Records that the calling thread, `thread`, finishes the operation: announcements it
-    /// makes meanwhile are made at once (see `handOver(_:from:)`).
+    /// Records `thread` as the one finishing the operation: announcements it makes
+    /// meanwhile are made at once (see `handOver(_:from:)`).
     mutating func finishes(on thread: UInt64) {
         extras(orNew: ()).finishingThread = thread
     }
@@ -112,8 +112,8 @@ extension OperationCore {
         return kept
     }
 
-    /// Takes off the hook `id` if it has not run; returns it, for the caller to drop after
-    /// the lock.
+    /// Takes off the hook `id` if it has not run; returns what it removed, for the caller
+    /// to drop after the lock.
     mutating func removeFinishHook(_ id: UInt64) -> [FinishWaiter] {
         let removed = finishWaiters.filter { if case .hook(id, _) = $0 { true } else { false } }
         finishWaiters.removeAll { if case .hook(id, _) = $0 { true } else { false } }

@@ -177,6 +177,22 @@ struct OperationCore {
     }
 }
 
+// MARK: - Priorities
+
+extension OperationCore {
+    /// Sets the queue priority; returns the queue whose ready list must refile the
+    /// operation (it is filed there, and the band it runs in changed), or nil.
+    mutating func setQueuePriority(_ priority: Operation.QueuePriority) -> OperationQueue? {
+        let before = effectivePriority
+        queuePriority = priority
+        return phase.kind == .ready && effectivePriority != before ? queue : nil
+    }
+
+    mutating func setQualityOfService(_ quality: QualityOfService) {
+        qualityOfService = quality
+    }
+}
+
 // MARK: - Dependencies
 
 extension OperationCore {

@@ -1,13 +1,14 @@
 /// What a ``Heap`` holds: an order in which one element comes before another.
 protocol HeapElement {
-    /// Whether `self` leaves the heap before `other`.
+    /// Whether `self` leaves the heap before `other`: a strict order (never both ways, never
+    /// an element before itself).
     func goesBefore(_ other: Self) -> Bool
 }
 
 /// A binary min-heap by ``HeapElement/goesBefore(_:)``: O(log n) to insert and to take the
 /// first, O(n) to remove an element from elsewhere.
 struct Heap<Element: HeapElement> {
-    private(set) var elements: [Element] = []
+    private var elements: [Element] = []
 
     var isEmpty: Bool { elements.isEmpty }
     var count: Int { elements.count }
@@ -31,7 +32,7 @@ struct Heap<Element: HeapElement> {
     }
 
     /// Empties the heap, returning what it held (in no particular order).
-    mutating func removeAll() -> [Element] {
+    mutating func takeAll() -> [Element] {
         defer { elements = [] }
         return elements
     }

@@ -234,7 +234,7 @@ struct ReadyList {
         for level in bands.indices {
             while let operation = bands[level].popFirst() { dropped.append(operation) }
         }
-        dropped.append(contentsOf: movedHeap.removeAll().lazy.map(\.operation))
+        dropped.append(contentsOf: movedHeap.takeAll().lazy.map(\.operation))
         moved = [:]
     }
 
