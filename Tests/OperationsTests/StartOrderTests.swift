@@ -24,6 +24,15 @@ private final class LoggingOperation: Operation, @unchecked Sendable {
 
 @Suite("OperationQueue: which ready operation starts first")
 struct StartOrderTests {
+    /// A serial queue, suspended: what is added to it waits, and starts in order once it is
+    /// resumed.
+    private func suspendedSerialQueue() -> OperationQueue {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        return queue
+    }
+
     private func operations(_ names: [String], log: Shared<[String]>) -> [String: LoggingOperation] {
         Dictionary(uniqueKeysWithValues: names.map { ($0, LoggingOperation($0, log: log)) })
     }
@@ -41,9 +50,7 @@ struct StartOrderTests {
 
     @Test("a serial queue starts the ready operation added first, not the one that became ready first")
     func serialQueueStartsInTheOrderAdded() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let op = operations(["a", "b", "c", "d", "e"], log: log)
         op["b"]!.addDependency(op["a"]!)
@@ -56,9 +63,7 @@ struct StartOrderTests {
 
     @Test("within one priority band the operation added first starts first; higher bands still go before")
     func samePriorityBandStartsInTheOrderAdded() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let op = operations(["plain", "a", "b", "c"], log: log)
         for name in ["a", "b", "c"] { op[name]!.queuePriority = .high }
@@ -71,9 +76,7 @@ struct StartOrderTests {
 
     @Test("operations whose priority was raised after they were added start in the order they were added")
     func raisedPrioritiesKeepTheOrderAdded() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let op = operations(["a", "b", "c", "d"], log: log)
         for name in ["a", "b", "c", "d"] { queue.addOperation(op[name]!) }
@@ -112,9 +115,7 @@ struct StartOrderTests {
 
     @Test("every way of adding takes its place in the order added")
     func everyWayOfAddingKeepsTheOrderAdded() async {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let first = LoggingOperation("first", log: log)
         // Each of these becomes ready only when the one before it finishes: after every
@@ -147,9 +148,7 @@ struct StartOrderTests {
 
     @Test("a cancelled operation added after a barrier does not pass through start() before the barrier has run")
     func cancelledOperationAfterBarrierWaitsForIt() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let before = LoggingOperation("before", log: log)
         let after = LoggingOperation("after", log: log)
@@ -172,9 +171,7 @@ struct StartOrderTests {
 
     @Test("a cancelled operation of a higher band added after a barrier still waits for the barrier")
     func cancelledHighPriorityOperationAfterBarrierWaitsForIt() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let before = LoggingOperation("before", log: log)
         let after = LoggingOperation("after", log: log)
@@ -198,9 +195,7 @@ struct StartOrderTests {
 
     @Test("a cancelled operation waits for every barrier added before it; one added before a barrier does not")
     func cancelledOperationsAndTwoBarriers() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let early = LoggingOperation("early", log: log)
         let between = LoggingOperation("between", log: log)
@@ -261,9 +256,7 @@ struct StartOrderTests {
 
     @Test("an operation added to a serial queue keeps the normal band after the queue stops being serial")
     func bandIsFixedWhenAddedToSerialQueue() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let op = addRaisedOperationBehindItsDependency(to: queue, log: log)
         queue.maxConcurrentOperationCount = 2
