@@ -65,6 +65,14 @@ public struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
 /// `static let` costs a `swift_once` call on every lock (about 4% of a tiny operation).
 @usableFromInline let threadSanitizerState = Atomic<UInt8>(0)
 
+/// The addresses of the sanitizer's `__tsan_acquire` and `__tsan_release`, 0 until looked
+/// up. Atomics with constant initializers, like `threadSanitizerState`: under Thread
+/// Sanitizer the runtime makes every `swift_once` take a lock of its own (it never marks
+/// the once done for the fast path), so a `static let` read by every `Locked` made one
+/// lock that every lock of the process went through, and threads queued on it for long.
+@usableFromInline let threadSanitizerAcquire = Atomic<UInt>(0)
+@usableFromInline let threadSanitizerRelease = Atomic<UInt>(0)
+
 /// Tells Thread Sanitizer about `Locked`'s critical sections.
 ///
 /// `Synchronization.Mutex` waits with raw futex calls on Linux, which Thread Sanitizer does
@@ -79,12 +87,24 @@ struct ThreadSanitizerAnnotations: Sendable {
 
     @inlinable static var absent: UInt8 { 1 }
 
-    static let loaded: ThreadSanitizerAnnotations? = {
-        guard let acquire = dlsym(nil, "__tsan_acquire"), let release = dlsym(nil, "__tsan_release") else {
-            return nil
+    /// The annotations, looked up on first use (two threads may both look them up: they
+    /// find the same addresses); nil without the sanitizer.
+    static var loaded: ThreadSanitizerAnnotations? {
+        // Relaxed: the value is a code address, and nothing else is published with it (an
+        // acquiring load makes the sanitizer synchronize every lock on these two addresses).
+        var acquire = threadSanitizerAcquire.load(ordering: .relaxed)
+        var release = threadSanitizerRelease.load(ordering: .relaxed)
+        if acquire == 0 || release == 0 {
+            guard let foundAcquire = dlsym(nil, "__tsan_acquire"), let foundRelease = dlsym(nil, "__tsan_release") else {
+                return nil
+            }
+            acquire = UInt(bitPattern: foundAcquire)
+            release = UInt(bitPattern: foundRelease)
+            threadSanitizerAcquire.store(acquire, ordering: .relaxed)
+            threadSanitizerRelease.store(release, ordering: .relaxed)
         }
         return ThreadSanitizerAnnotations(
-            acquire: unsafeBitCast(acquire, to: Annotation.self),
-            release: unsafeBitCast(release, to: Annotation.self))
-    }()
+            acquire: unsafeBitCast(UnsafeRawPointer(bitPattern: acquire)!, to: Annotation.self),
+            release: unsafeBitCast(UnsafeRawPointer(bitPattern: release)!, to: Annotation.self))
+    }
 }
