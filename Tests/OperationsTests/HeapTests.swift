@@ -18,8 +18,7 @@ struct HeapTests {
         // There (a debug build) every call of the heap from this module looks its generic
         // type up in the runtime's cache, which the ready lists of every queue in the process
         // share: 12,000 steps held all of the suite's queues back for two minutes.
-        let sanitized = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1"
-        let (seeds, steps): (UInt64, Int) = sanitized ? (1, 500) : (4, 3_000)
+        let (seeds, steps): (UInt64, Int) = isSanitized ? (1, 500) : (4, 3_000)
         let mismatches = await onOwnThread { () -> [String] in
             var mismatches: [String] = []
             for seed: UInt64 in 1...seeds { mismatches += Self.run(seed: seed, steps: steps) }

@@ -38,7 +38,7 @@ struct NestedAnnouncementTests {
     @Test("a chain of 20,000 finishes set off by observers' didFinish takes a bounded stack")
     func observerChain() async {
         await #expect(processExitsWith: .success) {
-            let count = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 2_000 : 20_000
+            let count = isSanitized ? 2_000 : 20_000
             let operations = (0..<count).map { _ in BlockOperation {} }
             for index in 0..<(count - 1) {
                 let next = operations[index + 1]

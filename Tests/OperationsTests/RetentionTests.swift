@@ -82,7 +82,7 @@ struct RetentionTests {
         queue.maxConcurrentOperationCount = 2
         // Fewer under a sanitizer, where each round is many times slower (this test blocks a
         // thread of the test runner's pool while it runs).
-        let rounds = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 200 : 2_000
+        let rounds = isSanitized ? 200 : 2_000
         let released = DispatchGroup()
         let releasing = DispatchQueue(label: "releasing dependents")
         var dependencies: [Operation] = []
@@ -107,7 +107,7 @@ struct RetentionTests {
         // creations and edges takes minutes, and its atomics, which every thread creating
         // operations shares, slow the whole suite down. A release one stack frame per link
         // would overflow a thread's stack long before 100,000 links.
-        let links = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 100_000 : 1_000_000
+        let links = isSanitized ? 100_000 : 1_000_000
         let released = await onOwnThread {
             var last = Operation()
             for _ in 0..<links {

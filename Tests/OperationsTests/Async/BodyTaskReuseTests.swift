@@ -130,7 +130,7 @@ struct BodyTaskReuseTests {
 /// the plain run checks the behaviour.
 @Suite(
     "Async bodies run in turn: user code of a finish never waits for the next body", .serialized, .timeLimit(.minutes(3)),
-    .disabled(if: ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1", "blocks a thread of the cooperative pool for as long as a sanitized run needs"))
+    .disabled(if: isSanitized, "blocks a thread of the cooperative pool for as long as a sanitized run needs"))
 struct BodyTaskReuseWaitTests {
     /// Adds two async operations to a serial queue; `blockUntilNextFinished` installs on the
     /// first a callback (named `waiter` in the message) that calls the given wait, which blocks

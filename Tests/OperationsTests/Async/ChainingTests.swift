@@ -101,7 +101,7 @@ struct ChainingTests {
     func longThenChainReleased() async {
         // On a thread of its own, and shorter under a sanitizer (see `longChain` in
         // `RetentionTests`).
-        let stages = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 50_000 : 200_000
+        let stages = isSanitized ? 50_000 : 200_000
         let released = await onOwnThread {
             let first = ValueBlockOperation { 0 }
             var last: ValueOperation<Int> = first

@@ -596,7 +596,7 @@ struct DeepGroupTests {
     /// The depths are divided by this under a sanitizer (`OPERATIONS_SANITIZED=1`, set by
     /// CI), whose instrumented runs are ten or more times slower; the plain run checks the
     /// full depths.
-    static var scale: Int { ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 10 : 1 }
+    static var scale: Int { isSanitized ? 10 : 1 }
 
     /// What a child process holds until it exits (a global, so the leak check finds it).
     static let heldUntilExit = Shared<[AnyObject]>([])

@@ -411,7 +411,7 @@ struct StressRound {
         var failures = ledger.allFailures
         // A bound for finding a hang: under a sanitizer, with the whole suite beside it, a
         // round's operations can take a minute to drain.
-        let bound: TimeInterval = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 240 : 60
+        let bound: TimeInterval = isSanitized ? 240 : 60
         if !done.wait(timeout: bound) {
             failures.append("waitUntilAllOperationsAreFinished did not return within \(Int(bound)) s")
             for operation in operations where !operation.isFinished {

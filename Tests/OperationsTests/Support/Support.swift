@@ -6,6 +6,11 @@ import Testing
 /// may be loaded (sanitizers, parallel tests); a correct run never comes near it.
 let eventTimeout: TimeInterval = 20
 
+/// Whether the suite runs under a sanitizer (CI sets `OPERATIONS_SANITIZED=1`): there, tests
+/// whose size only makes them slow use a smaller one. Computed: a global `let` would cost
+/// every read a lock under Thread Sanitizer.
+var isSanitized: Bool { ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" }
+
 /// Runs `body` on a thread of its own. What a test starts on another thread and then waits
 /// for runs here, never on Dispatch's global queues or Swift's cooperative pool: those
 /// pools have about one thread per processor and grow slowly (or not at all) while their

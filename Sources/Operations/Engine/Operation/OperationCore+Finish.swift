@@ -115,8 +115,12 @@ extension OperationCore {
     /// Takes off the hook `id` if it has not run; returns what it removed, for the caller
     /// to drop after the lock.
     mutating func removeFinishHook(_ id: UInt64) -> [FinishWaiter] {
-        let removed = finishWaiters.filter { if case .hook(id, _) = $0 { true } else { false } }
-        finishWaiters.removeAll { if case .hook(id, _) = $0 { true } else { false } }
+        var removed: [FinishWaiter] = []
+        finishWaiters.removeAll { waiter in
+            guard case .hook(id, _) = waiter else { return false }
+            removed.append(waiter)
+            return true
+        }
         return removed
     }
 
