@@ -129,8 +129,10 @@ let package = Package(
         .executableTarget(
             name: "DifferentialOnOperations", dependencies: ["DifferentialPrograms", "Operations"],
             path: "Tests/DifferentialOnOperations"),
+        // Traits the test targets share (one process runs them all).
+        .target(name: "TestTraits", path: "Tests/TestTraits"),
         .testTarget(
-            name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport"]),
+            name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport", "TestTraits"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
         // A framework that declares composition names of its own, and a client that uses them
         // beside `import Operations` (the names must not be ambiguous).
@@ -158,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "OperationsLoggingTests",
             dependencies: [
-                "OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log"),
+                "OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log"), "TestTraits",
                 // The durable parts of the adapters' tests run a worker on an SQLite store.
                 .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
                 .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
@@ -169,7 +171,7 @@ let package = Package(
             name: "OperationsDurableTests",
             dependencies: [
                 "Operations", "OperationsDurable", "OperationsPostgres", "OperationsSQLite", "DurableTestKinds", "DurableTestWorker",
-                .product(name: "Logging", package: "swift-log"),
+                "TestTraits", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ]),

@@ -7,6 +7,7 @@ import Foundation
 import OperationsDurable
 @testable import OperationsSQLite
 import Testing
+import TestTraits
 
 @Suite("The SQLite store's poll wake")
 struct PollWakeTests {
@@ -57,7 +58,7 @@ struct SQLiteConnectionTests {
         await store.shutdown()
     }
 
-    @Test("a store shut down from a cancelled task closes its file")
+    @Test("a store shut down from a cancelled task closes its file", .oneExitTestAtATime)
     func shutdownFromCancelledTask() async {
         // In a process of its own: a connection left open stops the process when released.
         await #expect(processExitsWith: .success) {

@@ -3,6 +3,7 @@ import Logging
 import Operations
 import OperationsLogging
 import Testing
+import TestTraits
 
 @Suite("Diagnostics to swift-log")
 struct LoggingTests {
@@ -24,7 +25,7 @@ struct LoggingTests {
 
     /// In a child process (an exit test): the handler is process-wide, and other tests
     /// replace it while they run.
-    @Test("installed as the library's handler, a real cycle warning reaches the logger")
+    @Test("installed as the library's handler, a real cycle warning reaches the logger", .oneExitTestAtATime)
     func installed() async {
         await #expect(processExitsWith: .success) {
             let memory = InMemoryLogHandler()

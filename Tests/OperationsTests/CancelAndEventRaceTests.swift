@@ -1,6 +1,7 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 /// A `BlockOperation` that, the first time `isReady` is read after `armed` is
 /// set, adds a block (user code called by `start()` before it starts).
@@ -188,7 +189,7 @@ struct CancelAndEventRaceTests {
     /// `start()` adds a block. Either it is accepted and runs, or the call stops the process
     /// with the misuse message; never silently dropped. The child exits with code 3 when
     /// the block was accepted and ran, 4 when it was dropped.
-    @Test("a block added in isExecuting's prior notification at start runs or traps")
+    @Test("a block added in isExecuting's prior notification at start runs or traps", .oneExitTestAtATime)
     func blockAddedInPriorNotificationRunsOrTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             startAddingABlockInIsExecutingNotificationAndExit(prior: true)
@@ -198,7 +199,7 @@ struct CancelAndEventRaceTests {
 
     /// Just started. Forced: as the test above, in the plain notification of `isExecuting`
     /// (the operation is executing; its blocks may not have been taken yet).
-    @Test("a block added in isExecuting's notification at start runs or traps")
+    @Test("a block added in isExecuting's notification at start runs or traps", .oneExitTestAtATime)
     func blockAddedInNotificationRunsOrTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             startAddingABlockInIsExecutingNotificationAndExit(prior: false)

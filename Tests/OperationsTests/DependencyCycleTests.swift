@@ -1,10 +1,11 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 @Suite("Dependency cycles")
 struct DependencyCycleTests {
-    @Test("a two-operation cycle stops the process and names both operations")
+    @Test("a two-operation cycle stops the process and names both operations", .oneExitTestAtATime)
     func twoCycle() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -14,7 +15,7 @@ struct DependencyCycleTests {
         }.map { $0.standardErrorContent.containsText("dependency cycle", "\"alpha\"", "\"beta\"") }.check()
     }
 
-    @Test("a three-operation cycle closed against creation order lists all three")
+    @Test("a three-operation cycle closed against creation order lists all three", .oneExitTestAtATime)
     func threeCycle() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -25,7 +26,7 @@ struct DependencyCycleTests {
         }.map { $0.standardErrorContent.containsText("dependency cycle", "\"first\"", "\"second\"", "\"third\"") }.check()
     }
 
-    @Test("a cycle through a barrier's hidden dependencies is detected")
+    @Test("a cycle through a barrier's hidden dependencies is detected", .oneExitTestAtATime)
     func cycleThroughBarrier() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -40,7 +41,7 @@ struct DependencyCycleTests {
         }.map { $0.standardErrorContent.containsText("dependency cycle", "\"early\"", "\"late\"") }.check()
     }
 
-    @Test("by default (as on Darwin) a cycle is allowed, with a warning that names it")
+    @Test("by default (as on Darwin) a cycle is allowed, with a warning that names it", .oneExitTestAtATime)
     func cycleWarns() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let a = ClosureOperation(name: "left"), b = ClosureOperation(name: "right")
@@ -52,7 +53,7 @@ struct DependencyCycleTests {
         }.map { $0.standardErrorContent.containsText("warning", "dependency cycle", "\"left\"", "\"right\"") }.check()
     }
 
-    @Test("a cycle is broken by cancelling one of its operations (Foundation's test_DependencyCycleBreak)")
+    @Test("a cycle is broken by cancelling one of its operations (Foundation's test_DependencyCycleBreak)", .oneExitTestAtATime)
     func cycleBrokenByCancel() async {
         // In a child process: the cycle's warning goes to its standard error, not the test log.
         await #expect(processExitsWith: .success) {

@@ -1,6 +1,7 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 @Suite("Programmer errors name the operation and the rule; QoS order")
 struct MisuseMessageTests {
@@ -9,7 +10,7 @@ struct MisuseMessageTests {
     /// `op.addDependency(op)` is a programmer error whatever `trapsOnDependencyCycles` says
     /// (it is off here): it stops the process rather than warning and leaving the operation
     /// stuck. Forced: no race.
-    @Test("an operation depending on itself stops the process, even without trapsOnDependencyCycles")
+    @Test("an operation depending on itself stops the process, even without trapsOnDependencyCycles", .oneExitTestAtATime)
     func selfDependencyAlwaysTraps() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = false
@@ -22,7 +23,7 @@ struct MisuseMessageTests {
     // MARK: Misuse messages
 
     /// A batch listing one operation twice names the call that was made.
-    @Test("a duplicate in addOperations is reported by addOperations")
+    @Test("a duplicate in addOperations is reported by addOperations", .oneExitTestAtATime)
     func duplicateInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -32,7 +33,7 @@ struct MisuseMessageTests {
     }
 
     /// Any refusal inside a batch is reported by `addOperations`.
-    @Test("a finished operation in addOperations is reported by addOperations")
+    @Test("a finished operation in addOperations is reported by addOperations", .oneExitTestAtATime)
     func finishedInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let finished = Operation()
@@ -43,7 +44,7 @@ struct MisuseMessageTests {
     }
 
     /// Adding to a second queue names both queues.
-    @Test("adding to a second queue names the queue it is in and the one it was added to")
+    @Test("adding to a second queue names the queue it is in and the one it was added to", .oneExitTestAtATime)
     func secondQueueIsNamed() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -80,7 +81,7 @@ struct MisuseMessageTests {
 
     /// A two-operation cycle reads in the direction the edges were written:
     /// `a.addDependency(b)` then `b.addDependency(a)`.
-    @Test("a two-operation cycle message reads in the direction written")
+    @Test("a two-operation cycle message reads in the direction written", .oneExitTestAtATime)
     func twoCycleDirection() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -96,7 +97,7 @@ struct MisuseMessageTests {
     }
 
     /// A three-operation cycle: `a → b`, `b → c` written, then `c → a` closes it.
-    @Test("a three-operation cycle message reads in the direction written")
+    @Test("a three-operation cycle message reads in the direction written", .oneExitTestAtATime)
     func threeCycleDirection() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true

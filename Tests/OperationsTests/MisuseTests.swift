@@ -1,12 +1,13 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 /// Every misuse stops the process with a message naming the operation and the rule.
 /// Exit tests run each body in a child process.
 @Suite("Misuse")
 struct MisuseTests {
-    @Test("adding an operation twice to one queue")
+    @Test("adding an operation twice to one queue", .oneExitTestAtATime)
     func addTwice() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -18,7 +19,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"twice\"", "already in queue") }.check()
     }
 
-    @Test("adding an operation to two queues")
+    @Test("adding an operation to two queues", .oneExitTestAtATime)
     func addToTwoQueues() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -30,7 +31,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"shared\"", "another queue") }.check()
     }
 
-    @Test("adding a finished operation")
+    @Test("adding a finished operation", .oneExitTestAtATime)
     func addFinished() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -40,7 +41,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"done\"", "has finished") }.check()
     }
 
-    @Test("adding an executing operation")
+    @Test("adding an executing operation", .oneExitTestAtATime)
     func addExecuting() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = ClosureOperation(name: "busy") { op in OperationQueue().addOperation(op) }
@@ -48,7 +49,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"busy\"", "is executing") }.check()
     }
 
-    @Test("addOperations with one invalid operation adds none")
+    @Test("addOperations with one invalid operation adds none", .oneExitTestAtATime)
     func addOperationsAllOrNothing() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let finished = Operation()
@@ -62,7 +63,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"finished-one\"") }.check()
     }
 
-    @Test("a batch listing one operation twice")
+    @Test("a batch listing one operation twice", .oneExitTestAtATime)
     func duplicateInBatch() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -71,7 +72,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"dup\"", "only once") }.check()
     }
 
-    @Test("addExecutionBlock after start")
+    @Test("addExecutionBlock after start", .oneExitTestAtATime)
     func blockAfterStart() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = BlockOperation {}
@@ -81,7 +82,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"started\"", "already started") }.check()
     }
 
-    @Test("start() while executing")
+    @Test("start() while executing", .oneExitTestAtATime)
     func startWhileExecuting() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = ClosureOperation(name: "reentrant") { op in op.start() }
@@ -89,7 +90,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"reentrant\"", "already executing") }.check()
     }
 
-    @Test("start() by hand on an operation that is not ready")
+    @Test("start() by hand on an operation that is not ready", .oneExitTestAtATime)
     func startNotReady() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -99,7 +100,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"waiting\"", "not ready") }.check()
     }
 
-    @Test("a negative concurrency limit other than -1")
+    @Test("a negative concurrency limit other than -1", .oneExitTestAtATime)
     func negativeLimit() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -108,7 +109,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"limited\"", "-2", "at least 0, or -1") }.check()
     }
 
-    @Test("setting underlyingQueue on a non-empty queue")
+    @Test("setting underlyingQueue on a non-empty queue", .oneExitTestAtATime)
     func underlyingOnNonEmpty() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -119,14 +120,14 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"busy-queue\"", "only while the queue is empty") }.check()
     }
 
-    @Test("setting underlyingQueue to the main dispatch queue")
+    @Test("setting underlyingQueue to the main dispatch queue", .oneExitTestAtATime)
     func underlyingMain() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             OperationQueue().underlyingQueue = DispatchQueue.main
         }.map { $0.standardErrorContent.containsText("main dispatch queue") }.check()
     }
 
-    @Test("an operation depending on itself (always, whatever trapsOnDependencyCycles says)")
+    @Test("an operation depending on itself (always, whatever trapsOnDependencyCycles says)", .oneExitTestAtATime)
     func selfDependency() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -135,7 +136,7 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"narcissus\"", "cannot depend on itself") }.check()
     }
 
-    @Test("removing an observer that is not registered")
+    @Test("removing an observer that is not registered", .oneExitTestAtATime)
     func removeUnknownObserver() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation().removeObserver(StateObserver(), forKeyPath: "isFinished")

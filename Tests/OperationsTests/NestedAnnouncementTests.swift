@@ -1,6 +1,7 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 @Suite("Finishes set off by other finishes, nested deeply on one thread")
 struct NestedAnnouncementTests {
@@ -35,7 +36,7 @@ struct NestedAnnouncementTests {
         #expect(Self.chainEnds(length: limit + 4, waitAt: limit + 2), "handed back, deeper")
     }
 
-    @Test("a chain of 20,000 finishes set off by observers' didFinish takes a bounded stack")
+    @Test("a chain of 20,000 finishes set off by observers' didFinish takes a bounded stack", .oneExitTestAtATime)
     func observerChain() async {
         await #expect(processExitsWith: .success) {
             let count = isSanitized ? 2_000 : 20_000

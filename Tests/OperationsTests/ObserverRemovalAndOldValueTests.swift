@@ -1,6 +1,7 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 /// An observer of its target's `isFinished` that removes itself in its deinit.
 private final class SelfRemovingWatcher: NSObject, @unchecked Sendable {
@@ -15,7 +16,7 @@ private final class SelfRemovingWatcher: NSObject, @unchecked Sendable {
 
 @Suite("Observers removed inside deinit")
 struct ObservationDeinitRemovalTests {
-    @Test("an object that observes itself removes the observation in its own deinit")
+    @Test("an object that observes itself removes the observation in its own deinit", .oneExitTestAtATime)
     func observedRemovesInDeinit() async {
         await #expect(processExitsWith: .success) {
             final class SelfObserving: Operation, @unchecked Sendable {
@@ -31,7 +32,7 @@ struct ObservationDeinitRemovalTests {
         }
     }
 
-    @Test("an observer removes itself in its deinit")
+    @Test("an observer removes itself in its deinit", .oneExitTestAtATime)
     func observerRemovesItselfInDeinit() async {
         await #expect(processExitsWith: .success) {
             let operation = Operation()

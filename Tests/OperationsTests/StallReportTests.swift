@@ -2,6 +2,7 @@ import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 /// Stall reports and the queue-wide wait description. The diagnostics handler and the
 /// report delay are process-wide: these tests set them one at a time (serialized), look
@@ -208,7 +209,7 @@ struct StallReportTests {
         queue.waitUntilAllOperationsAreFinished()
     }
 
-    @Test("a programmer error goes through the handler before the trap")
+    @Test("a programmer error goes through the handler before the trap", .oneExitTestAtATime)
     func misuseThroughHandler() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             OperationDiagnostic.handler = { diagnostic in

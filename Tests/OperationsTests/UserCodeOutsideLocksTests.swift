@@ -1,6 +1,7 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 /// User code the engine calls (a `deinit`, an event handler) runs with none of the
 /// library's locks held; each test forces the call at the point where a lock could be held.
@@ -22,7 +23,7 @@ struct UserCodeOutsideLocksTests {
     /// Forced: the offered reason is the error's only owner when `start()` finishes the
     /// operation; the finish must drop it after the operation's lock, or the error's
     /// `deinit` traps ("Recursive call to lock Mutex").
-    @Test("an error the finish gives up is released after the lock")
+    @Test("an error the finish gives up is released after the lock", .oneExitTestAtATime)
     func errorReleasedOutsideLock() async {
         await #expect(processExitsWith: .success) {
             let operation = OwnCancelOperation()
@@ -35,7 +36,7 @@ struct UserCodeOutsideLocksTests {
     /// makes both be inside a handler at once), each cancel an operation of the other
     /// queue. Recording an event must not wait for the other queue's deliverer, or each
     /// waits for the other for good.
-    @Test("handlers of two queues that act on each other's operations do not deadlock")
+    @Test("handlers of two queues that act on each other's operations do not deadlock", .oneExitTestAtATime)
     func crossQueueHandlers() async {
         await #expect(processExitsWith: .success) {
             let first = OperationQueue(), second = OperationQueue()

@@ -1,6 +1,7 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 // Workers, locks and dependencies where user code runs in the middle of the engine's work.
 // Each interleaving is forced through user code the engine calls (getters, KVO callbacks,
@@ -93,7 +94,7 @@ struct WorkerAndDependencyCornerTests {
     /// reads `isReady`, and the override finishes the operation from another thread and
     /// waits for that finish before answering false. The child detects a hang with a
     /// bounded wait and exits with a failure.
-    @Test("an operation finished while a worker confirms its readiness does not stall the worker")
+    @Test("an operation finished while a worker confirms its readiness does not stall the worker", .oneExitTestAtATime)
     func finishedWhileClaimedDoesNotSpin() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -120,7 +121,7 @@ struct WorkerAndDependencyCornerTests {
     /// queue's members, and the test drops its reference: the ready list holds the last
     /// one. Resuming makes a worker pop it, refuse it (finished), and drop it, and its
     /// `deinit` reads `queue.operationCount`.
-    @Test("an operation released by the queue runs its deinit outside the queue's lock")
+    @Test("an operation released by the queue runs its deinit outside the queue's lock", .oneExitTestAtATime)
     func deinitOutsideQueueLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -149,7 +150,7 @@ struct WorkerAndDependencyCornerTests {
     /// reference to the member. After resuming, the member finishes and leaves the queue,
     /// so the barrier's hidden dependency is its last reference; the barrier completes and
     /// drops it. The member's `deinit` reads the barrier's `name` and `dependencies`.
-    @Test("a barrier releases the operations it waited for outside its own lock")
+    @Test("a barrier releases the operations it waited for outside its own lock", .oneExitTestAtATime)
     func barrierReleasesMembersOutsideItsLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -244,7 +245,7 @@ struct WorkerAndDependencyCornerTests {
     /// `start()` is called by hand on an asynchronous operation (overridden `isExecuting`,
     /// base phase untouched) that never finishes, then it is added to a queue. Should it
     /// be admitted, the child reports whether `start()` ran twice and exits normally.
-    @Test("an asynchronous operation started by hand cannot be added to a queue")
+    @Test("an asynchronous operation started by hand cannot be added to a queue", .oneExitTestAtATime)
     func startedByHandAsyncIsRefused() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let starts = Shared(0)
@@ -308,7 +309,7 @@ struct WorkerAndDependencyCornerTests {
     /// so the graph must not keep `d → x` after `x` finished and report one (and trap).
     /// Forced: no race; `x` depends on `d`, is cancelled and started by hand (so it
     /// finished without waiting for `d`); then `d` is made to depend on `x`.
-    @Test("a finished operation closes no dependency cycle (trapsOnDependencyCycles)")
+    @Test("a finished operation closes no dependency cycle (trapsOnDependencyCycles)", .oneExitTestAtATime)
     func noFalseCycleWithTrap() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
@@ -327,7 +328,7 @@ struct WorkerAndDependencyCornerTests {
 
     /// Default setting: as the test above without the trap; no "cycle" warning may be
     /// printed.
-    @Test("a finished operation closes no dependency cycle (no warning)")
+    @Test("a finished operation closes no dependency cycle (no warning)", .oneExitTestAtATime)
     func noFalseCycleWarning() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let x = ClosureOperation(name: "x"), d = ClosureOperation(name: "d")

@@ -2,6 +2,7 @@
 @testable import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 private let underlyingKey = DispatchSpecificKey<Int>()
 
@@ -9,7 +10,7 @@ private let underlyingKey = DispatchSpecificKey<Int>()
 /// body starts. Each case is forced by its setup, not by timing.
 @Suite("Async layer: corners", .timeLimit(.minutes(2)))
 struct AsyncCornerTests {
-    @Test("a 20,000-stage then chain whose head fails does not overflow the stack")
+    @Test("a 20,000-stage then chain whose head fails does not overflow the stack", .oneExitTestAtATime)
     func longFailingChain() async {
         // Each stage is cancelled at start (its input failed) and finished at once. The
         // thread that ended one body must not start the next inside that finish: that would
@@ -27,7 +28,7 @@ struct AsyncCornerTests {
         }
     }
 
-    @Test("a 200,000-stage then chain that never ran is released without recursion")
+    @Test("a 200,000-stage then chain that never ran is released without recursion", .oneExitTestAtATime)
     func abandonedChainReleased() async {
         // Each stage holds its input (for its value) besides listing it as a dependency:
         // dropping the last stage must not release the chain one nested deinit per stage.
@@ -38,7 +39,7 @@ struct AsyncCornerTests {
         }
     }
 
-    @Test("cancelling 50,000 queued async operations behind running bodies does not overflow the stack")
+    @Test("cancelling 50,000 queued async operations behind running bodies does not overflow the stack", .oneExitTestAtATime)
     func cancelLargeBatch() async {
         await #expect(processExitsWith: .success) {
             let queue = OperationQueue()

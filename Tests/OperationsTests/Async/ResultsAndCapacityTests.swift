@@ -2,6 +2,7 @@
 @testable import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 @Suite("Results as they complete, and back-pressure", .timeLimit(.minutes(1)))
 struct ResultsAndCapacityTests {
@@ -138,7 +139,7 @@ struct ResultsAndCapacityTests {
         #expect(queue.core.withLock { $0.reservedPlaces } == 0)
     }
 
-    @Test("a capacity below 1 stops the process with a message naming the queue")
+    @Test("a capacity below 1 stops the process with a message naming the queue", .oneExitTestAtATime)
     func badCapacity() async {
         await #expect(processExitsWith: .failure) {
             let queue = OperationQueue()

@@ -1,11 +1,12 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
 
 /// Misuse of the composition layer stops with a message naming the operation and the rule.
 @Suite("Composition misuse")
 struct CompositionMisuseTests {
-    @Test("adding a category to an operation in a queue")
+    @Test("adding a category to an operation in a queue", .oneExitTestAtATime)
     func exclusivityLate() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()
@@ -17,7 +18,7 @@ struct CompositionMisuseTests {
         }.map { $0.standardErrorContent.containsText("\"late writer\"", "addExclusivity", "before adding it to a queue") }.check()
     }
 
-    @Test("starting by hand an operation with conditions")
+    @Test("starting by hand an operation with conditions", .oneExitTestAtATime)
     func startConditionedByHand() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = BlockOperation {}
@@ -27,7 +28,7 @@ struct CompositionMisuseTests {
         }.map { $0.standardErrorContent.containsText("\"guarded\"", "not ready", "evaluated on its queue") }.check()
     }
 
-    @Test("producing from an operation in no queue")
+    @Test("producing from an operation in no queue", .oneExitTestAtATime)
     func produceWithoutQueue() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let operation = Operation()
@@ -36,7 +37,7 @@ struct CompositionMisuseTests {
         }.map { $0.standardErrorContent.containsText("\"loner\"", "in no queue") }.check()
     }
 
-    @Test("a negative child weight")
+    @Test("a negative child weight", .oneExitTestAtATime)
     func negativeWeight() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let group = GroupOperation()

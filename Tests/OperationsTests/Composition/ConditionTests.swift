@@ -2,6 +2,7 @@ import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 /// A condition that throws a given error.
 private struct Refusing: OperationCondition {
@@ -233,7 +234,7 @@ struct ConditionTests {
         #expect(finished() == count)
     }
 
-    @Test("adding a condition to an operation in a queue stops with a message")
+    @Test("adding a condition to an operation in a queue stops with a message", .oneExitTestAtATime)
     func addAfterEnqueue() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()

@@ -2,6 +2,7 @@ import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 /// A child that records its completion block, so that tests can check finish order.
 private func recorded(_ name: String, into log: Shared<[String]>, _ body: @escaping @Sendable () -> Void = {}) -> BlockOperation {
@@ -252,7 +253,7 @@ struct GroupOperationTests {
         await #expect(throws: TestError(code: 4)) { try await group.values }
     }
 
-    @Test("adding a child to a finished group stops with a message naming the group")
+    @Test("adding a child to a finished group stops with a message naming the group", .oneExitTestAtATime)
     func addAfterFinish() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let group = GroupOperation()
@@ -437,7 +438,7 @@ struct GroupOperationTests {
         group.progress.removeObserver(observer, forKeyPath: "completedUnitCount")
     }
 
-    @Test("a condition added to a child after it joined its group stops with a message naming the group")
+    @Test("a condition added to a child after it joined its group stops with a message naming the group", .oneExitTestAtATime)
     func conditionAfterJoining() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let child = BlockOperation {}
@@ -621,7 +622,7 @@ struct DeepGroupTests {
         return levels
     }
 
-    @Test("groups nested 10,000 deep finish level by level without a stack frame per level")
+    @Test("groups nested 10,000 deep finish level by level without a stack frame per level", .oneExitTestAtATime)
     func deepFinish() async {
         // In a child process: a stack frame per level would overflow the stack.
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
@@ -635,7 +636,7 @@ struct DeepGroupTests {
         }.expectQuietChild()
     }
 
-    @Test("30,000 nested finished groups are released without a stack frame per level")
+    @Test("30,000 nested finished groups are released without a stack frame per level", .oneExitTestAtATime)
     func deepRelease() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let ran = Shared(false)
@@ -650,7 +651,7 @@ struct DeepGroupTests {
         }.expectQuietChild()
     }
 
-    @Test("cancelling groups nested 10,000 deep cancels every level")
+    @Test("cancelling groups nested 10,000 deep cancels every level", .oneExitTestAtATime)
     func deepCancel() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let ran = Shared(false)

@@ -2,6 +2,7 @@ import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 @Suite("Keys: coalescing, reprioritising, cancelling by key", .timeLimit(.minutes(1)))
 struct KeyTests {
@@ -143,7 +144,7 @@ struct KeyTests {
         #expect(Array(log().prefix(2)) == ["download 2", "filter 2"])
     }
 
-    @Test("a key holding an operation of another type stops with a message")
+    @Test("a key holding an operation of another type stops with a message", .oneExitTestAtATime)
     func typeMismatch() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let queue = OperationQueue()

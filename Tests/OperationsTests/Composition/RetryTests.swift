@@ -2,6 +2,7 @@ import Operations
 import OperationsComposition
 import OperationsTestSupport
 import Testing
+import TestTraits
 
 private let limit = Duration.seconds(20)
 
@@ -178,7 +179,7 @@ struct RetryTests {
         #expect(try await poll.value == 4)
     }
 
-    @Test("a maximum below one stops with a message")
+    @Test("a maximum below one stops with a message", .oneExitTestAtATime)
     func badMaximum() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = RetryOperation<Int>(maximumAttempts: 0) { _ in ValueBlockOperation { 1 } }
