@@ -194,7 +194,9 @@ extension OperationQueue {
             // An operation that finished meanwhile (say, finished by hand from another
             // thread) is not started: its finish freed the slot.
             if operation.isReady { return !operation._isFinishingFlag }
-            switch _unclaim(operation, generation: generation) {
+            let (unclaim, wakeup) = _unclaim(operation, generation: generation)
+            if let wakeup { _perform(wakeup) }
+            switch unclaim {
             case .start: return true
             case .parked, .skip: return false
             case .readAgain: continue

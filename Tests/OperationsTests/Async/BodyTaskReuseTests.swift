@@ -173,3 +173,39 @@ struct BodyTaskReuseWaitTests {
         }
     }
 }
+
+/// An async operation whose overridden `isReady` reads false once `notReady` is set, without
+/// an announcement: its queue finds out only when it comes to start it.
+private final class SilentlyUnreadyOperation: TaskOperation<Void>, @unchecked Sendable {
+    let notReady = Shared(false)
+    override var isReady: Bool { super.isReady && !notReady() }
+    override func run() async {}
+}
+
+/// When a body ends, its thread starts the queue's next ready async operation in the slot
+/// it freed; one whose `isReady` reads false then waits for its announcement.
+@Suite("Async bodies run in turn: a successor found not ready", .timeLimit(.minutes(1)))
+struct BodySuccessorNotReadyTests {
+    @Test("a successor whose isReady reads false when the freed slot would start it leaves the slot to the next ready operation")
+    func parkedSuccessorLeavesTheSlot() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let release = TestGate()
+        let first = AsyncBlockOperation<Void> { await release.waitIgnoringCancellation() }
+        let unready = SilentlyUnreadyOperation()
+        let next = AsyncBlockOperation<Void> {}
+        queue.addOperations([first, unready, next], waitUntilFinished: false)
+        #expect(await eventuallyAsync { first.isExecuting })
+        // Both wait behind the limit; the worker that started `first` has ended.
+        unready.notReady.update { $0 = true }
+        release.open()
+        #expect(await next.outcome(within: .seconds(20)) != nil, "the next ready operation started")
+        #expect(!unready.isExecuting && !unready.isFinished)
+        // Ready again, announced: it runs.
+        unready.willChangeValue(forKey: "isReady")
+        unready.notReady.update { $0 = false }
+        unready.didChangeValue(forKey: "isReady")
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(unready.isFinished && !unready.isCancelled)
+    }
+}

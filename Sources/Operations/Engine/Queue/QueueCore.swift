@@ -251,8 +251,11 @@ struct QueueCore {
 
     /// A claimed operation was found not ready after all (its `isReady` read false) and
     /// was parked until its next readiness announcement: it no longer counts as executing.
-    mutating func claimedOperationParked() {
+    /// Returns the workers the freed slot allows (the claim may have been for a start on
+    /// the thread that freed a slot, which no worker follows).
+    mutating func claimedOperationParked() -> Wakeup {
         executing -= 1
+        return wakeup()
     }
 
     /// Moves an operation in the ready list to the band `priority` (it keeps its place in

@@ -113,12 +113,13 @@ extension OperationQueue {
 
     /// A claimed operation's `isReady` read false (`generation`: the readiness generation
     /// read before): gives it back until its next readiness announcement, unless something
-    /// changed meanwhile (see `OperationCore.Unclaim`).
-    final func _unclaim(_ operation: Operation, generation: UInt32) -> OperationCore.Unclaim {
+    /// changed meanwhile (see `OperationCore.Unclaim`). When it was parked, also returns the
+    /// workers its freed slot allows, for the caller to start after the lock.
+    final func _unclaim(_ operation: Operation, generation: UInt32) -> (OperationCore.Unclaim, QueueCore.Wakeup?) {
         core.withLock { state in
             let unclaim = operation._update { $0.unclaim(generation: generation) }
-            if case .parked = unclaim { state.claimedOperationParked() }
-            return unclaim
+            guard case .parked = unclaim else { return (unclaim, nil) }
+            return (unclaim, state.claimedOperationParked())
         }
     }
 
