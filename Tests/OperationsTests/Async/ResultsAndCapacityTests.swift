@@ -99,7 +99,11 @@ struct ResultsAndCapacityTests {
         queue.maxConcurrentOperationCount = 2
         let meter = ConcurrencyMeter()
         let mostHeld = Shared(0)
-        let total = 200
+        // Enough to fill the queue twenty times over. Each one takes several hops between
+        // threads of the queue's quality of service, background: on a loaded machine those
+        // get a tenth of a busy thread's share of the processors, so a few hundred take
+        // most of a minute there.
+        let total = 60
         for index in 0..<total {
             try await queue.enqueue {
                 meter.enter()
