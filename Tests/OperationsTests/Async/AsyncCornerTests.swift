@@ -8,7 +8,7 @@ private let underlyingKey = DispatchSpecificKey<Int>()
 
 /// Corners of the async layer: long chains, large batches, cancelled loops, where the next
 /// body starts. Each case is forced by its setup, not by timing.
-@Suite("Async layer: corners", .timeLimit(.minutes(2)))
+@Suite("Async layer: corners", .timeLimit(.minutes(3)))
 struct AsyncCornerTests {
     @Test("a 20,000-stage then chain whose head fails does not overflow the stack", .oneExitTestAtATime)
     func longFailingChain() async {

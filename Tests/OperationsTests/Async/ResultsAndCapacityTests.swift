@@ -4,7 +4,7 @@ import OperationsTestSupport
 import Testing
 import TestTraits
 
-@Suite("Results as they complete, and back-pressure", .timeLimit(.minutes(1)))
+@Suite("Results as they complete, and back-pressure", .timeLimit(.minutes(3)))
 struct ResultsAndCapacityTests {
     @Test("results(adding:) yields values in the order the operations finish")
     func completionOrder() async throws {

@@ -28,7 +28,7 @@ private struct SignedIn: OperationCondition {
     }
 }
 
-@Suite("Conditions", .timeLimit(.minutes(1)))
+@Suite("Conditions", .timeLimit(.minutes(3)))
 struct ConditionTests {
     @Test("evaluated after the dependencies finished and before the operation starts")
     func order() {

@@ -12,7 +12,7 @@ private func recorded(_ name: String, into log: Shared<[String]>, _ body: @escap
     return operation
 }
 
-@Suite("GroupOperation", .timeLimit(.minutes(1)))
+@Suite("GroupOperation", .timeLimit(.minutes(3)))
 struct GroupOperationTests {
     @Test("finishes after every child, after their completion blocks")
     func finishesAfterChildren() {

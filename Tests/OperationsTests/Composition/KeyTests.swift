@@ -4,7 +4,7 @@ import OperationsTestSupport
 import Testing
 import TestTraits
 
-@Suite("Keys: coalescing, reprioritising, cancelling by key", .timeLimit(.minutes(1)))
+@Suite("Keys: coalescing, reprioritising, cancelling by key", .timeLimit(.minutes(3)))
 struct KeyTests {
     @Test("an operation added under a key in flight joins it: one body, the same value for all")
     func coalescing() async throws {

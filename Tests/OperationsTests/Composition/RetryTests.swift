@@ -14,7 +14,7 @@ private func attempt(_ number: Int, succeedsAt: Int) -> ValueBlockOperation<Int>
     }
 }
 
-@Suite("RetryOperation and RepeatOperation", .timeLimit(.minutes(1)))
+@Suite("RetryOperation and RepeatOperation", .timeLimit(.minutes(3)))
 struct RetryTests {
     @Test("retries until an attempt succeeds; the value is the last attempt's")
     func succeedsLater() async throws {
