@@ -139,6 +139,12 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Defaults to `.background` for queues you create and `.userInteractive` for
     /// ``main``. An operation's own quality of service, when set, wins.
+    ///
+    /// - Note: On Linux, Dispatch runs threads of background quality of service at nice 10,
+    ///   and Swift runs background-priority tasks on a pool of their own, one thread per
+    ///   processor: on a busy machine such a queue's operations and `async` bodies get about
+    ///   a tenth of a normal thread's share of the processors. Set `.default` or higher for
+    ///   work that should not yield to the rest of the machine.
     open var qualityOfService: QualityOfService {
         get { core.withLock { $0.qualityOfService } }
         set {
