@@ -59,8 +59,9 @@ public struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
     }
 }
 
-/// Whether the sanitizer's runtime is loaded: 0 not looked up yet, then
-/// `ThreadSanitizerAnnotations.absent` or `.present`. A global atomic with a constant
+/// `ThreadSanitizerAnnotations.absent` once a lookup found no sanitizer; 0 before, and for
+/// good under the sanitizer (the annotations' addresses are then in the two atomics below).
+/// A global atomic with a constant
 /// initializer is initialized statically, so every lock reads it with one load; a
 /// `static let` costs a `swift_once` call on every lock (about 4% of a tiny operation).
 @usableFromInline let threadSanitizerState = Atomic<UInt8>(0)

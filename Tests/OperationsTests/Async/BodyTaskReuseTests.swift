@@ -1,4 +1,4 @@
-@testable import Operations
+@_spi(Engine) @testable import Operations
 import OperationsTestSupport
 import Testing
 
@@ -195,8 +195,9 @@ struct BodySuccessorNotReadyTests {
         let unready = SilentlyUnreadyOperation()
         let next = AsyncBlockOperation<Void> {}
         queue.addOperations([first, unready, next], waitUntilFinished: false)
-        #expect(await eventuallyAsync { first.isExecuting })
-        // Both wait behind the limit; the worker that started `first` has ended.
+        // Both wait behind the limit once the worker that started `first` has ended: then
+        // `first`'s end is the only thing left that can start them.
+        #expect(await eventuallyAsync { first.isExecuting && queue.core.withLock { $0.pool.count } == 0 })
         unready.notReady.update { $0 = true }
         release.open()
         #expect(await next.outcome(within: .seconds(20)) != nil, "the next ready operation started")
