@@ -17,8 +17,9 @@ extension Operation {
         // Set when this operation runs at a higher quality of service than the dependency:
         // the dependency (and what it waits for) is escalated after the locks.
         var escalation: QualityOfService?
-        // Consultations of gates the new dependency ends (see `gatesGainedDependency`).
-        var released = GateConsultations()
+        // Consultations of gates the new dependency ends (see `gatesGainedDependency`); nil
+        // without gates (nearly every edge), so that such an edge makes and drops no gate list.
+        var released: GateConsultations?
         if operation._isFinishingFlag || _isFinishingFlag {
             _ = _link(from: operation, visible: visible, escalation: &escalation, released: &released)
         } else {
@@ -35,7 +36,7 @@ extension Operation {
         if observed { _announceDidChange("isReady") }
         if let escalation { operation._escalate(to: escalation) }
         // Gates are consulted after every dependency, also one added after they admitted.
-        released.release(of: self, because: .dependencyAdded)
+        released?.release(of: self, because: .dependencyAdded)
     }
 
     enum Link: Equatable, Sendable {
@@ -52,7 +53,7 @@ extension Operation {
     /// (`released`), so that the dependency cannot finish in between.
     private func _link(
         from dependency: Operation, visible: Bool, escalation: inout QualityOfService?,
-        released: inout GateConsultations
+        released: inout GateConsultations?
     ) -> Link {
         let me = Unmanaged.passUnretained(self), them = Unmanaged.passUnretained(dependency)
         return Operation._withBothLocked(self, dependency) { mine, theirs in
@@ -173,8 +174,9 @@ extension Operation {
     /// finished: it no longer waits for them (it is going away, or finished first).
     final func _leaveDependentsLists(of dependencies: [Operation]) {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        for dependency in dependencies where !dependency._isFinishingFlag {
-            dependency._update { $0.removeDependentEverywhere(at: me) }
+        // By index: the list holds each dependency, so the loop takes no reference of its own.
+        for index in dependencies.indices where !dependencies[index]._isFinishingFlag {
+            dependencies[index]._update { $0.removeDependentEverywhere(at: me) }
         }
     }
 

@@ -196,7 +196,13 @@ extension Operation {
     /// while a check is under way makes that check run again, so none is lost.
     final func _readinessChanged() {
         if _visibleGated { _consultGatesIfDue() }
-        guard var generation = _update({ $0.readinessTrigger() }) else { return }
+        _checkReadiness(from: _update { $0.readinessTrigger() })
+    }
+
+    /// The check `_readinessChanged()` runs once its trigger (`OperationCore.readinessTrigger()`)
+    /// returned `trigger`: nil when there is nothing to check.
+    private func _checkReadiness(from trigger: UInt32?) {
+        guard var generation = trigger else { return }
         while true {
             let ready = isReady
             switch _update({ $0.readinessChecked(generation: generation, isReady: ready) }) {
@@ -214,6 +220,12 @@ extension Operation {
     /// One of this operation's dependencies finished (or the edge was removed).
     final func _dependencyFinished() {
         let observed = _hasObservers
+        // Nothing to run between the count and the check (no observer of `isReady` to tell,
+        // no gate to consult): both in one lock section. (Gates are added only to an
+        // operation in no queue, whose gates are not consulted.)
+        guard observed || _visibleGated else {
+            return _checkReadiness(from: _update { $0.loseDependencyTriggeringReadiness() })
+        }
         if observed { _announceWillChange("isReady") }
         _update { $0.loseDependency() }
         if observed { _announceDidChange("isReady") }

@@ -256,12 +256,13 @@ extension OperationCore {
         init(taking list: inout [DependentReference]) {
             guard !list.isEmpty else { return }
             for reference in list {
+                // The reference made here is the one kept (moved, not copied).
                 guard let dependent = reference.retainedIfAlive() else { continue }
                 if first == nil {
-                    first = dependent
+                    first = consume dependent
                 } else {
                     if others.isEmpty { others.reserveCapacity(list.count - 1) }
-                    others.append(dependent)
+                    others.append(consume dependent)
                 }
             }
             list = []

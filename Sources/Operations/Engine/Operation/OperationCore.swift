@@ -266,6 +266,13 @@ extension OperationCore {
         pendingDependencyCount -= 1
         readinessGeneration &+= 1
     }
+
+    /// A dependency finished, and nothing runs between the count and the readiness check:
+    /// `loseDependency()` then `readinessTrigger()`, in one section.
+    mutating func loseDependencyTriggeringReadiness() -> UInt32? {
+        loseDependency()
+        return readinessTrigger()
+    }
 }
 
 /// What few operations use, out of line so that the others do not pay for it: the errors
