@@ -219,16 +219,17 @@ extension Operation {
 
     /// One of this operation's dependencies finished (or the edge was removed).
     final func _dependencyFinished() {
-        let observed = _hasObservers
-        // Nothing to run between the count and the check (no observer of `isReady` to tell,
-        // no gate to consult): both in one lock section. (Gates are added only to an
-        // operation in no queue, whose gates are not consulted.)
-        guard observed || _visibleGated else {
-            return _checkReadiness(from: _update { $0.loseDependencyTriggeringReadiness() })
+        // No observer of `isReady` to tell between the count and the check: one lock
+        // section counts the dependency out and, without gates, starts the check.
+        guard _hasObservers else {
+            switch _update({ $0.loseDependencyTriggeringReadiness() }) {
+            case .consultGates: return _readinessChanged()
+            case .check(let trigger): return _checkReadiness(from: trigger)
+            }
         }
-        if observed { _announceWillChange("isReady") }
+        _announceWillChange("isReady")
         _update { $0.loseDependency() }
-        if observed { _announceDidChange("isReady") }
+        _announceDidChange("isReady")
         _readinessChanged()
     }
 

@@ -267,11 +267,23 @@ extension OperationCore {
         readinessGeneration &+= 1
     }
 
-    /// A dependency finished, and nothing runs between the count and the readiness check:
-    /// `loseDependency()` then `readinessTrigger()`, in one section.
-    mutating func loseDependencyTriggeringReadiness() -> UInt32? {
+    /// What the caller does after a dependency counted itself out
+    /// (`loseDependencyTriggeringReadiness()`).
+    enum LossFollowUp {
+        /// The operation has gates: they are consulted before its readiness is checked.
+        case consultGates
+        /// What `readinessTrigger()` returned: the generation of a check to run, or nil.
+        case check(UInt32?)
+    }
+
+    /// A dependency finished (and nothing observes `isReady`): `loseDependency()`, then, in
+    /// the same section, `readinessTrigger()` unless the operation has gates. Decided here,
+    /// under the lock, so that gates added on another thread before this section (the
+    /// operation queued since) are consulted.
+    mutating func loseDependencyTriggeringReadiness() -> LossFollowUp {
         loseDependency()
-        return readinessTrigger()
+        if extras?.gates != nil { return .consultGates }
+        return .check(readinessTrigger())
     }
 }
 
