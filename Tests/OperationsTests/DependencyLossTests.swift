@@ -1,4 +1,4 @@
-@_spi(Engine) @testable import Operations
+@testable import Operations
 import OperationsComposition
 import Testing
 
@@ -36,20 +36,20 @@ struct DependencyLossTests {
 
     @Test("a dependent given a condition and queued before its dependency finishes is consulted and runs")
     func conditionAddedBeforeTheDependencyFinishesIsConsulted() {
-        let consulted = Locked(false)
-        let ran = Locked(false)
+        let consulted = Shared(false)
+        let ran = Gate()
         let dependencyQueue = OperationQueue()
         let dependentQueue = OperationQueue()
         dependencyQueue.isSuspended = true
         let dependency = BlockOperation {}
-        let dependent = BlockOperation { ran.withLock { $0 = true } }
+        let dependent = BlockOperation { ran.open() }
         dependent.addDependency(dependency)
         dependencyQueue.addOperation(dependency)
-        dependent.addCondition(BlockCondition { _ in consulted.withLock { $0 = true }; return true })
+        dependent.addCondition(BlockCondition { _ in consulted.update { $0 = true }; return true })
         dependentQueue.addOperation(dependent)
         dependencyQueue.isSuspended = false
-        dependentQueue.waitUntilAllOperationsAreFinished()
-        #expect(consulted.withLock { $0 })
-        #expect(ran.withLock { $0 })
+        // A bounded wait: a condition left unconsulted would keep the dependent waiting for good.
+        #expect(ran.wait(), "the dependent ran")
+        #expect(consulted())
     }
 }
