@@ -113,7 +113,8 @@ let package = Package(
         .executableTarget(
             name: "DurableTestWorker",
             dependencies: [
-                "DurableTestKinds", "OperationsPostgres", "OperationsSQLite", .product(name: "Logging", package: "swift-log"),
+                "Operations", "DurableTestKinds", "OperationsPostgres", "OperationsSQLite",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Durable"])),
             ],
             path: "Tests/DurableTestWorker"),
@@ -130,7 +131,7 @@ let package = Package(
             name: "DifferentialOnOperations", dependencies: ["DifferentialPrograms", "Operations"],
             path: "Tests/DifferentialOnOperations"),
         // Traits the test targets share (one process runs them all).
-        .target(name: "TestTraits", path: "Tests/TestTraits"),
+        .target(name: "TestTraits", dependencies: ["Operations"], path: "Tests/TestTraits"),
         .testTarget(
             name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport", "TestTraits"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),

@@ -8,7 +8,7 @@ final class RunContext: Sendable {
     let recorder = Recorder()
     /// Signalled by every completion block once it has recorded.
     let completionRan = DispatchSemaphore(value: 0)
-    private let operations: Mutex<[Int: TestedOperation]> = Mutex([:])
+    private let operations: Guarded<[Int: TestedOperation]> = Guarded([:])
 
     func register(_ operation: TestedOperation, at index: Int) {
         operations.withLock { $0[index] = operation }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What a run observed: values by key, and the order in which operations (and barriers)
 /// began their work. Written from any thread.
@@ -9,7 +8,7 @@ final class Recorder: Sendable {
         var entered: Set<String> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Guarded(State())
 
     func set(_ key: String, _ value: String) {
         state.withLock { $0.values[key] = value }

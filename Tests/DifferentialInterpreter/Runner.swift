@@ -1,6 +1,5 @@
 import DifferentialPrograms
 import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -87,7 +86,7 @@ struct DifferentialRunner {
 
     /// Runs the program on a thread of its own; nil when it did not finish in time.
     static func runWithWatchdog(_ program: Program, timeout: Double) -> [String: String]? {
-        let result = Mutex<[String: String]?>(nil)
+        let result = Guarded<[String: String]?>(nil)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             let values = run(program)

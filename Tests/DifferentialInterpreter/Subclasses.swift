@@ -53,7 +53,7 @@ final class GatedAdvisedAsynchronousOperation: AdvisedAsynchronousOperation, @un
 
 /// Keeps its own state, read by its `isExecuting`/`isFinished`, and announces changes either
 /// by those keys or only by `"state"`.
-/// - Note: `@unchecked Sendable`: the state is in a `Mutex`, the claim to finish is atomic,
+/// - Note: `@unchecked Sendable`: the state is in a `Guarded`, the claim to finish is atomic,
 ///   the rest are `let`s of `Sendable` types.
 class StatefulOperation: StateAnnouncingOperation, @unchecked Sendable {
     enum State { case initial, executing, finished }
@@ -61,7 +61,7 @@ class StatefulOperation: StateAnnouncingOperation, @unchecked Sendable {
     let script: OperationScript
     let finish: Finish
     let announcement: Announcement
-    private let state = Mutex(State.initial)
+    private let state = Guarded(State.initial)
     private let finishClaimed = Atomic(false)
     /// Signalled as `start()` returns: "later" means after that. (Linux's Foundation's
     /// `super.start()` finishes an operation a second time when its `isFinished` was

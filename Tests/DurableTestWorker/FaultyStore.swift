@@ -5,7 +5,7 @@
 import DurableTestKinds
 import Foundation
 import OperationsDurable
-import Synchronization
+@_spi(Engine) import Operations
 
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +22,7 @@ enum Fault: String {
 /// `base`, with a SIGKILL of this process at `fault` for the first operation of `kind`.
 func dying(_ base: any DurableOperationStore, at fault: Fault, kind: String) -> InterceptingStore {
     /// Operations of `kind` this process claimed.
-    let claimed = Mutex<Set<DurableOperationID>>([])
+    let claimed = Locked<Set<DurableOperationID>>([])
     var hooks = InterceptingStore.Hooks()
     hooks.afterClaim = { claims in
         let mine = claims.filter { $0.kind == kind }.map(\.id)

@@ -131,7 +131,12 @@ func checkKilledWorkerIsRescued(
     let held = try await queue.add(Hold.self, input: 2)
     var others: [DurableHandle<Work>] = []
     for _ in 0..<otherCount { others.append(try await queue.add(Work.self, input: 20)) }
-    try await eventually(60, "the held body started") { try await held.state == .running }
+    do {
+        try await eventually(60, "the held body started") { try await held.state == .running }
+    } catch {
+        Issue.record("\(error)\n\(workers.logs())")
+        throw error
+    }
     let first = try #require(try await held.attempts.first)
     let name = String(first.worker.prefix { $0 != "-" })
     let killed = Date()
