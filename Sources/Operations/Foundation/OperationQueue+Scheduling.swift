@@ -125,19 +125,14 @@ extension OperationQueue {
     static let _inlineStarts = ThreadLocalPointer()
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
-        for (slot, lane, shared) in wakeup.workers {
-            lane.async { self._runWorker(slot: slot, onSharedLane: shared) }
+        for (slot, lane) in wakeup.workers {
+            lane.async { self._runWorker(slot: slot) }
         }
         if let stamp = wakeup.watchdog { _armWatchdog(stamp: stamp) }
     }
 
-    /// A worker: runs ready operations until there is none it may start. On its shared
-    /// lane (`onSharedLane`), it moves to its own lane when it claims an operation that may
-    /// block, and goes on there, starting with that operation (`claimed`, with its quality
-    /// of service).
-    private func _runWorker(
-        slot: Int, onSharedLane: Bool, claimed: (operation: Operation, quality: QualityOfService?)? = nil
-    ) {
+    /// A worker: runs ready operations until there is none it may start.
+    private func _runWorker(slot: Int) {
         let context = WorkerContext(queue: self, slot: slot)
         let previous = OperationQueue._current.value
         OperationQueue._current.set(Unmanaged.passUnretained(context).toOpaque())
@@ -148,20 +143,13 @@ extension OperationQueue {
         // Registered in the first lock section, for the watchdog (default limit only).
         var probe = WorkerThreadProbe.current()
         var finished: Operation?
-        if let (operation, quality) = claimed {
-            // This thread is the slot's now: the watchdog probes it while the operation runs.
-            if let thread = probe { core.withLock { $0.workerStarted(slot: slot, probe: thread) } }
-            probe = nil
-            if _run(operation, quality: quality, slot: slot, context: context) { finished = operation }
-        }
         var skipped: [Operation] = []
         while true {
-            let (operation, quality, watchdog, waiters, wakeup, moveTo) = core.withLock { state in
+            let (operation, quality, watchdog, waiters, wakeup) = core.withLock { state in
                 if let probe { state.workerStarted(slot: slot, probe: probe) }
                 let waiters = finished.map { _departed($0, from: &state, releasesSlot: true, leaves: true) } ?? []
-                let (operation, quality, watchdog, moveTo) = _nextOperation(
-                    in: &state, retiringSlot: slot, onSharedLane: onSharedLane, skipped: &skipped)
-                return (operation, quality, watchdog, waiters, finished == nil ? nil : state.wakeup(), moveTo)
+                let (operation, quality, watchdog) = _nextOperation(in: &state, retiringSlot: slot, skipped: &skipped)
+                return (operation, quality, watchdog, waiters, finished == nil ? nil : state.wakeup())
             }
             finished = nil
             probe = nil
@@ -171,31 +159,19 @@ extension OperationQueue {
             for waiter in waiters { waiter.wake() }
             if let watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation else { return }
-            if let moveTo {
-                // Claimed, and it may block: it starts on the slot's own lane.
-                moveTo.async { self._runWorker(slot: slot, onSharedLane: false, claimed: (operation, quality)) }
-                return
+            guard _confirmReady(operation) else { continue }
+            if hasEventHandlers.load(ordering: .relaxed) {
+                operation._update { state in
+                    if case .dispatched = state.phase { self._record(.started, operation, slot: slot) }
+                }
+                _deliverEvents()
             }
-            if _run(operation, quality: quality, slot: slot, context: context) { finished = operation }
-        }
-    }
-
-    /// Starts `operation`, claimed by the worker of `slot`, on this thread once its
-    /// `isReady` is confirmed. True when it finished on this thread and left its queue's
-    /// bookkeeping to the worker.
-    @inline(__always)
-    private func _run(_ operation: Operation, quality: QualityOfService?, slot: Int, context: WorkerContext) -> Bool {
-        guard _confirmReady(operation) else { return false }
-        if hasEventHandlers.load(ordering: .relaxed) {
-            operation._update { state in
-                if case .dispatched = state.phase { self._record(.started, operation, slot: slot) }
+            context.runOperation(operation, own: quality, queueQuality: _threadQuality)
+            if context.finishedHere {
+                context.finishedHere = false
+                finished = operation
             }
-            _deliverEvents()
         }
-        context.runOperation(operation, own: quality, queueQuality: _threadQuality)
-        guard context.finishedHere else { return false }
-        context.finishedHere = false
-        return true
     }
 
     /// The queue's quality of service, for the threads that run its operations (read

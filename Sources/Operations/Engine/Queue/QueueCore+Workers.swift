@@ -7,10 +7,9 @@ extension QueueCore {
     // MARK: Workers
 
     /// What the queue must do once its lock is released: start workers (each with its
-    /// slot and the lane it runs on, and whether that is the slot's shared lane) and arm
-    /// the watchdog.
+    /// slot and the lane it runs on) and arm the watchdog.
     struct Wakeup {
-        var workers: [(slot: Int, lane: DispatchQueue, shared: Bool)] = []
+        var workers: [(slot: Int, lane: DispatchQueue)] = []
         var watchdog: UInt64?
     }
 
@@ -23,42 +22,29 @@ extension QueueCore {
     /// by few workers that do not contend for the lock, a worker busy with a long
     /// operation does not keep the next one from a free processor, and the watchdog adds
     /// workers beyond the processors when the running ones are blocked.
-    ///
-    /// The workers start on their shared lanes when the first ready operation starts
-    /// briefly (`Operation._startsBriefly`); a worker that then claims one that does not
-    /// moves to its own lane before starting it. Workers the watchdog adds (`force`) start
-    /// on their own lanes: the running ones are blocked.
     mutating func wakeup(force: Bool = false) -> Wakeup {
         var wakeup = Wakeup()
         guard !isSuspended, ready.count > 0 else { return wakeup }
         let freeWorkers = max(pool.count - executing, 0)
         let backlog = maxConcurrent < 0 && !force ? ready.count - freeWorkers : ready.count
         let wanted = min(workerLimit - pool.count, backlog, executionLimit - executing)
-        let shared = wanted > 0 && !force && !isMain && underlyingQueue == nil && ready.likelyFirstStartsBriefly
         for _ in 0..<max(wanted, 0) {
             guard let slot = pool.takeSlot() else { break }
-            wakeup.workers.append((slot, lane(slot, shared: shared), shared))
+            wakeup.workers.append((slot, lane(slot)))
         }
         wakeup.watchdog = armWatchdogIfBlocked()
         return wakeup
     }
 
-    private mutating func lane(_ slot: Int, shared: Bool) -> DispatchQueue {
+    private mutating func lane(_ slot: Int) -> DispatchQueue {
         if isMain { return DispatchQueue.main }
         if let underlyingQueue { return underlyingQueue }
-        return pool.lane(slot, quality: qualityOfService, shared: shared)
-    }
-
-    /// The lane a worker on its shared lane moves to before it starts `operation`, or nil
-    /// when it starts it where it is.
-    mutating func laneToMoveTo(slot: Int, before operation: Operation) -> DispatchQueue? {
-        guard !operation._startsBriefly else { return nil }
-        return pool.lane(slot, quality: qualityOfService, shared: false)
+        return pool.lane(slot, quality: qualityOfService)
     }
 
     /// Whether a worker may start another operation now; when not, it retires
     /// (`retire(slot:)`). The caller pops the next ready operation and claims it under its
-    /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:onSharedLane:skipped:)`).
+    /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:skipped:)`).
     var mayStartAnother: Bool { !isSuspended && executing < executionLimit && pool.count <= workerLimit }
 
     /// Whether an operation may be started now on the thread that freed a slot (one whose

@@ -127,11 +127,9 @@ struct QueueCore {
         var isReady: Bool
         var isExecuting: Bool
         var isFinished: Bool
-        /// Its `start()` hands its work elsewhere and returns (see `Operation._startsBriefly`).
-        var startsBriefly: Bool
 
         /// An operation the queue just made itself: nobody else has seen it.
-        static let fresh = Reading(generation: 0, isReady: true, isExecuting: false, isFinished: false, startsBriefly: false)
+        static let fresh = Reading(generation: 0, isReady: true, isExecuting: false, isFinished: false)
     }
 
     enum Admission {

@@ -3,8 +3,6 @@
 // own object; the steps here take the queue's lock, then an operation's, never the other
 // way round, and perform what the two decided.
 
-import Dispatch
-
 extension OperationQueue {
     /// Adds `operation` under the queue's lock (`state`): it joins under its own lock
     /// (`OperationCore.join`), then the queue numbers it, lists it and files it when it is
@@ -24,7 +22,6 @@ extension OperationQueue {
         case .refused(let refusal):
             return .refused(refusal)
         case .joined(let priority):
-            operation._startsBriefly = reading.startsBriefly
             return .admitted(delivered: state.admitted(operation, readyIn: priority, sequence: sequence))
         }
     }
@@ -71,14 +68,13 @@ extension OperationQueue {
     }
 
     /// A worker's next operation: the first ready one that it claims (under the operation's
-    /// lock), with the operation's own quality of service (nil when never set), the stamp
-    /// to arm the watchdog with and, for a worker on its shared lane (`onSharedLane`), the
-    /// lane to move to before starting it (`QueueCore.laneToMoveTo(slot:before:)`). Nil
-    /// after retiring the worker when there is none it may start. Operations found not to
-    /// be claimable go to `skipped`, for the caller to drop after the lock.
+    /// lock), with the operation's own quality of service (nil when never set) and the stamp
+    /// to arm the watchdog with. Nil after retiring the worker when there is none it may
+    /// start. Operations found not to be claimable go to `skipped`, for the caller to drop
+    /// after the lock.
     final func _nextOperation(
-        in state: inout QueueCore, retiringSlot slot: Int, onSharedLane: Bool, skipped: inout [Operation]
-    ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?, moveTo: DispatchQueue?) {
+        in state: inout QueueCore, retiringSlot slot: Int, skipped: inout [Operation]
+    ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
         if state.mayStartAnother {
             while let operation = state.popReady(dropping: &skipped) {
                 let claim = operation._update { state -> QualityOfService?? in
@@ -88,18 +84,17 @@ extension OperationQueue {
                     skipped.append(operation)
                     continue
                 }
-                let moveTo = onSharedLane ? state.laneToMoveTo(slot: slot, before: operation) : nil
-                return (operation, quality, state.operationClaimed(), moveTo)
+                return (operation, quality, state.operationClaimed())
             }
         }
         state.retire(slot: slot)
-        return (nil, nil, nil, nil)
+        return (nil, nil, nil)
     }
 
     /// Claims the next ready operation when its `start()` never blocks (see
     /// `OperationLayerHooks._startsWithoutBlocking`) and the queue may start one now, for
     /// the thread that freed a slot to start it; nil otherwise (a worker starts it).
-    /// Skipped operations go to `skipped`, as in `_nextOperation(in:retiringSlot:onSharedLane:skipped:)`.
+    /// Skipped operations go to `skipped`, as in `_nextOperation(in:retiringSlot:skipped:)`.
     final func _nextOperationStartingWithoutBlocking(in state: inout QueueCore, skipped: inout [Operation]) -> Operation? {
         guard state.mayStartInline else { return nil }
         while let operation = state.peekReady(dropping: &skipped), operation._startsWithoutBlocking {

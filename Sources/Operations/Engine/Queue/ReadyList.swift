@@ -57,12 +57,6 @@ struct ReadyList {
 
         var first: Operation? { heapGoesFirst ? heap.first!.operation : head }
 
-        /// `first?._startsBriefly`, without taking a reference.
-        var firstStartsBriefly: Bool {
-            if heapGoesFirst { return heap.first!.operation._startsBriefly }
-            return head?._startsBriefly ?? false
-        }
-
         mutating func popFirst() -> Operation? {
             if heapGoesFirst { return heap.popFirst()!.operation }
             guard let operation = head.take() else { return nil }
@@ -184,18 +178,6 @@ struct ReadyList {
         return false
     }
 
-    /// Whether the operation `pop()` would likely return starts briefly
-    /// (`Operation._startsBriefly`), the list unchanged: that operation may be a stale entry
-    /// (one moved to another band). For decisions a wrong guess only slows.
-    var likelyFirstStartsBriefly: Bool {
-        guard count > 0 else { return false }
-        switch front() {
-        case .band(let level): return bands[level].firstStartsBriefly
-        case .moved: return movedHeap.first?.operation._startsBriefly ?? false
-        case nil: return false
-        }
-    }
-
     /// The operation `pop()` would return, left in the list. Stale entries it passes go to
     /// `dropped`, for the caller to release after the lock.
     mutating func peek(dropping dropped: inout [Operation]) -> Operation? {
@@ -277,24 +259,15 @@ extension Operation {
     /// The number the operation's queue gave it when it was added: operations added
     /// earlier have smaller numbers. Guarded by that queue's lock.
     ///
-    /// 46 bits, stored in two fields that fill the padding after `visible` (pending memory
-    /// is a target): it wraps after 2⁴⁶ operations added to one queue, some two years of a
-    /// million a second. The high field's top bits are `_isFiledReady` and `_startsBriefly`.
+    /// 47 bits, stored in two fields that fill the padding after `visible` (pending memory
+    /// is a target): it wraps after 2⁴⁷ operations added to one queue, some four years of
+    /// a million a second. The high field's top bit is `_isFiledReady`.
     var _addSequence: UInt64 {
-        @inline(__always) get { UInt64(_addSequenceHigh & 0x3FFF) << 32 | UInt64(_addSequenceLow) }
+        @inline(__always) get { UInt64(_addSequenceHigh & 0x7FFF) << 32 | UInt64(_addSequenceLow) }
         @inline(__always) set {
-            _addSequenceHigh = _addSequenceHigh & 0xC000 | UInt16(truncatingIfNeeded: newValue >> 32) & 0x3FFF
+            _addSequenceHigh = _addSequenceHigh & 0x8000 | UInt16(truncatingIfNeeded: newValue >> 32) & 0x7FFF
             _addSequenceLow = UInt32(truncatingIfNeeded: newValue)
         }
-    }
-
-    /// Whether the operation's `start()` hands its work elsewhere and returns (it said
-    /// `isAsynchronous` when it was added, or its layer starts it without blocking): a
-    /// worker may start it on a thread of the shared pool (`WorkerPool`). Set when the
-    /// operation joins its queue; guarded by that queue's lock.
-    var _startsBriefly: Bool {
-        @inline(__always) get { _addSequenceHigh & 0x4000 != 0 }
-        @inline(__always) set { _addSequenceHigh = newValue ? _addSequenceHigh | 0x4000 : _addSequenceHigh & 0xBFFF }
     }
 
     /// Whether the operation has a live entry in its queue's ready list (set by `push`,

@@ -1,19 +1,9 @@
 import Dispatch
 
 /// A queue's workers, as its state keeps them: the slots running (a worker holds a slot,
-/// 0..<64, for as long as it runs; the slot names its Dispatch lanes and its lane in a
+/// 0..<64, for as long as it runs; the slot names its Dispatch lane and its lane in a
 /// timeline), the lanes made, and what the watchdog knows. Part of `QueueCore`, under the
 /// queue's lock; `QueueCore` decides how many run (`QueueCore+Workers.swift`).
-///
-/// Each slot has two lanes, serial Dispatch queues on two pools of threads:
-/// - its own lane, on the pool that adds a thread whenever one is wanted (Dispatch's
-///   overcommit pool): operations that may block run there, so that they overlap up to
-///   the queue's limit as on Darwin;
-/// - its shared lane, on the pool that also runs Swift's tasks:
-///   operations whose `start()` hands their work elsewhere and returns
-///   (`Operation._startsBriefly`) start there. Their work often ends on a thread of that
-///   pool, and the worker that starts the next one then runs on the same pool instead of
-///   waking a thread of another.
 struct WorkerPool {
     static let maximum = 64
     static let processorCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -31,8 +21,6 @@ struct WorkerPool {
     private(set) var blockedAtLastTick: UInt64 = 0
     /// The serial Dispatch queues workers run on, by slot, made on first use.
     private var lanes: [DispatchQueue?] = []
-    /// The shared lanes, by slot, made on first use.
-    private var sharedLanes: [DispatchQueue?] = []
 
     /// Takes the lowest free slot for a new worker; nil when all are busy.
     mutating func takeSlot() -> Int? {
@@ -50,42 +38,17 @@ struct WorkerPool {
         if slot < probes.count { probes[slot] = nil }
     }
 
-    /// The lane of `slot`, made with `quality` on first use: its own, or its shared one.
-    mutating func lane(_ slot: Int, quality: QualityOfService, shared: Bool) -> DispatchQueue {
-        if shared {
-            if sharedLanes.isEmpty { sharedLanes = Array(repeating: nil, count: Self.maximum) }
-            return sharedLanes[slot].madeOnFirstUse {
-                let qos = Self.sharedPoolQuality(quality)
-                return DispatchQueue(
-                    label: "\(Self.sharedLanePrefix)\(slot)", qos: qos, target: .global(qos: qos.qosClass))
-            }
-        }
+    /// The lane of `slot`, made with `quality` on first use.
+    mutating func lane(_ slot: Int, quality: QualityOfService) -> DispatchQueue {
         if lanes.isEmpty { lanes = Array(repeating: nil, count: Self.maximum) }
         return lanes[slot].madeOnFirstUse {
-            DispatchQueue(label: "\(Self.lanePrefix)\(slot)", qos: DispatchQoS(quality))
+            DispatchQueue(label: "swift-operations.lane.\(slot)", qos: DispatchQoS(quality))
         }
     }
-
-    /// The quality of service of the pool the shared lanes of a queue of `quality` run on:
-    /// the pool its operations' tasks run on. On Darwin a task takes the quality of service
-    /// of the thread that makes it. On Linux every task a thread of Dispatch makes runs at
-    /// medium priority on the default pool, whatever that thread's quality of service.
-    private static func sharedPoolQuality(_ quality: QualityOfService) -> DispatchQoS {
-        #if canImport(Darwin)
-        DispatchQoS(quality)
-        #else
-        .default
-        #endif
-    }
-
-    /// The labels of the lanes (then the slot).
-    static let lanePrefix = "swift-operations.lane."
-    static let sharedLanePrefix = "swift-operations.shared-lane."
 
     /// The queue's quality of service changed: new workers run on new lanes.
     mutating func dropLanes() {
         lanes = []
-        sharedLanes = []
     }
 
     /// The worker of `slot` runs on the thread whose clock `probe` reads.
