@@ -85,6 +85,16 @@ final class WorkerProcesses: Sendable {
             return "--- \(name)\n\(text.suffix(6_000))"
         }.joined(separator: "\n")
     }
+
+    /// Runs `body`; when it throws, records the error with the processes' logs, then rethrows.
+    func recordingLogsOnFailure<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            Issue.record("\(error)\n\(logs())")
+            throw error
+        }
+    }
 }
 
 /// Adds a diamond of `Node`s to `queue`: a top (1), two in the middle (10 and 100) that
@@ -100,12 +110,9 @@ func addDiamond(to queue: DurableQueue) async throws -> DurableHandle<Node> {
 /// Waits for a fan-in's sink and a diamond's bottom (see `addDiamond(to:)`) run by worker
 /// processes, and checks their values; a wait that throws is recorded with the processes' logs.
 func expectFanInAndDiamondResults(sink: DurableHandle<Echo>, bottom: DurableHandle<Node>, workers: WorkerProcesses) async throws {
-    do {
+    try await workers.recordingLogsOnFailure { () async throws in
         #expect(try await within(120, "the fan-in's sink") { try await sink.value } == -1)
         #expect(try await within(60, "the diamond's bottom") { try await bottom.value } == 1112)
-    } catch {
-        Issue.record("\(error)\n\(workers.logs())")
-        throw error
     }
 }
 
@@ -131,11 +138,8 @@ func checkKilledWorkerIsRescued(
     let held = try await queue.add(Hold.self, input: 2)
     var others: [DurableHandle<Work>] = []
     for _ in 0..<otherCount { others.append(try await queue.add(Work.self, input: 20)) }
-    do {
+    try await workers.recordingLogsOnFailure {
         try await eventually(60, "the held body started") { try await held.state == .running }
-    } catch {
-        Issue.record("\(error)\n\(workers.logs())")
-        throw error
     }
     let first = try #require(try await held.attempts.first)
     let name = String(first.worker.prefix { $0 != "-" })
