@@ -7,7 +7,7 @@ import Dispatch
 /// wait registers when it suspends (the call, and what it waits for) and leaves when it
 /// resumes. The timer fires when the earliest look is due; each wait is looked at after
 /// ``OperationDiagnostic/stallReportDelay``, then at doubling intervals (as a blocking
-/// wait), until it is reported once. The timer cancels itself on a tick that finds nothing
+/// wait; analysing only after a quiet interval: ``StallLooks``), until it is reported once. The timer cancels itself on a tick that finds nothing
 /// left to look at; the next registration makes a new one. No task or thread per wait, and
 /// a wait that does not suspend (what it waits for is done) costs nothing.
 final class AsyncStallWatch: Sendable {
@@ -23,6 +23,8 @@ final class AsyncStallWatch: Sendable {
         /// Uptime of the next look, in nanoseconds.
         var nextLook: UInt64
         var hasReported = false
+        /// Skips the analysis at looks after progress (see ``StallLooks``).
+        var looks: StallLooks
     }
 
     private struct State {
@@ -51,10 +53,11 @@ final class AsyncStallWatch: Sendable {
             return nil
         }
         let lookAt = DispatchTime.now().uptimeNanoseconds &+ UInt64(StallReport.nanoseconds(delay))
+        let looks = StallLooks(beganAt: call.progressMark)
         return state.withLock { state in
             state.nextID += 1
             state.entries[state.nextID] = Entry(
-                call: call, targets: targets, waited: delay, interval: delay, nextLook: lookAt)
+                call: call, targets: targets, waited: delay, interval: delay, nextLook: lookAt, looks: looks)
             if state.firesAt.map({ lookAt < $0 }) ?? true { schedule(&state, at: lookAt) }
             return state.nextID
         }
@@ -98,15 +101,21 @@ final class AsyncStallWatch: Sendable {
         }
         // Looked at with no lock held: the analysis reads overridden getters.
         var stuck: [UInt64: [(operation: Operation, cause: StallAnalysis.Cause)]] = [:]
+        var looksAfter: [UInt64: StallLooks] = [:]
         for (id, entry) in due {
-            let found = Self.stuck(entry.call, entry.targets?() ?? entry.call.targets)
-            if !found.isEmpty { stuck[id] = found }
+            var looks = entry.looks
+            if looks.analyses(at: entry.call.progressMark) {
+                let found = Self.stuck(entry.call, entry.targets?() ?? entry.call.targets)
+                if !found.isEmpty { stuck[id] = found }
+            }
+            looksAfter[id] = looks
         }
         let reports = state.withLock { state -> [(id: UInt64, call: StallReport.Call, waited: Duration)] in
             var reports: [(id: UInt64, call: StallReport.Call, waited: Duration)] = []
             for (id, _) in due {
                 // A wait that resumed meanwhile is not reported.
                 guard var entry = state.entries[id] else { continue }
+                if let looks = looksAfter[id] { entry.looks = looks }
                 if stuck[id] != nil {
                     entry.hasReported = true
                     reports.append((id, entry.call, entry.waited))

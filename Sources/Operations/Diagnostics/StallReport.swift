@@ -5,7 +5,8 @@ import Dispatch
 ///
 /// No timer and no thread of its own: the waiting thread waits with a timeout of
 /// ``OperationDiagnostic/stallReportDelay`` (doubling, up to a minute) and looks each time
-/// it expires, until it has reported once. With a delay of zero it looks once before it
+/// it expires (analysing only after a quiet interval: ``StallLooks``), until it has
+/// reported once. With a delay of zero it looks once before it
 /// waits, at the moment the wait begins. (`async` waits have no thread to look with:
 /// `AsyncStallWatch` looks for them.)
 struct StallReport {
@@ -42,6 +43,20 @@ struct StallReport {
                 queue.core.withLock { $0.members.all }
             case .addOperations, .awaitResults: []
             }
+        }
+
+        /// The finishes counted by the queue of what the call waits for (its operation's
+        /// queue, or the call's queue); nil when there is none. See ``StallLooks``.
+        var progressMark: UInt64? {
+            let queue: OperationQueue? =
+                switch self {
+                case .waitUntilFinished(let operation), .awaitOperation(let operation): operation._queue
+                case .waitUntilAllOperationsAreFinished(let queue), .awaitWaitUntilAllOperationsAreFinished(let queue),
+                    .addOperations(let queue), .awaitEnqueue(let queue):
+                    queue
+                case .awaitResults(let queue, _): queue
+                }
+            return queue?.core.withLock { $0.progressStamp }
         }
 
         static func operations(_ count: Int) -> String {
@@ -91,10 +106,11 @@ struct StallReport {
             return
         }
         var waited = Duration.zero
+        var looks = StallLooks(beganAt: call.progressMark)
         while !hasReported {
             if semaphore.wait(timeout: .now() + .nanoseconds(Self.nanoseconds(delay))) == .success { return }
             waited += delay
-            look(targets(), waited: waited)
+            if looks.analyses(at: call.progressMark) { look(targets(), waited: waited) }
             delay = min(delay * 2, Self.longestInterval)
         }
         semaphore.wait()
