@@ -206,3 +206,66 @@ struct DependencyTests {
         #expect(operation.isFinished)
     }
 }
+
+/// Duplicate edges are ignored whichever of the two lists (the dependent's dependencies, the
+/// dependency's dependents) is the long one, and after either operation finished.
+@Suite("Dependencies: duplicates in long lists")
+struct LongDependencyListTests {
+    @Test("a complete bipartite graph of 20 by 20 ignores every edge added a second time")
+    func bothListsLong() {
+        let sources = (0..<20).map { _ in Operation() }, sinks = (0..<20).map { _ in Operation() }
+        for _ in 0..<2 { for sink in sinks { for source in sources { sink.addDependency(source) } } }
+        #expect(sinks.allSatisfy { $0.dependencies.count == 20 })
+        #expect(sinks.allSatisfy { zip($0.dependencies, sources).allSatisfy { $0 === $1 } })
+        for source in sources { source.start() }
+        #expect(sinks.allSatisfy { $0.isReady })
+    }
+
+    @Test("a fan-in ignores a duplicate of a dependency that finished, and of one listed by a barrier too")
+    func finishedAndBarrierDependencies() {
+        let sink = Operation()
+        let sources = (0..<30).map { _ in Operation() }
+        for source in sources { sink.addDependency(source) }
+        for source in sources[..<10] { source.start() }
+        for source in sources { sink.addDependency(source) }
+        #expect(sink.dependencies.count == 30)
+        #expect(!sink.isReady)
+        for source in sources[10...] { source.start() }
+        #expect(sink.isReady)
+    }
+
+    @Test("a finished operation with a long list ignores duplicates added after its finish")
+    func finishedDependent() {
+        let sink = Operation()
+        let sources = (0..<30).map { _ in Operation() }
+        for source in sources { sink.addDependency(source) }
+        sink.cancel()
+        sink.start()
+        #expect(sink.isFinished)
+        for source in sources { sink.addDependency(source) }
+        #expect(sink.dependencies.count == 30)
+    }
+
+    @Test("an operation waiting for a barrier that is also a visible dependency lists it once")
+    func barrierAndVisibleEdge() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let earlier = (0..<20).map { _ in BlockOperation {} }
+        queue.addOperations(earlier, waitUntilFinished: false)
+        queue.addBarrierBlock {}
+        let sink = BlockOperation {}
+        // Twenty visible dependencies, the barrier (hidden), and the barrier made visible.
+        for operation in earlier { sink.addDependency(operation) }
+        queue.addOperation(sink)
+        let barrier = queue.operations.first { member in !earlier.contains { $0 === member } && member !== sink }
+        #expect(barrier != nil)
+        if let barrier {
+            sink.addDependency(barrier)
+            sink.addDependency(barrier)
+            #expect(sink.dependencies.count == 21)
+        }
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(sink.isFinished)
+    }
+}

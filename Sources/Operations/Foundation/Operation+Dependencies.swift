@@ -58,7 +58,11 @@ extension Operation {
         let me = Unmanaged.passUnretained(self), them = Unmanaged.passUnretained(dependency)
         return Operation._withBothLocked(self, dependency) { mine, theirs in
             if visible {
-                guard them._withUnsafeGuaranteedRef({ mine.appendDependency($0) }) else { return .duplicate }
+                // A long list asks the dependency first (see `surelyDoesNotList`).
+                let knownNew = mine.dependencies.count >= OperationCore.shortList && mine.extras?.dependencyIndex == nil
+                    && theirs.surelyDoesNotList(me.toOpaque(), dependentPhase: mine.phase)
+                let listed = them._withUnsafeGuaranteedRef { mine.appendDependency($0, knownNew: knownNew) }
+                guard listed else { return .duplicate }
             } else {
                 mine.appendHiddenDependency(them.takeUnretainedValue())
             }

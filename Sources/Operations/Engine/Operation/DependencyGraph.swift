@@ -82,10 +82,17 @@ enum DependencyGraph {
         generation.add(1, ordering: .acquiringAndReleasing)
         defer { generation.add(1, ordering: .acquiringAndReleasing) }
         // Nothing waits for the dependent and the dependency waits for nothing (a fan-in
-        // from newer sources): swapping the two positions is enough.
-        let dependentsOfDependent = dependent._liveDependents
-        visited.append(dependentsOfDependent)
-        if !dependentsOfDependent.contains(where: { !$0._isFinishing }), !dependency._hasLiveDependencies {
+        // from newer sources): swapping the two positions is enough. Empty lists are the
+        // common case, and are told without taking references.
+        let dependentWaitedFor = dependent._update { !$0.dependents.isEmpty }
+        let dependencyWaits = dependency._update { !$0.dependencies.isEmpty || !$0.hiddenDependencies.isEmpty }
+        var swaps = !dependentWaitedFor && !dependencyWaits
+        if !swaps {
+            let dependentsOfDependent = dependent._liveDependents
+            visited.append(dependentsOfDependent)
+            swaps = !dependentsOfDependent.contains(where: { !$0._isFinishing }) && !dependency._hasLiveDependencies
+        }
+        if swaps {
             dependent._position.store(upper, ordering: .relaxed)
             dependency._position.store(lower, ordering: .relaxed)
             return nil

@@ -196,21 +196,40 @@ extension OperationCore {
 // MARK: - Dependencies
 
 extension OperationCore {
-    /// Lists `operation` as a dependency; false when it already is one.
-    mutating func appendDependency(_ operation: Operation) -> Bool {
-        let identity = ObjectIdentifier(operation)
+    /// Lists `operation` as a dependency; false when it already is one. `knownNew`: the
+    /// caller knows it is not one (see `surelyDoesNotList(_:dependentPhase:)`), which spares
+    /// a long list its search and its index.
+    mutating func appendDependency(_ operation: Operation, knownNew: Bool = false) -> Bool {
         if let extras, extras.dependencyIndex != nil {
-            guard extras.dependencyIndex!.insert(identity).inserted else { return false }
+            guard extras.dependencyIndex!.insert(ObjectIdentifier(operation)).inserted else { return false }
             dependencies.appendGrowingFromFour(operation)
+            return true
+        }
+        if knownNew {
+            dependencies.append(operation)
             return true
         }
         if dependencies.contains(where: { $0 === operation }) { return false }
         dependencies.appendGrowingFromFour(operation)
-        if dependencies.count > 16 {
+        if dependencies.count > Self.shortList {
             extras(orNew: ()).dependencyIndex = Set(dependencies.lazy.map(ObjectIdentifier.init))
         }
         return true
     }
+
+    /// Whether this operation, as a dependency, surely does not have the operation at
+    /// `dependent` (in phase `dependentPhase`) as a dependency yet. While both are
+    /// unfinished, a dependency lists every operation waiting for it, so when that list is
+    /// short (a fan-in: a sink with many sources, each with one dependent) it answers instead
+    /// of the dependent's long list. False (not sure) otherwise, and when it is listed (by
+    /// the edge, or by a barrier's hidden one).
+    func surelyDoesNotList(_ dependent: UnsafeMutableRawPointer, dependentPhase: Phase) -> Bool {
+        !phase.isFinishingOrFinished && !dependentPhase.isFinishingOrFinished
+            && dependents.count < Self.shortList && !dependents.contains { $0.refers(to: dependent) }
+    }
+
+    /// The length up to which a dependency or dependents list is searched from end to end.
+    static let shortList = 16
 
     /// Unlists `operation`; returns the reference the list held (for the caller to drop
     /// after the lock), or nil when it was not a dependency.
