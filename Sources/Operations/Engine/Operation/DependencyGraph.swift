@@ -6,7 +6,10 @@ import Synchronization
 ///
 /// Operations get increasing positions when created, so an edge whose dependency was
 /// created first (chains, fan-out, layers built in order) agrees with the order and costs
-/// two atomic loads, without a lock. Any other edge searches, under a lock, only the region
+/// two atomic loads, without a lock. Any other edge is handled under a lock: when nothing
+/// waits for the dependent, it moves after every operation (a sink made before its
+/// sources: the next edges from older sources then agree); when the dependency waits for
+/// nothing, it moves before every operation. Otherwise the edge searches only the region
 /// of the order between its two ends: forward from the dependent for the dependency
 /// (reaching it means a cycle), and backward from the dependency; the nodes found are given
 /// each other's positions so that the new edge agrees.
@@ -20,8 +23,11 @@ enum DependencyGraph {
     /// `Operation.trapsOnDependencyCycles`.
     static let trapsOnCycles = Atomic<Bool>(ProcessInfo.processInfo.environment["OPERATIONS_TRAP_ON_DEPENDENCY_CYCLES"] == "1")
 
-    /// Positions for new operations.
+    /// Positions for new operations, and for one moved after every other.
     static let nextPosition = Atomic<Int>(0)
+
+    /// Positions for an operation moved before every other (below every position handed out).
+    private static let firstPosition = Atomic<Int>(0)
 
     /// Odd while a reordering runs; bumped twice by each.
     private static let generation = Atomic<UInt64>(0)
@@ -81,20 +87,27 @@ enum DependencyGraph {
         guard upper >= lower else { return nil }
         generation.add(1, ordering: .acquiringAndReleasing)
         defer { generation.add(1, ordering: .acquiringAndReleasing) }
-        // Nothing waits for the dependent and the dependency waits for nothing (a fan-in
-        // from newer sources): swapping the two positions is enough. Empty lists are the
-        // common case, and are told without taking references.
-        let dependentWaitedFor = dependent._update { !$0.dependents.isEmpty }
-        let dependencyWaits = dependency._update { !$0.dependencies.isEmpty || !$0.hiddenDependencies.isEmpty }
-        var swaps = !dependentWaitedFor && !dependencyWaits
-        if !swaps {
-            let dependentsOfDependent = dependent._liveDependents
-            visited.append(dependentsOfDependent)
-            swaps = !dependentsOfDependent.contains(where: { !$0._isFinishing }) && !dependency._hasLiveDependencies
+        // Nothing waits for the dependent (a sink made before its sources): it moves after
+        // every operation, so that the edges from the other sources made before it agree
+        // without a reordering. Or the dependency waits for nothing (a root made after its
+        // leaves): it moves before every operation. Empty lists, the common case, are told
+        // without taking references.
+        if dependent._update({ $0.dependents.isEmpty }) {
+            dependent._position.store(nextPosition.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+            return nil
         }
-        if swaps {
-            dependent._position.store(upper, ordering: .relaxed)
-            dependency._position.store(lower, ordering: .relaxed)
+        if dependency._update({ $0.dependencies.isEmpty && $0.hiddenDependencies.isEmpty }) {
+            dependency._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
+            return nil
+        }
+        let dependentsOfDependent = dependent._liveDependents
+        visited.append(dependentsOfDependent)
+        if !dependentsOfDependent.contains(where: { !$0._isFinishing }) {
+            dependent._position.store(nextPosition.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+            return nil
+        }
+        if !dependency._hasLiveDependencies {
+            dependency._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
             return nil
         }
         // Forward from the dependent, through positions up to the dependency's.
