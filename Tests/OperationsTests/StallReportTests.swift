@@ -125,6 +125,32 @@ struct StallReportTests {
         }
     }
 
+    @Test("a wait for one operation is reported while its queue keeps finishing others")
+    func reportedWhileTheQueueProgresses() {
+        let capture = Capture(marker: "busy-stuck")
+        capture.during(delay: .milliseconds(10)) {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 2
+            let lonely = BlockOperation {}.named("busy-lonely")
+            let stuck = BlockOperation {}.named("busy-stuck")
+            stuck.addDependency(lonely)
+            queue.addOperation(stuck)
+            // Other work that keeps finishing in the same queue until the report is made.
+            let keepGoing = Shared(true)
+            @Sendable func more() {
+                queue.addOperation { if keepGoing() { more() } }
+            }
+            more()
+            let returned = waitInBackground { stuck.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            keepGoing.update { $0 = false }
+            lonely.start()
+            #expect(returned.wait())
+            #expect(capture.stalls.first?.contains("\"busy-lonely\"") == true)
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
+
     @Test("a limit of 0")
     func limitZero() {
         let capture = Capture(marker: "limit-zero")

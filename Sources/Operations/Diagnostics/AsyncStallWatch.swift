@@ -7,9 +7,10 @@ import Dispatch
 /// wait registers when it suspends (the call, and what it waits for) and leaves when it
 /// resumes. The timer fires when the earliest look is due; each wait is looked at after
 /// ``OperationDiagnostic/stallReportDelay``, then at doubling intervals (as a blocking
-/// wait; analysing only after a quiet interval: ``StallLooks``), until it is reported once. The timer cancels itself on a tick that finds nothing
-/// left to look at; the next registration makes a new one. No task or thread per wait, and
-/// a wait that does not suspend (what it waits for is done) costs nothing.
+/// wait, and skipping the analysis as it does: ``StallLooks``), until it is reported once.
+/// The timer cancels itself on a tick that finds nothing left to look at; the next
+/// registration makes a new one. No task or thread per wait, and a wait that does not
+/// suspend (what it waits for is done) costs nothing.
 final class AsyncStallWatch: Sendable {
     private struct Entry {
         let call: StallReport.Call
@@ -104,7 +105,7 @@ final class AsyncStallWatch: Sendable {
         var looksAfter: [UInt64: StallLooks] = [:]
         for (id, entry) in due {
             var looks = entry.looks
-            if looks.analyses(at: entry.call.progressMark) {
+            if looks.analyses(at: entry.call.progressMark, afterLongestInterval: entry.interval >= StallReport.longestInterval) {
                 let found = Self.stuck(entry.call, entry.targets?() ?? entry.call.targets)
                 if !found.isEmpty { stuck[id] = found }
             }

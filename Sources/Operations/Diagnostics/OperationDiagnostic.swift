@@ -63,9 +63,10 @@ public struct OperationDiagnostic: Sendable, CustomStringConvertible {
     /// How long a wait (a `waitUntil…` call, or an `async` wait that suspended) waits on
     /// operations that cannot make progress before it reports a ``Kind/stall``: 2 seconds by
     /// default (others may still resume a queue or start an operation); `.zero` reports at
-    /// the moment the wait begins. Later looks come at doubling intervals, up to a minute,
-    /// and analyse only when the queue waited on finished nothing since the previous look.
-    /// Process-wide; read when a wait begins.
+    /// the moment the wait begins. Later looks come at doubling intervals, up to a minute;
+    /// a wait for a queue's operations skips the analysis at a look after its queue
+    /// finished something, except after a minute's interval. Process-wide; read when a wait
+    /// begins.
     public static var stallReportDelay: Duration {
         get { .nanoseconds(stallReportNanoseconds.load(ordering: .relaxed)) }
         set { stallReportNanoseconds.store(Int64(StallReport.nanoseconds(max(newValue, .zero))), ordering: .relaxed) }

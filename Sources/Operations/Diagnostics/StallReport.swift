@@ -5,9 +5,8 @@ import Dispatch
 ///
 /// No timer and no thread of its own: the waiting thread waits with a timeout of
 /// ``OperationDiagnostic/stallReportDelay`` (doubling, up to a minute) and looks each time
-/// it expires (analysing only after a quiet interval: ``StallLooks``), until it has
-/// reported once. With a delay of zero it looks once before it
-/// waits, at the moment the wait begins. (`async` waits have no thread to look with:
+/// it expires (a look may skip the analysis: ``StallLooks``), until it has reported once.
+/// With a delay of zero it looks once before it waits, at the moment the wait begins. (`async` waits have no thread to look with:
 /// `AsyncStallWatch` looks for them.)
 struct StallReport {
     /// The waiting call; described only when a report is made (waits are frequent).
@@ -45,12 +44,13 @@ struct StallReport {
             }
         }
 
-        /// The finishes counted by the queue of what the call waits for (its operation's
-        /// queue, or the call's queue); nil when there is none. See ``StallLooks``.
+        /// The finishes counted by the queue whose operations the call waits for (all of
+        /// them, a batch, room); nil for a wait for one operation, or with no queue. See
+        /// ``StallLooks``.
         var progressMark: UInt64? {
             let queue: OperationQueue? =
                 switch self {
-                case .waitUntilFinished(let operation), .awaitOperation(let operation): operation._queue
+                case .waitUntilFinished, .awaitOperation: nil
                 case .waitUntilAllOperationsAreFinished(let queue), .awaitWaitUntilAllOperationsAreFinished(let queue),
                     .addOperations(let queue), .awaitEnqueue(let queue):
                     queue
@@ -110,7 +110,9 @@ struct StallReport {
         while !hasReported {
             if semaphore.wait(timeout: .now() + .nanoseconds(Self.nanoseconds(delay))) == .success { return }
             waited += delay
-            if looks.analyses(at: call.progressMark) { look(targets(), waited: waited) }
+            if looks.analyses(at: call.progressMark, afterLongestInterval: delay >= Self.longestInterval) {
+                look(targets(), waited: waited)
+            }
             delay = min(delay * 2, Self.longestInterval)
         }
         semaphore.wait()
