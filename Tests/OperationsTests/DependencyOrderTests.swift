@@ -54,12 +54,19 @@ struct DependencyOrderTests {
     @Test("a sink made before its sources, and a root made after its leaves, run in dependency order")
     func sinkFirstAndRootLast() {
         let record = Shared<[String]>([])
+        func position(_ operation: Operation) -> Int { operation._position.load(ordering: .relaxed) }
         let sink = BlockOperation { record.update { $0.append("sink") } }
         let sources = (0..<50).map { index in BlockOperation { record.update { $0.append("source \(index)") } } }
+        let sourcePositions = sources.map(position)
         for source in sources { sink.addDependency(source) }
         let leaves = (0..<50).map { index in BlockOperation { record.update { $0.append("leaf \(index)") } } }
         let root = BlockOperation { record.update { $0.append("root") } }
+        let leafPositions = leaves.map(position)
         for leaf in leaves { leaf.addDependency(root) }
+        // One operation moved for each shape, at most the first edge's other end besides it:
+        // the other edges agreed with the order (no reordering under the lock).
+        #expect(zip(sources, sourcePositions).filter { position($0) != $1 }.count == 0)
+        #expect(zip(leaves, leafPositions).filter { position($0) != $1 }.count <= 1)
         // The sink also waits for the leaves: sources and root first, then leaves, then sink.
         for leaf in leaves { sink.addDependency(leaf) }
         #expect(sources.allSatisfy { $0._position.load(ordering: .relaxed) < sink._position.load(ordering: .relaxed) })

@@ -6,13 +6,14 @@ import Synchronization
 ///
 /// Operations get increasing positions when created, so an edge whose dependency was
 /// created first (chains, fan-out, layers built in order) agrees with the order and costs
-/// two atomic loads, without a lock. Any other edge is handled under a lock: when nothing
-/// waits for the dependent, it moves after every operation (a sink made before its
-/// sources: the next edges from older sources then agree); when the dependency waits for
-/// nothing, it moves before every operation. Otherwise the edge searches only the region
-/// of the order between its two ends: forward from the dependent for the dependency
-/// (reaching it means a cycle), and backward from the dependency; the nodes found are given
-/// each other's positions so that the new edge agrees.
+/// two atomic loads, without a lock. Any other edge is handled under a lock: a dependency
+/// that waits for nothing and already has dependents moves before every operation (a root
+/// made after its leaves: the next edges to older leaves then agree); else a dependent that
+/// nothing waits for moves after every operation (a sink made before its sources, likewise);
+/// else a dependency that waits for nothing moves first. Otherwise the edge searches only
+/// the region of the order between its two ends: forward from the dependent for the
+/// dependency (reaching it means a cycle), and backward from the dependency; the nodes
+/// found are given each other's positions so that the new edge agrees.
 ///
 /// An edge that agreed when it was checked lock-free is re-checked under the lock if a
 /// reordering ran meanwhile (`generation` changed): two edges that agree with one order
@@ -87,11 +88,17 @@ enum DependencyGraph {
         guard upper >= lower else { return nil }
         generation.add(1, ordering: .acquiringAndReleasing)
         defer { generation.add(1, ordering: .acquiringAndReleasing) }
-        // Nothing waits for the dependent (a sink made before its sources): it moves after
-        // every operation, so that the edges from the other sources made before it agree
-        // without a reordering. Or the dependency waits for nothing (a root made after its
-        // leaves): it moves before every operation. Empty lists, the common case, are told
+        // The dependency waits for nothing and others wait for it already (a root made
+        // after its leaves, from its second edge on): it moves before every operation, so
+        // that the edges to the other leaves made before it agree without a reordering.
+        // Else nothing waits for the dependent (a sink made before its sources): it moves
+        // after every operation, for the same reason. Else the dependency waits for
+        // nothing: it moves before every operation. Empty lists, the common case, are told
         // without taking references.
+        if dependency._update({ $0.dependencies.isEmpty && $0.hiddenDependencies.isEmpty && !$0.dependents.isEmpty }) {
+            dependency._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
+            return nil
+        }
         if dependent._update({ $0.dependents.isEmpty }) {
             dependent._position.store(nextPosition.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
             return nil
