@@ -69,8 +69,8 @@ struct DependencyOrderTests {
         #expect(zip(leaves, leafPositions).filter { position($0) != $1 }.count <= 1)
         // The sink also waits for the leaves: sources and root first, then leaves, then sink.
         for leaf in leaves { sink.addDependency(leaf) }
-        #expect(sources.allSatisfy { $0._position.load(ordering: .relaxed) < sink._position.load(ordering: .relaxed) })
-        #expect(leaves.allSatisfy { root._position.load(ordering: .relaxed) < $0._position.load(ordering: .relaxed) })
+        #expect(sources.allSatisfy { position($0) < position(sink) })
+        #expect(leaves.allSatisfy { position(root) < position($0) })
         let queue = OperationQueue()
         queue.addOperations([sink, root] + leaves + sources, waitUntilFinished: true)
         let order = record()

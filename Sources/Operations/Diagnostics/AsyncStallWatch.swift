@@ -92,6 +92,11 @@ final class AsyncStallWatch: Sendable {
         state.firesAt = deadline
     }
 
+    /// A wait found stalled at a tick, to report after the lock.
+    private typealias Report = (
+        call: StallReport.Call, stuck: [(operation: Operation, cause: StallAnalysis.Cause)], waited: Duration
+    )
+
     private func tick() {
         let now = DispatchTime.now().uptimeNanoseconds
         let due = state.withLock { state -> [(id: UInt64, entry: Entry)] in
@@ -101,31 +106,28 @@ final class AsyncStallWatch: Sendable {
             }
         }
         // Looked at with no lock held: the analysis reads overridden getters.
-        var stuck: [UInt64: [(operation: Operation, cause: StallAnalysis.Cause)]] = [:]
-        var looksAfter: [UInt64: StallLooks] = [:]
-        for (id, entry) in due {
+        let looked = due.map { id, entry in
             var looks = entry.looks
-            if looks.analyses(at: entry.call.progressMark, afterLongestInterval: entry.interval >= StallReport.longestInterval) {
-                let found = Self.stuck(entry.call, entry.targets?() ?? entry.call.targets)
-                if !found.isEmpty { stuck[id] = found }
-            }
-            looksAfter[id] = looks
+            let analyses = looks.analyses(
+                at: entry.call.progressMark, afterLongestInterval: entry.interval >= StallReport.longestInterval)
+            let stuck = analyses ? Self.stuck(entry.call, entry.targets?() ?? entry.call.targets) : []
+            return (id: id, looks: looks, stuck: stuck)
         }
-        let reports = state.withLock { state -> [(id: UInt64, call: StallReport.Call, waited: Duration)] in
-            var reports: [(id: UInt64, call: StallReport.Call, waited: Duration)] = []
-            for (id, _) in due {
+        let reports = state.withLock { state -> [Report] in
+            var reports: [Report] = []
+            for look in looked {
                 // A wait that resumed meanwhile is not reported.
-                guard var entry = state.entries[id] else { continue }
-                if let looks = looksAfter[id] { entry.looks = looks }
-                if stuck[id] != nil {
+                guard var entry = state.entries[look.id] else { continue }
+                entry.looks = look.looks
+                if !look.stuck.isEmpty {
                     entry.hasReported = true
-                    reports.append((id, entry.call, entry.waited))
+                    reports.append((entry.call, look.stuck, entry.waited))
                 } else {
                     entry.interval = min(entry.interval * 2, StallReport.longestInterval)
                     entry.waited += entry.interval
                     entry.nextLook = now &+ UInt64(StallReport.nanoseconds(entry.interval))
                 }
-                state.entries[id] = entry
+                state.entries[look.id] = entry
             }
             // The next tick: the earliest look still to make; with none, the timer goes.
             if let next = state.entries.values.lazy.filter({ !$0.hasReported }).map(\.nextLook).min() {
@@ -137,7 +139,7 @@ final class AsyncStallWatch: Sendable {
             return reports
         }
         for report in reports {
-            StallReport.report(report.call, stuck: stuck[report.id] ?? [], waited: report.waited)
+            StallReport.report(report.call, stuck: report.stuck, waited: report.waited)
         }
     }
 }

@@ -6,8 +6,8 @@ import Dispatch
 /// No timer and no thread of its own: the waiting thread waits with a timeout of
 /// ``OperationDiagnostic/stallReportDelay`` (doubling, up to a minute) and looks each time
 /// it expires (a look may skip the analysis: ``StallLooks``), until it has reported once.
-/// With a delay of zero it looks once before it waits, at the moment the wait begins. (`async` waits have no thread to look with:
-/// `AsyncStallWatch` looks for them.)
+/// With a delay of zero it looks once before it waits, at the moment the wait begins.
+/// (`async` waits have no thread to look with: `AsyncStallWatch` looks for them.)
 struct StallReport {
     /// The waiting call; described only when a report is made (waits are frequent).
     enum Call: Sendable {

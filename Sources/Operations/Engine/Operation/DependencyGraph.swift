@@ -79,6 +79,18 @@ enum DependencyGraph {
         return insertion
     }
 
+    /// Moves `operation`, which waits for nothing, before every operation; no cycle.
+    private static func moveFirst(_ operation: Operation) -> [Operation]? {
+        operation._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
+        return nil
+    }
+
+    /// Moves `operation`, which nothing waits for, after every operation; no cycle.
+    private static func moveLast(_ operation: Operation) -> [Operation]? {
+        operation._position.store(nextPosition.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
+        return nil
+    }
+
     /// Makes the order agree with the edge `dependency → dependent`, or returns the cycle
     /// it closes. Called with the lock held; every reference the search takes is kept in
     /// `visited`, for the caller to drop after the lock.
@@ -94,29 +106,17 @@ enum DependencyGraph {
         // Else nothing waits for the dependent (a sink made before its sources): it moves
         // after every operation, for the same reason. Else the dependency waits for
         // nothing: it moves before every operation. Empty lists, the common case, are told
-        // without taking references.
-        if dependency._update({ $0.dependencies.isEmpty && $0.hiddenDependencies.isEmpty && !$0.dependents.isEmpty }) {
-            dependency._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
-            return nil
+        // without taking references; lists of finished operations only, with them.
+        let (dependencyWaits, dependencyIsWaitedFor) = dependency._update {
+            (!$0.dependencies.isEmpty || !$0.hiddenDependencies.isEmpty, !$0.dependents.isEmpty)
         }
-        if dependent._update({ $0.dependents.isEmpty }) {
-            dependent._position.store(nextPosition.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
-            return nil
-        }
-        if dependency._update({ $0.dependencies.isEmpty && $0.hiddenDependencies.isEmpty }) {
-            dependency._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
-            return nil
-        }
+        if !dependencyWaits && dependencyIsWaitedFor { return moveFirst(dependency) }
+        if dependent._update({ $0.dependents.isEmpty }) { return moveLast(dependent) }
+        if !dependencyWaits { return moveFirst(dependency) }
         let dependentsOfDependent = dependent._liveDependents
         visited.append(dependentsOfDependent)
-        if !dependentsOfDependent.contains(where: { !$0._isFinishing }) {
-            dependent._position.store(nextPosition.add(1, ordering: .relaxed).newValue, ordering: .relaxed)
-            return nil
-        }
-        if !dependency._hasLiveDependencies {
-            dependency._position.store(firstPosition.subtract(1, ordering: .relaxed).newValue, ordering: .relaxed)
-            return nil
-        }
+        if !dependentsOfDependent.contains(where: { !$0._isFinishing }) { return moveLast(dependent) }
+        if !dependency._hasLiveDependencies { return moveFirst(dependency) }
         // Forward from the dependent, through positions up to the dependency's.
         var forward: [Operation] = []
         var parent: [ObjectIdentifier: Operation] = [:]

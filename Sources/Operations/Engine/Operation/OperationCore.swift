@@ -202,18 +202,15 @@ extension OperationCore {
     mutating func appendDependency(_ operation: Operation, knownNew: Bool = false) -> Bool {
         if let extras, extras.dependencyIndex != nil {
             guard extras.dependencyIndex!.insert(ObjectIdentifier(operation)).inserted else { return false }
-            dependencies.appendGrowingFromFour(operation)
-            return true
+        } else if !knownNew {
+            if dependencies.contains(where: { $0 === operation }) { return false }
+            if dependencies.count >= Self.shortList {
+                var index = Set(dependencies.lazy.map(ObjectIdentifier.init))
+                index.insert(ObjectIdentifier(operation))
+                extras(orNew: ()).dependencyIndex = index
+            }
         }
-        if knownNew {
-            dependencies.append(operation)
-            return true
-        }
-        if dependencies.contains(where: { $0 === operation }) { return false }
         dependencies.appendGrowingFromFour(operation)
-        if dependencies.count > Self.shortList {
-            extras(orNew: ()).dependencyIndex = Set(dependencies.lazy.map(ObjectIdentifier.init))
-        }
         return true
     }
 
