@@ -66,6 +66,40 @@ struct DefaultConcurrencyTests {
         #expect(sawSecond())
     }
 
+    @Test("workers waiting between operations are not taken for blocked ones: the watchdog adds no worker")
+    func workersBetweenOperationsAreNotBlocked() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        for _ in 0..<(8 * processors) { queue.addOperation {} }
+        // Each worker stops after its first operation, before it takes the queue's lock
+        // again, as when another thread holds that lock: ready operations wait, nothing
+        // finishes, and every worker sleeps outside any operation.
+        let parked = Shared(0), released = Shared(false), release = Gate(), allParked = Gate()
+        WorkerPausePoints.betweenOperations.set { worker, _ in
+            guard worker === queue else { return }
+            if parked.increment() == processors { allParked.open() }
+            if !released() { release.wait() }
+        }
+        let decisions = Shared<[Int]>([]), enoughDecisions = Gate()
+        WorkerPausePoints.watchdogDecided.set { watched, started in
+            guard watched === queue, parked() >= processors else { return }
+            if decisions.update({ $0.append(started); return $0.count }) == 4 { enoughDecisions.open() }
+        }
+        defer {
+            WorkerPausePoints.betweenOperations.set(nil)
+            WorkerPausePoints.watchdogDecided.set(nil)
+        }
+        queue.isSuspended = false
+        #expect(allParked.wait())
+        #expect(enoughDecisions.wait(), "the watchdog kept deciding while operations wait")
+        #expect(decisions().allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions())")
+        #expect(parked() == processors)
+        released.update { $0 = true }
+        release.open(parked())
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test("operations that block overlap well beyond the processor count")
     func blocking() {
         let queue = OperationQueue()

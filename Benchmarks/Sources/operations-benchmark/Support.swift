@@ -53,6 +53,21 @@ func residentBytes() -> Int {
     return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
 }
 
+/// Context switches of the whole process so far.
+func contextSwitches() -> (voluntary: Int, involuntary: Int) {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return (usage.ru_nvcsw, usage.ru_nivcsw)
+}
+
+/// The process's threads now (Linux: /proc/self/status).
+func threadCount() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") })
+    else { return 0 }
+    return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+}
+
 /// Runs this executable again with `arguments` and returns what it printed.
 func runChild(_ arguments: [String]) throws -> String {
     let process = Process()

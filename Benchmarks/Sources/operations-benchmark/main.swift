@@ -112,17 +112,23 @@ struct Result {
 /// the process, from the first add to the end of the check).
 @discardableResult
 func measure(_ runner: Runner, n: Int, into samples: inout [Double], label: String = "") throws -> Double {
-    let allocationsBefore = allocationCount()
+    let allocationsBefore = allocationCount(), switchesBefore = contextSwitches()
     let sample = Double(try runner.run(n)) / Double(n)
     let perOperation = Double(allocationCount() - allocationsBefore) / Double(n)
+    let switches = contextSwitches()
     samples.append(sample)
-    FileHandle.standardError.write("  \(label) n=\(n): \(Int(sample)) ns/op, \(f(perOperation, 2)) allocations/op\n".data(using: .utf8)!)
+    let voluntary = Double(switches.voluntary - switchesBefore.voluntary) / Double(n)
+    let involuntary = Double(switches.involuntary - switchesBefore.involuntary) / Double(n)
+    FileHandle.standardError.write("  \(label) n=\(n): \(Int(sample)) ns/op, \(f(perOperation, 2)) allocations/op, context switches/op \(f(voluntary, 3)) voluntary \(f(involuntary, 3)) involuntary, \(threadCount()) threads\n".data(using: .utf8)!)
     return perOperation
 }
 
+// `--only a,b`: only these workloads, interleaved as in the full run; prints each round.
+let only = arguments.drop(while: { $0 != "--only" }).dropFirst().first.map { Set($0.split(separator: ",").map(String.init)) }
+
 var results: [String: Result] = [:]
 do {
-    for workload in workloads {
+    for workload in workloads where only?.contains(workload.name) ?? true {
         var ours: [Double] = [], foundation: [Double] = [], dispatch: [Double] = []
         var ours2: [Double] = [], foundation2: [Double] = []
         var oursAllocations: [Double] = [], foundationAllocations: [Double] = [], dispatchAllocations: [Double] = []
@@ -155,6 +161,8 @@ do {
     print("CHECK FAILED: \(error)")
     exit(1)
 }
+
+if only != nil { exit(0) }
 
 let memoryN = 500_000 / scale
 func memory(_ which: String) -> Double {

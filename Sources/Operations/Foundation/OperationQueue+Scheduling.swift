@@ -141,7 +141,7 @@ extension OperationQueue {
             context.restoreThreadQualityOfService()
         }
         // Registered in the first lock section, for the watchdog (default limit only).
-        var probe = WorkerThreadProbe.current()
+        var probe: WorkerThreadProbe? = WorkerThreadProbe(worker: context)
         var finished: Operation?
         var skipped: [Operation] = []
         while true {
@@ -171,6 +171,7 @@ extension OperationQueue {
                 context.finishedHere = false
                 finished = operation
             }
+            WorkerPausePoints.betweenOperations.pass(self, ())
         }
     }
 
@@ -209,15 +210,13 @@ extension OperationQueue {
         // give the queue a side table and slow every retain of it). The workers are probed
         // on the watchdog's thread, outside the lock (each probe reads a file).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
-            var blockedSlots: UInt64? = nil
-            if WorkerThreadProbe.isSupported {
-                var slots: UInt64 = 0
-                for (slot, probe) in self.core.withLock({ $0.runningWorkerProbes }) where probe.isBlocked() == true {
-                    slots |= 1 << UInt64(slot)
-                }
-                blockedSlots = slots
+            var blockedSlots: UInt64 = 0
+            for (slot, probe) in self.core.withLock({ $0.runningWorkerProbes }) where probe.isBlockedInOperation() {
+                blockedSlots |= 1 << UInt64(slot)
             }
-            self._perform(self.core.withLock { $0.watchdogFired(stamp: stamp, blockedSlots: blockedSlots) })
+            let wakeup = self.core.withLock { $0.watchdogFired(stamp: stamp, blockedSlots: blockedSlots) }
+            WorkerPausePoints.watchdogDecided.pass(self, wakeup.workers.count)
+            self._perform(wakeup)
         }
     }
 

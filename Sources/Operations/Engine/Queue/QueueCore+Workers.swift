@@ -75,29 +75,25 @@ extension QueueCore {
     /// The clocks of the running workers, for the watchdog to sample.
     var runningWorkerProbes: [(slot: Int, probe: WorkerThreadProbe)] { pool.runningProbes }
 
-    /// The watchdog fired. `blockedSlots` holds the slots whose workers the probe found
-    /// blocked now (nil where threads cannot be probed).
+    /// The watchdog fired. `blockedSlots` holds the slots whose workers it found blocked in
+    /// an operation now (see `WorkerThreadProbe`).
     ///
     /// Workers are added only for workers blocked at two ticks in a row while no operation
     /// finished: CPU-bound operations run about one per processor, while operations that
     /// sleep or wait overlap as on Darwin. (One sample could catch a busy worker waiting a
-    /// moment for a lock.) When every worker is blocked the allowance doubles, so that many
-    /// sleeping operations all run within a few ticks.
-    mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64?) -> Wakeup {
+    /// moment for a lock.) Workers between operations never count: when they sleep, they
+    /// wait for the queue's lock, and more workers would only make that wait longer. When
+    /// every worker is blocked the allowance doubles, so that many sleeping operations all
+    /// run within a few ticks.
+    mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64) -> Wakeup {
         let confirmed = pool.watchdogFired(blockedSlots: blockedSlots)
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
-        let running = max(pool.grownLimit, pool.count)
         // Operations finished meanwhile: the workers progress.
         guard stamp == progressStamp else { return wakeup() }
-        if let confirmed {
-            let blocked = confirmed.nonzeroBitCount
-            guard blocked > 0 else { return wakeup() }
-            pool.grow(to: blocked >= pool.count ? running * 2 : max(running, blocked + WorkerPool.processorCount))
-            return wakeup(force: true)
-        }
-        // No probes: no operation finished since the watchdog was armed means the workers
-        // are blocked (this cannot tell them from long CPU-bound operations).
-        pool.grow(to: running * 2)
+        let blocked = confirmed.nonzeroBitCount
+        guard blocked > 0 else { return wakeup() }
+        let running = max(pool.grownLimit, pool.count)
+        pool.grow(to: blocked >= pool.count ? running * 2 : max(running, blocked + WorkerPool.processorCount))
         return wakeup(force: true)
     }
 }

@@ -1,14 +1,18 @@
+import Synchronization
+
 /// What a queue worker knows about the operation it is running, reachable from its thread.
 ///
 /// When an operation finishes on the worker that runs it (the common case: `main()`
 /// returned), the worker records the finish and asks for the next operation in one
 /// acquisition of the queue's lock instead of two.
 ///
-/// - Note: `@unchecked Sendable`: only the worker's thread touches it (and the threads of a
-///   `BlockOperation`'s blocks read `queue`, which never changes).
+/// - Note: `@unchecked Sendable`: only the worker's thread touches it (the threads of a
+///   `BlockOperation`'s blocks read `queue`, which never changes; the watchdog reads
+///   `inOperation`, an atomic).
 final class WorkerContext: @unchecked Sendable {
-    /// `unowned(unsafe)`: the worker's closure holds the queue for the context's whole
-    /// life (the context lives only inside `_runWorker`).
+    /// `unowned(unsafe)`: the worker's closure holds the queue while it runs (the context
+    /// lives inside `_runWorker`; the watchdog's probe, which may hold it a moment longer,
+    /// reads only `inOperation`).
     unowned(unsafe) let queue: OperationQueue
     /// The queue's worker slot this worker holds.
     let slot: Int
@@ -16,10 +20,15 @@ final class WorkerContext: @unchecked Sendable {
     unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
     var finishedHere = false
+    /// Whether the worker is inside an operation's `start()` (read by the watchdog, which
+    /// counts only such a worker as blocked).
+    private let inOperation = Atomic(false)
     /// The thread's quality of service before the worker changed it, to restore.
     private var originalQuality: QualityOfService?
     /// What the worker last gave the thread (the common case: unchanged, nothing to do).
     private var appliedQuality: QualityOfService?
+
+    var isInOperation: Bool { inOperation.load(ordering: .relaxed) }
 
     init(queue: OperationQueue, slot: Int) {
         self.queue = queue
@@ -37,7 +46,9 @@ final class WorkerContext: @unchecked Sendable {
             appliedQuality = quality
         }
         self.operation = operation
+        inOperation.store(true, ordering: .relaxed)
         operation.start()
+        inOperation.store(false, ordering: .relaxed)
         self.operation = nil
     }
 

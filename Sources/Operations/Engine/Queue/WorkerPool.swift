@@ -69,12 +69,12 @@ struct WorkerPool {
         return true
     }
 
-    /// The watchdog fired with the slots found blocked now (nil where threads cannot be
-    /// probed). Returns those blocked at this tick and the previous one (nil without probes).
-    mutating func watchdogFired(blockedSlots: UInt64?) -> UInt64? {
+    /// The watchdog fired with the slots whose workers it found blocked in an operation now.
+    /// Returns those blocked at this tick and the previous one.
+    mutating func watchdogFired(blockedSlots: UInt64) -> UInt64 {
         isWatchdogArmed = false
-        let confirmed = blockedSlots.map { $0 & blockedAtLastTick }
-        blockedAtLastTick = blockedSlots ?? 0
+        let confirmed = blockedSlots & blockedAtLastTick
+        blockedAtLastTick = blockedSlots
         return confirmed
     }
 

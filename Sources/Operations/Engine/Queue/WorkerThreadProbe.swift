@@ -6,19 +6,25 @@ import Musl
 import Darwin
 #endif
 
-/// Whether a worker thread is blocked (sleeping, waiting for I/O or a lock) or busy
-/// (running, or ready to run and waiting for a processor): how the watchdog tells a queue
-/// whose operations block from one whose operations compute.
+/// Whether a worker is blocked in an operation (sleeping, waiting for I/O or a lock) or
+/// busy: how the watchdog tells a queue whose operations block from one whose operations
+/// compute.
 ///
-/// On Linux, the state letter in `/proc/self/task/<tid>/stat` says it: `R` runnable, `S`
-/// sleeping, `D` waiting for I/O. The thread is named by its kernel id, so reading it after
-/// the thread ended fails cleanly. Elsewhere there is no probe, and the watchdog falls back
-/// to "no operation finished".
+/// Only a worker inside an operation's `start()` can be blocked: a worker between
+/// operations that sleeps waits for the engine (the queue's lock, taken by producers and
+/// the other workers), and more workers would only wait there too.
+///
+/// On Linux, the state letter in `/proc/self/task/<tid>/stat` says whether the thread
+/// sleeps: `R` runnable, `S` sleeping, `D` waiting for I/O. The thread is named by its
+/// kernel id. Elsewhere (or without /proc) there is no state to read: a worker in an
+/// operation counts as blocked, and the watchdog's "no operation finished" decides.
 struct WorkerThreadProbe: Sendable {
+    /// The worker: whether it is in an operation.
+    private let worker: WorkerContext
     #if os(Linux)
     /// The thread's kernel id (cheap to take when a worker starts; the file is read only
-    /// when the watchdog samples).
-    private let threadID: pid_t
+    /// when the watchdog samples); nil when it could not be read.
+    private let threadID: pid_t?
     #endif
 
     #if os(Linux)
@@ -26,14 +32,18 @@ struct WorkerThreadProbe: Sendable {
     private static let threadIDs = ThreadLocalPointer()
     #endif
 
-    /// Whether this platform can probe threads.
-    static let isSupported: Bool = current()?.isBlocked() != nil
-
-    /// The probe of the calling thread, where the platform has one.
-    static func current() -> WorkerThreadProbe? {
+    /// The probe of `worker`, which runs on the calling thread.
+    init(worker: WorkerContext) {
+        self.worker = worker
         #if os(Linux)
+        threadID = Self.currentThreadID()
+        #endif
+    }
+
+    #if os(Linux)
+    private static func currentThreadID() -> pid_t? {
         // Dispatch reuses its threads: the id is looked up once per thread.
-        if let cached = threadIDs.value { return WorkerThreadProbe(threadID: pid_t(Int(bitPattern: cached))) }
+        if let cached = threadIDs.value { return pid_t(Int(bitPattern: cached)) }
         // "/proc/thread-self" links to "<pid>/task/<tid>" (glibc's gettid() is not
         // imported on every toolchain).
         var link = [CChar](repeating: 0, count: 64)
@@ -42,15 +52,25 @@ struct WorkerThreadProbe: Sendable {
         let text = String(decoding: link[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard let last = text.split(separator: "/").last, let threadID = pid_t(last), threadID > 0 else { return nil }
         threadIDs.set(UnsafeMutableRawPointer(bitPattern: Int(threadID)))
-        return WorkerThreadProbe(threadID: threadID)
+        return threadID
+    }
+    #endif
+
+    /// Whether the worker is in an operation and its thread sleeps now.
+    func isBlockedInOperation() -> Bool {
+        guard worker.isInOperation else { return false }
+        #if os(Linux)
+        // A thread whose state cannot be read (no /proc) counts as on other platforms.
+        guard let threadID else { return true }
+        return Self.isSleeping(threadID) ?? true
         #else
-        return nil
+        return true
         #endif
     }
 
-    /// Whether the thread is blocked now; nil when it is gone (or cannot be read).
-    func isBlocked() -> Bool? {
-        #if os(Linux)
+    #if os(Linux)
+    /// Whether the thread sleeps now; nil when it is gone (or cannot be read).
+    private static func isSleeping(_ threadID: pid_t) -> Bool? {
         let descriptor = open("/proc/self/task/\(threadID)/stat", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -62,8 +82,6 @@ struct WorkerThreadProbe: Sendable {
         guard let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")), close + 2 < count else { return nil }
         let state = buffer[close + 2]
         return state == UInt8(ascii: "S") || state == UInt8(ascii: "D")
-        #else
-        return nil
-        #endif
     }
+    #endif
 }
