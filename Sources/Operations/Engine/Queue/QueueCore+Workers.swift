@@ -66,14 +66,14 @@ extension QueueCore {
         return progressStamp
     }
 
-    /// A worker of a queue with the default limit starts on the thread whose clock this is.
+    /// A worker of a queue with the default limit starts on the thread `probe` reads.
     mutating func workerStarted(slot: Int, probe: WorkerThreadProbe) {
         guard maxConcurrent < 0, !isMain else { return }
         pool.started(slot: slot, probe: probe)
     }
 
-    /// The clocks of the running workers, for the watchdog to sample.
-    var runningWorkerProbes: [(slot: Int, probe: WorkerThreadProbe)] { pool.runningProbes }
+    /// The probes of the workers in an operation now, for the watchdog to sample.
+    var probesInOperation: [(slot: Int, probe: WorkerThreadProbe)] { pool.probesInOperation }
 
     /// The watchdog fired. `blockedSlots` holds the slots whose workers it found blocked in
     /// an operation now (see `WorkerThreadProbe`).

@@ -8,11 +8,10 @@ import Synchronization
 ///
 /// - Note: `@unchecked Sendable`: only the worker's thread touches it (the threads of a
 ///   `BlockOperation`'s blocks read `queue`, which never changes; the watchdog reads
-///   `inOperation`, an atomic).
+///   `inOperation`, an atomic, under the queue's lock while the worker is registered).
 final class WorkerContext: @unchecked Sendable {
-    /// `unowned(unsafe)`: the worker's closure holds the queue while it runs (the context
-    /// lives inside `_runWorker`; the watchdog's probe, which may hold it a moment longer,
-    /// reads only `inOperation`).
+    /// `unowned(unsafe)`: the worker's closure holds the queue for the context's whole
+    /// life (the context lives only inside `_runWorker`).
     unowned(unsafe) let queue: OperationQueue
     /// The queue's worker slot this worker holds.
     let slot: Int

@@ -15,7 +15,7 @@ struct WorkerPool {
     /// the watchdog raises it while workers are blocked, and it falls back when idle.
     private(set) var grownLimit = WorkerPool.processorCount
     private(set) var isWatchdogArmed = false
-    /// The CPU clocks of the running workers, by slot (default limit only).
+    /// The probes of the running workers, by slot (default limit only).
     private(set) var probes: [WorkerThreadProbe?] = []
     /// The slots whose workers the watchdog's previous tick found blocked.
     private(set) var blockedAtLastTick: UInt64 = 0
@@ -51,15 +51,15 @@ struct WorkerPool {
         lanes = []
     }
 
-    /// The worker of `slot` runs on the thread whose clock `probe` reads.
+    /// The worker of `slot` runs on the thread that `probe` reads.
     mutating func started(slot: Int, probe: WorkerThreadProbe) {
         if probes.isEmpty { probes = Array(repeating: nil, count: Self.maximum) }
         probes[slot] = probe
     }
 
-    /// The clocks of the running workers, for the watchdog to sample.
-    var runningProbes: [(slot: Int, probe: WorkerThreadProbe)] {
-        probes.indices.compactMap { slot in probes[slot].map { (slot, $0) } }
+    /// The probes of the workers in an operation now, for the watchdog to sample.
+    var probesInOperation: [(slot: Int, probe: WorkerThreadProbe)] {
+        probes.indices.compactMap { slot in probes[slot].flatMap { $0.isInOperation ? (slot, $0) : nil } }
     }
 
     /// Arms the watchdog; false when it is armed already.

@@ -19,8 +19,11 @@ import Darwin
 /// kernel id. Elsewhere (or without /proc) there is no state to read: a worker in an
 /// operation counts as blocked, and the watchdog's "no operation finished" decides.
 struct WorkerThreadProbe: Sendable {
-    /// The worker: whether it is in an operation.
-    private let worker: WorkerContext
+    /// The worker, to ask whether it is in an operation. `unowned(unsafe)` (a probe is
+    /// copied into a lock section on every iteration of its worker): read only while the
+    /// probe is registered with its queue, under the queue's lock (a worker's context
+    /// outlives its registration, which ends when the worker retires).
+    private unowned(unsafe) let worker: WorkerContext
     #if os(Linux)
     /// The thread's kernel id (cheap to take when a worker starts; the file is read only
     /// when the watchdog samples); nil when it could not be read.
@@ -56,11 +59,14 @@ struct WorkerThreadProbe: Sendable {
     }
     #endif
 
-    /// Whether the worker is in an operation and its thread sleeps now.
-    func isBlockedInOperation() -> Bool {
-        guard worker.isInOperation else { return false }
+    /// Whether the worker is in an operation's `start()`. Only under the queue's lock, while
+    /// the probe is registered.
+    var isInOperation: Bool { worker.isInOperation }
+
+    /// Whether the worker's thread sleeps now (asked of a worker that was in an operation;
+    /// needs no lock). Without a state to read, it counts as sleeping.
+    func isSleeping() -> Bool {
         #if os(Linux)
-        // A thread whose state cannot be read (no /proc) counts as on other platforms.
         guard let threadID else { return true }
         return Self.isSleeping(threadID) ?? true
         #else
