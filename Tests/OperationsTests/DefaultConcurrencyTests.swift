@@ -66,38 +66,124 @@ struct DefaultConcurrencyTests {
         #expect(sawSecond())
     }
 
-    @Test("workers waiting between operations are not taken for blocked ones: the watchdog adds no worker")
-    func workersBetweenOperationsAreNotBlocked() {
+    /// A Swift `Mutex` (the kind of lock the library uses) held by another thread until
+    /// `unlock()`: a thread that takes it meanwhile sleeps in the kernel waiting for it.
+    final class HeldLock: Sendable {
+        private let mutex = Mutex(())
+        private let held = Gate(), release = Gate(), unlocked = Gate()
+
+        init() {
+            onNewThread { [self] in
+                mutex.withLock { _ in
+                    held.open()
+                    release.wait()
+                }
+                unlocked.open()
+            }
+            held.wait()
+        }
+
+        func waitForIt() { mutex.withLock { _ in } }
+
+        func unlock() {
+            release.open()
+            unlocked.wait()
+        }
+    }
+
+    /// Runs `8 × processors` operations on a default queue whose workers each take `lock`
+    /// once, where `wait` puts them (after their first operation, or inside it), and returns
+    /// the number of workers the watchdog started in its first four decisions after every
+    /// worker waited, and how many waited.
+    static func watchdogWhileWorkersWait(
+        for lock: HeldLock, betweenOperations: Bool
+    ) -> (decisions: [Int], waited: Int) {
         let queue = OperationQueue()
         queue.isSuspended = true
         let processors = ProcessInfo.processInfo.activeProcessorCount
-        for _ in 0..<(8 * processors) { queue.addOperation {} }
-        // Each worker stops after its first operation, before it takes the queue's lock
-        // again, as when another thread holds that lock: ready operations wait, nothing
-        // finishes, and every worker sleeps outside any operation.
-        let parked = Shared(0), released = Shared(false), release = Gate(), allParked = Gate()
-        WorkerPausePoints.betweenOperations.set { worker, _ in
-            guard worker === queue else { return }
-            if parked.increment() == processors { allParked.open() }
-            if !released() { release.wait() }
+        let waiting = Shared(0), allWaiting = Gate()
+        let takeLock: @Sendable () -> Void = {
+            if waiting.increment() == processors { allWaiting.open() }
+            lock.waitForIt()
+        }
+        for _ in 0..<(8 * processors) {
+            queue.addOperation {
+                if !betweenOperations { takeLock() }
+            }
+        }
+        let taken = Shared(Set<ObjectIdentifier>())
+        let pause = WorkerPausePoints.betweenOperations.add { worker, _ in
+            guard betweenOperations, worker === queue,
+                  taken.update({ $0.insert(ObjectIdentifier(Thread.current)).inserted })
+            else { return }
+            takeLock()
         }
         let decisions = Shared<[Int]>([]), enoughDecisions = Gate()
-        WorkerPausePoints.watchdogDecided.set { watched, started in
-            guard watched === queue, parked() >= processors else { return }
+        let watch = WorkerPausePoints.watchdogDecided.add { watched, started in
+            guard watched === queue, waiting() >= processors else { return }
             if decisions.update({ $0.append(started); return $0.count }) == 4 { enoughDecisions.open() }
         }
         defer {
-            WorkerPausePoints.betweenOperations.set(nil)
-            WorkerPausePoints.watchdogDecided.set(nil)
+            WorkerPausePoints.betweenOperations.remove(pause)
+            WorkerPausePoints.watchdogDecided.remove(watch)
         }
         queue.isSuspended = false
-        #expect(allParked.wait())
+        #expect(allWaiting.wait())
         #expect(enoughDecisions.wait(), "the watchdog kept deciding while operations wait")
-        #expect(decisions().allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions())")
-        #expect(parked() == processors)
-        released.update { $0 = true }
-        release.open(parked())
+        let result = (decisions(), waiting())
+        lock.unlock()
         queue.waitUntilAllOperationsAreFinished()
+        return result
+    }
+
+    @Test("workers waiting for a lock between operations are not taken for blocked ones: the watchdog adds no worker")
+    func workersWaitingForALockBetweenOperations() {
+        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(), betweenOperations: true)
+        #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
+        #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    @Test("workers waiting for a lock inside their operations are not taken for blocked ones: the watchdog adds no worker")
+    func workersWaitingForALockInsideOperations() {
+        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(), betweenOperations: false)
+        #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
+        #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    @Test("the workers added for blocked operations go once those ended, though an asynchronous operation still runs")
+    func allowanceFallsBackOnceBlockedOperationsEnded() {
+        let queue = OperationQueue()
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        let longRunning = TutorialAsyncOperation()
+        queue.addOperation(longRunning)
+        let count = 4 * processors + 1
+        let rendezvous = Rendezvous(count: count)
+        let met = Shared(0)
+        for _ in 0..<count {
+            queue.addOperation {
+                if rendezvous.arriveAndWait() { met.increment() }
+            }
+        }
+        // Until only the asynchronous operation is left: a worker records its operation's
+        // finish and ends in one lock section, so no worker runs then.
+        let deadline = DispatchTime.now() + eventTimeout
+        while queue.operationCount > 1 && DispatchTime.now() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        #expect(met() == count, "the blocked operations ran at once")
+        let meter = ConcurrencyMeter()
+        for _ in 0..<64 {
+            queue.addOperation {
+                meter.enter()
+                Self.burnCPU(nanoseconds: 4_000_000)
+                meter.leave()
+            }
+        }
+        let computed = BlockOperation {}
+        for operation in queue.operations where operation !== longRunning { computed.addDependency(operation) }
+        queue.addOperation(computed)
+        computed.waitUntilFinished()
+        longRunning.finish()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(meter.most <= 2 * processors, "ran \(meter.most) at once on \(processors) processors")
     }
 
     @Test("operations that block overlap well beyond the processor count")

@@ -211,7 +211,7 @@ extension OperationQueue {
         // on the watchdog's thread, outside the lock (each probe reads a file).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
             var blockedSlots: UInt64 = 0
-            for (slot, probe) in self.core.withLock({ $0.probesInOperation }) where probe.isSleeping() {
+            for (slot, sample) in self.core.withLock({ $0.workerSamples }) where sample.isBlocked() {
                 blockedSlots |= 1 << UInt64(slot)
             }
             let wakeup = self.core.withLock { $0.watchdogFired(stamp: stamp, blockedSlots: blockedSlots) }

@@ -72,19 +72,19 @@ extension QueueCore {
         pool.started(slot: slot, probe: probe)
     }
 
-    /// The probes of the workers in an operation now, for the watchdog to sample.
-    var probesInOperation: [(slot: Int, probe: WorkerThreadProbe)] { pool.probesInOperation }
+    /// What the watchdog reads of the running workers under the lock, by slot.
+    var workerSamples: [(slot: Int, sample: WorkerThreadProbe.Sample)] { pool.samples }
 
-    /// The watchdog fired. `blockedSlots` holds the slots whose workers it found blocked in
-    /// an operation now (see `WorkerThreadProbe`).
+    /// The watchdog fired. `blockedSlots` holds the slots whose workers it found blocked
+    /// now (see `WorkerThreadProbe`).
     ///
     /// Workers are added only for workers blocked at two ticks in a row while no operation
     /// finished: CPU-bound operations run about one per processor, while operations that
     /// sleep or wait overlap as on Darwin. (One sample could catch a busy worker waiting a
-    /// moment for a lock.) Workers between operations never count: when they sleep, they
-    /// wait for the queue's lock, and more workers would only make that wait longer. When
-    /// every worker is blocked the allowance doubles, so that many sleeping operations all
-    /// run within a few ticks.
+    /// moment for a lock.) A worker waiting for a lock never counts: when producers and
+    /// workers keep the queue's lock busy, more workers would only make that wait longer.
+    /// When every worker is blocked the allowance doubles, so that many sleeping operations
+    /// all run within a few ticks.
     mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64) -> Wakeup {
         let confirmed = pool.watchdogFired(blockedSlots: blockedSlots)
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }

@@ -19,8 +19,8 @@ final class WorkerContext: @unchecked Sendable {
     unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
     var finishedHere = false
-    /// Whether the worker is inside an operation's `start()` (read by the watchdog, which
-    /// counts only such a worker as blocked).
+    /// Whether the worker is inside an operation's `start()` (read by the watchdog where it
+    /// cannot read what the thread waits for: then such a worker may be blocked).
     private let inOperation = Atomic(false)
     /// The thread's quality of service before the worker changed it, to restore.
     private var originalQuality: QualityOfService?

@@ -10,24 +10,43 @@ package enum WorkerPausePoints {
     package static let watchdogDecided = PausePoint<Int>()
 }
 
-/// One pause point: the action a test set, told the queue and a value. A value kept in a
-/// global (not a class): passing it retains nothing.
+/// One pause point: the actions tests added (tests run in parallel, each filtering for its
+/// own queue), each told the queue and a value. A value kept in a global, not a class:
+/// passing it retains nothing.
 package struct PausePoint<Value>: ~Copyable, Sendable {
+    package typealias Action = @Sendable (OperationQueue, Value) -> Void
+
     private let isSet = Atomic(false)
-    private let action = Locked<(@Sendable (OperationQueue, Value) -> Void)?>(nil)
+    private let actions = Locked<(next: UInt64, list: [(id: UInt64, action: Action)])>((1, []))
 
     init() {}
 
-    /// Sets (or, with nil, clears) what runs when a thread passes the point.
-    package borrowing func set(_ action: (@Sendable (OperationQueue, Value) -> Void)?) {
-        self.action.withLock { $0 = action }
-        isSet.store(action != nil, ordering: .releasing)
+    /// Adds an action that runs whenever a thread passes the point; returns its identifier.
+    package borrowing func add(_ action: @escaping Action) -> UInt64 {
+        actions.withLock { actions in
+            defer { actions.next += 1 }
+            actions.list.append((actions.next, action))
+            isSet.store(true, ordering: .releasing)
+            return actions.next
+        }
     }
 
-    /// Runs the action set, if any, on the calling thread (no lock held).
+    /// Removes the action `id`.
+    package borrowing func remove(_ id: UInt64) {
+        let removed = actions.withLock { actions in
+            let removed = actions.list.filter { $0.id == id }
+            actions.list.removeAll { $0.id == id }
+            isSet.store(!actions.list.isEmpty, ordering: .releasing)
+            return removed
+        }
+        // The actions' captures are released here, after the lock.
+        withExtendedLifetime(removed) {}
+    }
+
+    /// Runs the actions added, if any, on the calling thread (no lock held).
     @inline(__always)
     borrowing func pass(_ queue: OperationQueue, _ value: Value) {
         guard isSet.load(ordering: .relaxed) else { return }
-        action.withLock { $0 }?(queue, value)
+        for (_, action) in actions.withLock({ $0.list }) { action(queue, value) }
     }
 }

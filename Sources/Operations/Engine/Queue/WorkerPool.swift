@@ -12,7 +12,8 @@ struct WorkerPool {
     private(set) var count = 0
     private(set) var busySlots: UInt64 = 0
     /// With the default limit: how many workers may run. Starts at the processor count;
-    /// the watchdog raises it while workers are blocked, and it falls back when idle.
+    /// the watchdog raises it while workers are blocked, and it falls back when the queue is
+    /// idle, when its last worker ends, or when the watchdog finds no worker blocked.
     private(set) var grownLimit = WorkerPool.processorCount
     private(set) var isWatchdogArmed = false
     /// The probes of the running workers, by slot (default limit only).
@@ -31,11 +32,14 @@ struct WorkerPool {
         return slot
     }
 
-    /// The worker of `slot` ends: its slot is free.
+    /// The worker of `slot` ends: its slot is free. When it was the last, nothing blocks a
+    /// worker any more: the allowance falls back to the processor count (the queue may still
+    /// have asynchronous operations running, which hold no worker).
     mutating func retire(slot: Int) {
         count -= 1
         busySlots &= ~(1 << UInt64(slot))
         if slot < probes.count { probes[slot] = nil }
+        if count == 0 { resetGrowth() }
     }
 
     /// The lane of `slot`, made with `quality` on first use.
@@ -57,9 +61,9 @@ struct WorkerPool {
         probes[slot] = probe
     }
 
-    /// The probes of the workers in an operation now, for the watchdog to sample.
-    var probesInOperation: [(slot: Int, probe: WorkerThreadProbe)] {
-        probes.indices.compactMap { slot in probes[slot].flatMap { $0.isInOperation ? (slot, $0) : nil } }
+    /// What the watchdog reads of the running workers under the lock, by slot.
+    var samples: [(slot: Int, sample: WorkerThreadProbe.Sample)] {
+        probes.indices.compactMap { slot in probes[slot].map { (slot, $0.sample) } }
     }
 
     /// Arms the watchdog; false when it is armed already.
@@ -71,9 +75,12 @@ struct WorkerPool {
 
     /// The watchdog fired with the slots whose workers it found blocked in an operation now.
     /// Returns those blocked at this tick and the previous one.
+    /// When no worker was blocked at either tick, the allowance falls back to the processor
+    /// count: the workers beyond it end as they finish their operations.
     mutating func watchdogFired(blockedSlots: UInt64) -> UInt64 {
         isWatchdogArmed = false
         let confirmed = blockedSlots & blockedAtLastTick
+        if blockedSlots | blockedAtLastTick == 0 { resetGrowth() }
         blockedAtLastTick = blockedSlots
         return confirmed
     }
@@ -83,7 +90,7 @@ struct WorkerPool {
         grownLimit = min(limit, Self.maximum)
     }
 
-    /// The queue went idle: the allowance falls back to the processor count.
+    /// The allowance falls back to the processor count.
     mutating func resetGrowth() {
         grownLimit = Self.processorCount
     }

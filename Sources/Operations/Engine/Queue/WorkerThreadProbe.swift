@@ -6,18 +6,21 @@ import Musl
 import Darwin
 #endif
 
-/// Whether a worker is blocked in an operation (sleeping, waiting for I/O or a lock) or
-/// busy: how the watchdog tells a queue whose operations block from one whose operations
-/// compute.
+/// Whether a worker is blocked (sleeping, waiting for I/O or for other threads) or busy:
+/// how the watchdog tells a queue whose operations block from one whose operations compute.
 ///
-/// Only a worker inside an operation's `start()` can be blocked: a worker between
-/// operations that sleeps waits for the engine (the queue's lock, taken by producers and
-/// the other workers), and more workers would only wait there too.
+/// A worker that waits for a lock is not blocked: the thread holding the lock runs (or
+/// waits for a processor) and will release it, and more workers would only wait for the
+/// same lock. The library's locks are Swift `Mutex`es, so this is what a worker does when
+/// producers and the other workers keep its queue's lock busy, between operations or
+/// inside one (recording a finish, releasing dependents).
 ///
-/// On Linux, the state letter in `/proc/self/task/<tid>/stat` says whether the thread
-/// sleeps: `R` runnable, `S` sleeping, `D` waiting for I/O. The thread is named by its
-/// kernel id. Elsewhere (or without /proc) there is no state to read: a worker in an
-/// operation counts as blocked, and the watchdog's "no operation finished" decides.
+/// On Linux the kernel says it: the state letter in `/proc/self/task/<tid>/stat` (`R`
+/// runnable, `S` sleeping, `D` waiting for I/O), and for a sleeping thread its system call
+/// in `.../syscall` — a `Mutex` waits in `futex` with `FUTEX_LOCK_PI`, which nothing else
+/// in a worker uses (Dispatch, Foundation and glibc's own locks and semaphores wait with
+/// `FUTEX_WAIT`). Elsewhere, or without /proc, a worker inside an operation's `start()`
+/// counts as blocked, and the watchdog's "no operation finished" decides.
 struct WorkerThreadProbe: Sendable {
     /// The worker, to ask whether it is in an operation. `unowned(unsafe)` (a probe is
     /// copied into a lock section on every iteration of its worker): read only while the
@@ -25,12 +28,9 @@ struct WorkerThreadProbe: Sendable {
     /// outlives its registration, which ends when the worker retires).
     private unowned(unsafe) let worker: WorkerContext
     #if os(Linux)
-    /// The thread's kernel id (cheap to take when a worker starts; the file is read only
+    /// The thread's kernel id (cheap to take when a worker starts; the files are read only
     /// when the watchdog samples); nil when it could not be read.
     private let threadID: pid_t?
-    #endif
-
-    #if os(Linux)
     /// This thread's kernel id, once looked up (stored as the pointer's bits).
     private static let threadIDs = ThreadLocalPointer()
     #endif
@@ -41,6 +41,39 @@ struct WorkerThreadProbe: Sendable {
         #if os(Linux)
         threadID = Self.currentThreadID()
         #endif
+    }
+
+    /// What the watchdog reads of a worker under the queue's lock, while the probe is
+    /// registered; `isBlocked()` then needs no lock.
+    var sample: Sample {
+        #if os(Linux)
+        Sample(threadID: threadID, isInOperation: worker.isInOperation)
+        #else
+        Sample(isInOperation: worker.isInOperation)
+        #endif
+    }
+
+    struct Sample: Sendable {
+        #if os(Linux)
+        let threadID: pid_t?
+        #endif
+        let isInOperation: Bool
+
+        /// Whether the worker's thread is blocked now (see `WorkerThreadProbe`).
+        func isBlocked() -> Bool {
+            #if os(Linux)
+            guard let threadID else { return isInOperation }
+            // A thread that cannot be read any more has ended: its worker retired.
+            guard let state = WorkerThreadProbe.contents(of: "stat", thread: threadID) else { return false }
+            guard WorkerThreadProbe.isSleeping(stat: state) else { return false }
+            // Read a moment after the state: a thread that woke meanwhile reads "running"
+            // or another call, and counts as the state said.
+            guard let call = WorkerThreadProbe.contents(of: "syscall", thread: threadID) else { return true }
+            return !WorkerThreadProbe.waitsForMutex(syscall: call)
+            #else
+            return isInOperation
+            #endif
+        }
     }
 
     #if os(Linux)
@@ -57,37 +90,50 @@ struct WorkerThreadProbe: Sendable {
         threadIDs.set(UnsafeMutableRawPointer(bitPattern: Int(threadID)))
         return threadID
     }
-    #endif
 
-    /// Whether the worker is in an operation's `start()`. Only under the queue's lock, while
-    /// the probe is registered.
-    var isInOperation: Bool { worker.isInOperation }
-
-    /// Whether the worker's thread sleeps now (asked of a worker that was in an operation;
-    /// needs no lock). Without a state to read, it counts as sleeping.
-    func isSleeping() -> Bool {
-        #if os(Linux)
-        guard let threadID else { return true }
-        return Self.isSleeping(threadID) ?? true
-        #else
-        return true
-        #endif
-    }
-
-    #if os(Linux)
-    /// Whether the thread sleeps now; nil when it is gone (or cannot be read).
-    private static func isSleeping(_ threadID: pid_t) -> Bool? {
-        let descriptor = open("/proc/self/task/\(threadID)/stat", O_RDONLY | O_CLOEXEC)
+    /// The first bytes of `/proc/self/task/<threadID>/<file>`; nil when it cannot be read.
+    static func contents(of file: String, thread threadID: pid_t) -> [UInt8]? {
+        let descriptor = open("/proc/self/task/\(threadID)/\(file)", O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
+        return Array(buffer[..<count])
+    }
+
+    /// Whether a `stat` line says the thread sleeps (`S`) or waits for I/O (`D`).
+    static func isSleeping(stat: [UInt8]) -> Bool {
         // "<tid> (<name>) <state> …": the name may hold spaces and parentheses, so the
         // state is the first letter after the last ')'.
-        guard let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")), close + 2 < count else { return nil }
-        let state = buffer[close + 2]
+        guard let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return false }
+        let state = stat[close + 2]
         return state == UInt8(ascii: "S") || state == UInt8(ascii: "D")
+    }
+
+    /// The `futex` system call's number on this architecture.
+    private static var futexCall: Int? {
+        #if arch(x86_64)
+        return 202
+        #elseif arch(arm64)
+        return 98
+        #else
+        return nil
+        #endif
+    }
+
+    /// Whether a `syscall` line ("<number> <arg0> <arg1> …", or "running") says the thread
+    /// waits in `futex` to take a priority-inheriting lock (`FUTEX_LOCK_PI` or
+    /// `FUTEX_LOCK_PI2`, with or without `FUTEX_PRIVATE_FLAG`): a Swift `Mutex`.
+    static func waitsForMutex(syscall line: [UInt8]) -> Bool {
+        let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
+        guard fields.count >= 3, let futexCall,
+              Int(String(decoding: fields[0], as: UTF8.self)) == futexCall
+        else { return false }
+        let operationText = String(decoding: fields[2], as: UTF8.self)
+        guard operationText.hasPrefix("0x"), let operation = Int(operationText.dropFirst(2), radix: 16) else { return false }
+        let lockPI = 6, lockPI2 = 13, commandMask = 0x7f
+        return operation & commandMask == lockPI || operation & commandMask == lockPI2
     }
     #endif
 }
