@@ -66,15 +66,22 @@ struct DefaultConcurrencyTests {
         #expect(sawSecond())
     }
 
-    /// A Swift `Mutex` (the kind of lock the library uses) held by another thread until
-    /// `unlock()`: a thread that takes it meanwhile sleeps in the kernel waiting for it.
+    /// The locks a worker may wait for: a Swift `Mutex` (the library's locks) and a glibc
+    /// mutex (`NSLock`; `malloc`'s arena locks are of that kind).
+    enum LockKind: CaseIterable, Sendable { case mutex, nsLock }
+
+    /// A lock held by another thread until `unlock()`: a thread that takes it meanwhile
+    /// sleeps in the kernel waiting for it.
     final class HeldLock: Sendable {
         private let mutex = Mutex(())
+        private let nsLock = NSLock()
+        private let kind: LockKind
         private let held = Gate(), release = Gate(), unlocked = Gate()
 
-        init() {
+        init(_ kind: LockKind) {
+            self.kind = kind
             onNewThread { [self] in
-                mutex.withLock { _ in
+                withLock {
                     held.open()
                     release.wait()
                 }
@@ -83,7 +90,14 @@ struct DefaultConcurrencyTests {
             held.wait()
         }
 
-        func waitForIt() { mutex.withLock { _ in } }
+        private func withLock(_ body: () -> Void) {
+            switch kind {
+            case .mutex: mutex.withLock { _ in body() }
+            case .nsLock: nsLock.withLock(body)
+            }
+        }
+
+        func waitForIt() { withLock {} }
 
         func unlock() {
             release.open()
@@ -136,16 +150,18 @@ struct DefaultConcurrencyTests {
         return result
     }
 
-    @Test("workers waiting for a lock between operations are not taken for blocked ones: the watchdog adds no worker")
-    func workersWaitingForALockBetweenOperations() {
-        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(), betweenOperations: true)
+    @Test("workers waiting for a lock between operations are not taken for blocked ones: the watchdog adds no worker",
+          arguments: LockKind.allCases)
+    func workersWaitingForALockBetweenOperations(lock: LockKind) {
+        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: true)
         #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
         #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
     }
 
-    @Test("workers waiting for a lock inside their operations are not taken for blocked ones: the watchdog adds no worker")
-    func workersWaitingForALockInsideOperations() {
-        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(), betweenOperations: false)
+    @Test("workers waiting for a lock inside their operations are not taken for blocked ones: the watchdog adds no worker",
+          arguments: LockKind.allCases)
+    func workersWaitingForALockInsideOperations(lock: LockKind) {
+        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: false)
         #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
         #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
     }

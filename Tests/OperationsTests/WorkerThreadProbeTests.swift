@@ -3,7 +3,7 @@ import Testing
 
 #if os(Linux)
 /// What the watchdog reads of a worker's thread on Linux: whether it sleeps, and whether it
-/// sleeps waiting for a Swift `Mutex` (which does not count as blocked).
+/// sleeps waiting for a lock (which does not count as blocked).
 @Suite("Reading a worker thread's state")
 struct WorkerThreadProbeTests {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
@@ -19,19 +19,27 @@ struct WorkerThreadProbeTests {
     }
 
     #if arch(x86_64)
-    @Test("a futex wait to take a priority-inheriting lock is a Mutex; other waits and calls are not")
-    func mutexWaits() {
-        // FUTEX_LOCK_PI and FUTEX_LOCK_PI2, private or not.
+    @Test("a futex wait to take a lock is a lock wait; waits on semaphores, conditions and sleeps are not")
+    func lockWaits() {
+        func line(_ operation: String, _ value: String) -> [UInt8] {
+            Self.bytes("202 0x7f12345678 \(operation) \(value) 0x0 0x0 0x0 0x7ffd 0x7f00")
+        }
+        // FUTEX_LOCK_PI and FUTEX_LOCK_PI2, private or not (Swift's Mutex, Dispatch's locks).
         for operation in ["0x86", "0x8d", "0x6", "0xd"] {
-            #expect(WorkerThreadProbe.waitsForMutex(syscall: Self.bytes("202 0x7f12345678 \(operation) 0x0 0x0 0x0 0x0 0x7ffd 0x7f00")))
+            #expect(WorkerThreadProbe.waitsForLock(syscall: line(operation, "0x0")))
         }
-        // FUTEX_WAIT_PRIVATE and FUTEX_WAIT_BITSET_PRIVATE (semaphores, conditions, glibc locks).
-        for operation in ["0x80", "0x89", "0x0"] {
-            #expect(!WorkerThreadProbe.waitsForMutex(syscall: Self.bytes("202 0x7f12345678 \(operation) 0x2 0x0 0x0 0x0 0x7ffd 0x7f00")))
-        }
-        #expect(!WorkerThreadProbe.waitsForMutex(syscall: Self.bytes("230 0x0 0x0 0x7ffc 0x7ffc 0x0 0x0 0x7ffc 0x7f14")))
-        #expect(!WorkerThreadProbe.waitsForMutex(syscall: Self.bytes("running")))
-        #expect(!WorkerThreadProbe.waitsForMutex(syscall: Self.bytes("-1 0x7ffc 0x7f14")))
+        // FUTEX_WAIT on 2, private or not (glibc's mutexes: NSLock, malloc's arenas).
+        #expect(WorkerThreadProbe.waitsForLock(syscall: line("0x80", "0x2")))
+        #expect(WorkerThreadProbe.waitsForLock(syscall: line("0x0", "0x2")))
+        // FUTEX_WAIT on another value, FUTEX_WAIT_BITSET (semaphores, conditions).
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: line("0x80", "0x0")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: line("0x80", "0xffffffff")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: line("0x89", "0x2")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: line("0x89", "0x0")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: Self.bytes("230 0x0 0x0 0x7ffc 0x7ffc 0x0 0x0 0x7ffc 0x7f14")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: Self.bytes("running")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: Self.bytes("-1 0x7ffc 0x7f14")))
+        #expect(!WorkerThreadProbe.waitsForLock(syscall: Self.bytes("202 0x7f12345678")))
     }
     #endif
 }

@@ -11,16 +11,18 @@ import Darwin
 ///
 /// A worker that waits for a lock is not blocked: the thread holding the lock runs (or
 /// waits for a processor) and will release it, and more workers would only wait for the
-/// same lock. The library's locks are Swift `Mutex`es, so this is what a worker does when
-/// producers and the other workers keep its queue's lock busy, between operations or
-/// inside one (recording a finish, releasing dependents).
+/// same lock. That is what workers do when producers and the other workers keep their
+/// queue's lock busy (between operations or inside one: recording a finish, releasing
+/// dependents), or `malloc`'s arena locks (a worker frees what a producer allocated).
 ///
 /// On Linux the kernel says it: the state letter in `/proc/self/task/<tid>/stat` (`R`
 /// runnable, `S` sleeping, `D` waiting for I/O), and for a sleeping thread its system call
-/// in `.../syscall` — a `Mutex` waits in `futex` with `FUTEX_LOCK_PI`, which nothing else
-/// in a worker uses (Dispatch, Foundation and glibc's own locks and semaphores wait with
-/// `FUTEX_WAIT`). Elsewhere, or without /proc, a worker inside an operation's `start()`
-/// counts as blocked, and the watchdog's "no operation finished" decides.
+/// in `.../syscall`. A thread waiting to take a lock sleeps in `futex`: a Swift `Mutex` (the
+/// library's locks) and Dispatch's locks with `FUTEX_LOCK_PI`, glibc's mutexes (`NSLock`,
+/// `malloc`'s arenas) with `FUTEX_WAIT` on the value 2 ("locked, with waiters"). Semaphores,
+/// conditions and sleeps look otherwise. Elsewhere, or without /proc, a worker inside an
+/// operation's `start()` counts as blocked, and the watchdog's "no operation finished"
+/// decides.
 struct WorkerThreadProbe: Sendable {
     /// The worker, to ask whether it is in an operation. `unowned(unsafe)` (a probe is
     /// copied into a lock section on every iteration of its worker): read only while the
@@ -69,7 +71,7 @@ struct WorkerThreadProbe: Sendable {
             // Read a moment after the state: a thread that woke meanwhile reads "running"
             // or another call, and counts as the state said.
             guard let call = WorkerThreadProbe.contents(of: "syscall", thread: threadID) else { return true }
-            return !WorkerThreadProbe.waitsForMutex(syscall: call)
+            return !WorkerThreadProbe.waitsForLock(syscall: call)
             #else
             return isInOperation
             #endif
@@ -122,18 +124,26 @@ struct WorkerThreadProbe: Sendable {
         #endif
     }
 
-    /// Whether a `syscall` line ("<number> <arg0> <arg1> …", or "running") says the thread
-    /// waits in `futex` to take a priority-inheriting lock (`FUTEX_LOCK_PI` or
-    /// `FUTEX_LOCK_PI2`, with or without `FUTEX_PRIVATE_FLAG`): a Swift `Mutex`.
-    static func waitsForMutex(syscall line: [UInt8]) -> Bool {
-        let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
-        guard fields.count >= 3, let futexCall,
-              Int(String(decoding: fields[0], as: UTF8.self)) == futexCall
+    /// Whether a `syscall` line ("<number> <arg0> <arg1> <arg2> …", or "running") says the
+    /// thread waits in `futex` to take a lock: `FUTEX_LOCK_PI` or `FUTEX_LOCK_PI2`, or
+    /// `FUTEX_WAIT` on the value 2 (with or without `FUTEX_PRIVATE_FLAG`).
+    static func waitsForLock(syscall line: [UInt8]) -> Bool {
+        let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 4)
+        func hex(_ index: Int) -> Int? {
+            guard index < fields.count else { return nil }
+            let text = String(decoding: fields[index], as: UTF8.self)
+            return text.hasPrefix("0x") ? Int(text.dropFirst(2), radix: 16) : nil
+        }
+        guard let futexCall, let first = fields.first,
+              Int(String(decoding: first, as: UTF8.self)) == futexCall,
+              let operation = hex(2)
         else { return false }
-        let operationText = String(decoding: fields[2], as: UTF8.self)
-        guard operationText.hasPrefix("0x"), let operation = Int(operationText.dropFirst(2), radix: 16) else { return false }
-        let lockPI = 6, lockPI2 = 13, commandMask = 0x7f
-        return operation & commandMask == lockPI || operation & commandMask == lockPI2
+        let wait = 0, lockPI = 6, lockPI2 = 13, commandMask = 0x7f, lockedWithWaiters = 2
+        switch operation & commandMask {
+        case lockPI, lockPI2: return true
+        case wait: return hex(3) == lockedWithWaiters
+        default: return false
+        }
     }
     #endif
 }
