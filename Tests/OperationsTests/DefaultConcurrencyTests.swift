@@ -158,12 +158,61 @@ struct DefaultConcurrencyTests {
         #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
     }
 
+    #if os(Linux)
+    // Where threads cannot be read, a worker inside an operation counts as blocked.
     @Test("workers waiting for a lock inside their operations are not taken for blocked ones: the watchdog adds no worker",
           arguments: LockKind.allCases)
     func workersWaitingForALockInsideOperations(lock: LockKind) {
         let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: false)
         #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
         #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
+    }
+    #endif
+
+    @Test("operations waiting for a lock whose holder waits for a later operation all run: lock waits count once nothing finishes",
+          arguments: LockKind.allCases)
+    func lockHolderWaitingForALaterOperation(lock kind: LockKind) {
+        let queue = OperationQueue()
+        let held = HeldLock(kind)
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        for _ in 0..<(4 * processors) { queue.addOperation { held.waitForIt() } }
+        let laterRan = Gate()
+        queue.addOperation {
+            laterRan.open()
+            held.unlock()
+        }
+        let ran = laterRan.wait()
+        #expect(ran, "the operation that releases the lock never got a worker")
+        if !ran { held.unlock() }
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("the workers added for blocked operations go while the queue keeps computing")
+    func allowanceFallsBackWhileComputing() {
+        let queue = OperationQueue()
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        let count = 4 * processors + 1
+        let rendezvous = Rendezvous(count: count)
+        let met = Shared(0)
+        for _ in 0..<count {
+            queue.addOperation {
+                if rendezvous.arriveAndWait() { met.increment() }
+            }
+        }
+        // Queued behind the blocked ones, so that the workers never all end: only the
+        // watchdog's looks, which find every worker computing, let the allowance fall back.
+        let inFlight = Shared(0), mostAmongLast = Shared(0)
+        for index in 0..<64 {
+            queue.addOperation {
+                let now = inFlight.update { $0 += 1; return $0 }
+                if index >= 48 { mostAmongLast.update { $0 = max($0, now) } }
+                Self.burnCPU(nanoseconds: 4_000_000)
+                inFlight.update { $0 -= 1 }
+            }
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(met() == count, "the blocked operations ran at once")
+        #expect(mostAmongLast() <= 2 * processors, "the last 16 ran with \(mostAmongLast()) at once on \(processors) processors")
     }
 
     @Test("the workers added for blocked operations go once those ended, though an asynchronous operation still runs")
@@ -184,6 +233,7 @@ struct DefaultConcurrencyTests {
         // finish and ends in one lock section, so no worker runs then.
         let deadline = DispatchTime.now() + eventTimeout
         while queue.operationCount > 1 && DispatchTime.now() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        #expect(queue.operationCount == 1, "the blocked operations ended")
         #expect(met() == count, "the blocked operations ran at once")
         let meter = ConcurrencyMeter()
         for _ in 0..<64 {

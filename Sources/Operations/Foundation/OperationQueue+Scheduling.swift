@@ -210,11 +210,17 @@ extension OperationQueue {
         // give the queue a side table and slow every retain of it). The workers are probed
         // on the watchdog's thread, outside the lock (each probe reads a file).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
-            var blockedSlots: UInt64 = 0
-            for (slot, sample) in self.core.withLock({ $0.workerSamples }) where sample.isBlocked() {
-                blockedSlots |= 1 << UInt64(slot)
+            var blocked: UInt64 = 0, waitingForLock: UInt64 = 0
+            for (slot, sample) in self.core.withLock({ $0.workerSamples }) {
+                switch sample.state() {
+                case .busy: break
+                case .waitingForLock: waitingForLock |= 1 << UInt64(slot)
+                case .blocked: blocked |= 1 << UInt64(slot)
+                }
             }
-            let wakeup = self.core.withLock { $0.watchdogFired(stamp: stamp, blockedSlots: blockedSlots) }
+            let wakeup = self.core.withLock {
+                $0.watchdogFired(stamp: stamp, blockedSlots: blocked, waitingForLockSlots: waitingForLock)
+            }
             WorkerPausePoints.watchdogDecided.pass(self, wakeup.workers.count)
             self._perform(wakeup)
         }

@@ -76,17 +76,21 @@ extension QueueCore {
     var workerSamples: [(slot: Int, sample: WorkerThreadProbe.Sample)] { pool.samples }
 
     /// The watchdog fired. `blockedSlots` holds the slots whose workers it found blocked
-    /// now (see `WorkerThreadProbe`).
+    /// now, `waitingForLockSlots` those it found waiting to take a lock (see
+    /// `WorkerThreadProbe`).
     ///
     /// Workers are added only for workers blocked at two ticks in a row while no operation
     /// finished: CPU-bound operations run about one per processor, while operations that
     /// sleep or wait overlap as on Darwin. (One sample could catch a busy worker waiting a
-    /// moment for a lock.) A worker waiting for a lock never counts: when producers and
-    /// workers keep the queue's lock busy, more workers would only make that wait longer.
-    /// When every worker is blocked the allowance doubles, so that many sleeping operations
-    /// all run within a few ticks.
-    mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64) -> Wakeup {
-        let confirmed = pool.watchdogFired(blockedSlots: blockedSlots)
+    /// moment for a lock.) A worker waiting for a lock does not count while operations
+    /// finish: when producers and workers keep the queue's lock busy, more workers would
+    /// only make that wait longer. After `WorkerPool.ticksBeforeLockWaitsCount` ticks
+    /// without a finish it counts: the lock's holder may wait for an operation that needs
+    /// a worker. When every worker is blocked the allowance doubles, so that many sleeping
+    /// operations all run within a few ticks.
+    mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64, waitingForLockSlots: UInt64) -> Wakeup {
+        let stalled = pool.ticked(progressed: stamp != progressStamp) >= WorkerPool.ticksBeforeLockWaitsCount
+        let confirmed = pool.watchdogFired(blockedSlots: stalled ? blockedSlots | waitingForLockSlots : blockedSlots)
         guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
         // Operations finished meanwhile: the workers progress.
         guard stamp == progressStamp else { return wakeup() }

@@ -20,6 +20,11 @@ struct WorkerPool {
     private(set) var probes: [WorkerThreadProbe?] = []
     /// The slots whose workers the watchdog's previous tick found blocked.
     private(set) var blockedAtLastTick: UInt64 = 0
+    /// The watchdog's ticks in a row at which no operation had finished since it was armed.
+    private(set) var ticksWithoutProgress = 0
+    /// After this many ticks without a finish (about 100 ms), workers waiting for a lock
+    /// count as blocked.
+    static let ticksBeforeLockWaitsCount = 25
     /// The serial Dispatch queues workers run on, by slot, made on first use.
     private var lanes: [DispatchQueue?] = []
 
@@ -83,6 +88,13 @@ struct WorkerPool {
         if blockedSlots | blockedAtLastTick == 0 { resetGrowth() }
         blockedAtLastTick = blockedSlots
         return confirmed
+    }
+
+    /// The watchdog ticked; `progressed`: an operation finished since it was armed.
+    /// Returns the ticks in a row without a finish (only a finish ends a stall).
+    mutating func ticked(progressed: Bool) -> Int {
+        ticksWithoutProgress = progressed ? 0 : ticksWithoutProgress + 1
+        return ticksWithoutProgress
     }
 
     /// Allows up to `limit` workers (at most `maximum`) while the running ones are blocked.

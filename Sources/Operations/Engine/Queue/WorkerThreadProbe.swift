@@ -9,9 +9,10 @@ import Darwin
 /// Whether a worker is blocked (sleeping, waiting for I/O or for other threads) or busy:
 /// how the watchdog tells a queue whose operations block from one whose operations compute.
 ///
-/// A worker that waits for a lock is not blocked: the thread holding the lock runs (or
-/// waits for a processor) and will release it, and more workers would only wait for the
-/// same lock. That is what workers do when producers and the other workers keep their
+/// A worker that waits for a lock is not blocked while its queue progresses: the thread
+/// holding the lock runs (or waits for a processor) and will release it, and more workers
+/// would only wait for the same lock. (When nothing finishes for long, the watchdog counts
+/// it after all: the holder may itself wait for an operation that needs a worker.) That is what workers do when producers and the other workers keep their
 /// queue's lock busy (between operations or inside one: recording a finish, releasing
 /// dependents), or `malloc`'s arena locks (a worker frees what a producer allocated).
 ///
@@ -46,7 +47,7 @@ struct WorkerThreadProbe: Sendable {
     }
 
     /// What the watchdog reads of a worker under the queue's lock, while the probe is
-    /// registered; `isBlocked()` then needs no lock.
+    /// registered; `state()` then needs no lock.
     var sample: Sample {
         #if os(Linux)
         Sample(threadID: threadID, isInOperation: worker.isInOperation)
@@ -55,25 +56,35 @@ struct WorkerThreadProbe: Sendable {
         #endif
     }
 
+    /// What a worker's thread is doing, as far as the watchdog can tell.
+    enum ThreadState: Equatable {
+        case busy
+        /// Sleeping to take a lock.
+        case waitingForLock
+        /// Sleeping (or waiting for I/O) otherwise.
+        case blocked
+    }
+
     struct Sample: Sendable {
         #if os(Linux)
         let threadID: pid_t?
         #endif
         let isInOperation: Bool
 
-        /// Whether the worker's thread is blocked now (see `WorkerThreadProbe`).
-        func isBlocked() -> Bool {
+        /// What the worker's thread does now (see `WorkerThreadProbe`).
+        func state() -> ThreadState {
             #if os(Linux)
-            guard let threadID else { return isInOperation }
+            guard let threadID else { return isInOperation ? .blocked : .busy }
             // A thread that cannot be read any more has ended: its worker retired.
-            guard let state = WorkerThreadProbe.contents(of: "stat", thread: threadID) else { return false }
-            guard WorkerThreadProbe.isSleeping(stat: state) else { return false }
+            guard let state = WorkerThreadProbe.contents(of: "stat", thread: threadID),
+                  WorkerThreadProbe.isSleeping(stat: state)
+            else { return .busy }
             // Read a moment after the state: a thread that woke meanwhile reads "running"
             // or another call, and counts as the state said.
-            guard let call = WorkerThreadProbe.contents(of: "syscall", thread: threadID) else { return true }
-            return !WorkerThreadProbe.waitsForLock(syscall: call)
+            guard let call = WorkerThreadProbe.contents(of: "syscall", thread: threadID) else { return .blocked }
+            return WorkerThreadProbe.waitsForLock(syscall: call) ? .waitingForLock : .blocked
             #else
-            return isInOperation
+            return isInOperation ? .blocked : .busy
             #endif
         }
     }
