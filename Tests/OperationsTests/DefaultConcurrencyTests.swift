@@ -151,7 +151,7 @@ struct DefaultConcurrencyTests {
     }
 
     @Test("workers waiting for a lock between operations are not taken for blocked ones: the watchdog adds no worker",
-          arguments: LockKind.allCases)
+          .enabled(if: WorkerPausePoints.arePassed), arguments: LockKind.allCases)
     func workersWaitingForALockBetweenOperations(lock: LockKind) {
         let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: true)
         #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
@@ -161,7 +161,7 @@ struct DefaultConcurrencyTests {
     #if os(Linux)
     // Where threads cannot be read, a worker inside an operation counts as blocked.
     @Test("workers waiting for a lock inside their operations are not taken for blocked ones: the watchdog adds no worker",
-          arguments: LockKind.allCases)
+          .enabled(if: WorkerPausePoints.arePassed), arguments: LockKind.allCases)
     func workersWaitingForALockInsideOperations(lock: LockKind) {
         let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: false)
         #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")

@@ -171,7 +171,9 @@ extension OperationQueue {
                 context.finishedHere = false
                 finished = operation
             }
+            #if DEBUG
             WorkerPausePoints.betweenOperations.pass(self, ())
+            #endif
         }
     }
 
@@ -221,7 +223,9 @@ extension OperationQueue {
             let wakeup = self.core.withLock {
                 $0.watchdogFired(stamp: stamp, blockedSlots: blocked, waitingForLockSlots: waitingForLock)
             }
+            #if DEBUG
             WorkerPausePoints.watchdogDecided.pass(self, wakeup.workers.count)
+            #endif
             self._perform(wakeup)
         }
     }
