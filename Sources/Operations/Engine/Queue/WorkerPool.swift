@@ -78,10 +78,10 @@ struct WorkerPool {
         return true
     }
 
-    /// The watchdog fired with the slots whose workers it found blocked in an operation now.
-    /// Returns those blocked at this tick and the previous one.
-    /// When no worker was blocked at either tick, the allowance falls back to the processor
-    /// count: the workers beyond it end as they finish their operations.
+    /// The watchdog fired with the slots whose workers count as blocked now. Returns those
+    /// blocked at this tick and the previous one. When no worker was blocked at either tick,
+    /// the allowance falls back to the processor count: the workers beyond it end as they
+    /// finish their operations.
     mutating func watchdogFired(blockedSlots: UInt64) -> UInt64 {
         isWatchdogArmed = false
         let confirmed = blockedSlots & blockedAtLastTick
