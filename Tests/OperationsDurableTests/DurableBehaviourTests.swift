@@ -306,9 +306,7 @@ struct DurableBehaviourTests {
         try await withStore(kind) { store in
             let queue = DurableQueue(name: "default", store: store)
             let held = try await queue.add(Hold.self, input: 2, retry: .never)
-            try await withWorkers(store: store) { _ async throws in
-                try await eventually(30, "the body started") { try await held.state == .running }
-            }
+            try await withWorkerUntilStarted(held.id, store: store)
             #expect(try await held.state == .ready, "given back, not failed")
             let value = try await withWorkers(store: store) { _ in
                 try await within(30, "the operation given back") { try await held.value }
@@ -329,9 +327,7 @@ struct DurableBehaviourTests {
             // An hour after the first failure, two after the second: told apart without waiting.
             let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: 3)
             let operation = try await queue.add(HoldsThenFails.self, input: 0, retry: retry)
-            try await withWorkers(store: store, kinds: [HoldsThenFails()]) { _ async throws in
-                try await eventually(30, "the first attempt started") { try await operation.state == .running }
-            }
+            try await withWorkerUntilStarted(operation.id, store: store, kinds: [HoldsThenFails()])
             try await withWorkers(store: store, kinds: [HoldsThenFails()]) { _ async throws in
                 try await eventually(30, "the second attempt failed") {
                     let attempts = try await operation.attempts

@@ -95,6 +95,22 @@ func testWorkerConfiguration(name: String = "test") -> DurableWorker.Configurati
     return configuration
 }
 
+/// Runs one worker in this process until it has started the body of `operation`, then stops
+/// it: the stop gives the body back. Waits for the worker's `started` event, recorded once
+/// the worker holds the body, not for the store's `running` state, which a claim shows
+/// before the worker has received it (a stop then records that it never ran the body).
+func withWorkerUntilStarted(
+    _ operation: DurableOperationID, store: any DurableOperationStore, kinds: [any DurableOperation] = allTestKinds
+) async throws {
+    let worker = DurableWorker(
+        store: store, queues: ["default"], kinds: kinds, configuration: testWorkerConfiguration(name: "test0"))
+    try await withRunningWorkerRecordingEvents(worker) { recorder in
+        try await recorder.wait("the body's start") { events in
+            events.contains { $0.operation == operation && $0.kind == .started }
+        }
+    }
+}
+
 /// Runs workers in this process while the body runs, then stops them and waits for them.
 func withWorkers<T: Sendable>(
     _ count: Int = 1, store: any DurableOperationStore, queues: [String] = ["default"],
