@@ -30,10 +30,17 @@ extension DurableWorker {
                     for id in holding where heartbeat.held.contains(id) {
                         if let body = state.running[id], body.renewedAt < started { state.running[id]!.renewedAt = started }
                     }
+                    // While stopping, nothing is given back from here: a body the shutdown
+                    // stopped has left the list of running ones before the shutdown's own
+                    // give-back (which says why) reached the store, and the shutdown gives
+                    // back all the worker still holds at its end.
                     return (
                         state.running.filter { $0.value.claimedAt < started && !heartbeat.held.contains($0.key) }.map(\.key),
-                        unstarted.heartbeatAnswered(
-                            held: heartbeat.held, unnamed: heartbeat.unnamed, running: Set(state.running.keys), claims: state.claims)
+                        state.stopping
+                            ? []
+                            : unstarted.heartbeatAnswered(
+                                held: heartbeat.held, unnamed: heartbeat.unnamed, running: Set(state.running.keys),
+                                claims: state.claims)
                     )
                 }
                 for operation in lost {

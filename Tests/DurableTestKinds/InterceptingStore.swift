@@ -17,6 +17,10 @@ public final class InterceptingStore: DurableOperationStore {
         public var afterComplete: (@Sendable ([DurableCompletion]) async -> Void)?
         /// Before a heartbeat is forwarded.
         public var beforeHeartbeat: (@Sendable () async -> Void)?
+        /// After a heartbeat was answered, before the worker hears of it.
+        public var afterHeartbeat: (@Sendable () async -> Void)?
+        /// Before attempts are given back, with the reason given.
+        public var beforeGiveBack: (@Sendable ([DurableAttemptID], String) async -> Void)?
 
         public init() {}
     }
@@ -45,7 +49,9 @@ public final class InterceptingStore: DurableOperationStore {
         worker: String, queues: [String], kinds: [String], holding: [DurableOperationID], lease: Duration
     ) async throws -> DurableHeartbeat {
         await hooks.beforeHeartbeat?()
-        return try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, holding: holding, lease: lease)
+        let heartbeat = try await base.heartbeat(worker: worker, queues: queues, kinds: kinds, holding: holding, lease: lease)
+        await hooks.afterHeartbeat?()
+        return heartbeat
     }
 
     public func migrate() async throws { try await base.migrate() }
@@ -54,6 +60,7 @@ public final class InterceptingStore: DurableOperationStore {
         try await base.enqueue(requests)
     }
     public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
+        await hooks.beforeGiveBack?(attempts, reason)
         try await base.giveBack(attempts, worker: worker, reason: reason)
     }
     public func giveBackAll(worker: String, reason: String) async throws {

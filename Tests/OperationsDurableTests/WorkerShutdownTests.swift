@@ -45,6 +45,47 @@ struct WorkerShutdownTests {
     }
 
     @Test(
+        "a worker that stops records why it gave back a running body: its heartbeats meanwhile give back nothing",
+        arguments: StoreKind.all)
+    func heartbeatsWhileStoppingGiveNothingBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let handle = try await DurableQueue(name: "default", store: store).add(Hold.self, input: 2, retry: .never)
+            // The shutdown's give-back of the stopped body waits until two heartbeats were
+            // answered after it began: the body has left the worker's list by then, and the
+            // store still counts the attempt as the worker's.
+            let shutdownGivingBack = TestGate(), twoHeartbeats = TestGate()
+            let heartbeatsSince = Shared(0), otherReasons = Shared<[String]>([])
+            let stopped = "stopped before the body finished"
+            var hooks = InterceptingStore.Hooks()
+            hooks.beforeGiveBack = { attempts, reason in
+                guard attempts.contains(where: { $0.operation == handle.id }) else { return }
+                if reason.contains(stopped) {
+                    shutdownGivingBack.open()
+                    await twoHeartbeats.waitIgnoringCancellation()
+                } else {
+                    otherReasons.update { $0.append(reason) }
+                }
+            }
+            hooks.afterHeartbeat = {
+                guard shutdownGivingBack.isOpen else { return }
+                if heartbeatsSince.update({ $0 += 1; return $0 }) == 2 { twoHeartbeats.open() }
+            }
+            defer { twoHeartbeats.open() }
+            let worker = DurableWorker(
+                store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Hold()],
+                configuration: testWorkerConfiguration())
+            try await withRunningWorkerRecordingEvents(worker) { recorder in
+                try await recorder.wait("the body's start") { events in
+                    events.contains { $0.operation == handle.id && $0.kind == .started }
+                }
+            }
+            let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
+            #expect(otherReasons.value.isEmpty, "given back meanwhile: \(otherReasons.value)")
+            #expect(record.attempts.first?.error?.contains(stopped) == true, "\(record.attempts)")
+        }
+    }
+
+    @Test(
         "a worker that stops while the store does not take a finished attempt's result gives the operation back",
         arguments: StoreKind.all)
     func resultNotRecordedByShutdownIsGivenBack(_ kind: StoreKind) async throws {
