@@ -105,13 +105,27 @@ struct DefaultConcurrencyTests {
         }
     }
 
-    /// Runs `8 × processors` operations on a default queue whose workers each take `lock`
-    /// once, where `wait` puts them (after their first operation, or inside it), and returns
-    /// the number of workers the watchdog started in its first four decisions after every
-    /// worker waited, and how many waited.
-    static func watchdogWhileWorkersWait(
-        for lock: HeldLock, betweenOperations: Bool
-    ) -> (decisions: [Int], waited: Int) {
+    /// Where a worker waits for the lock: after its first operation, or inside it.
+    enum WaitPlace: Sendable { case betweenOperations, insideOperation }
+
+    /// Where a worker's wait for a lock can be told from blocking: between operations
+    /// everywhere, inside one only where threads can be read (elsewhere a worker inside an
+    /// operation counts as blocked).
+    static var waitPlaces: [WaitPlace] {
+        #if os(Linux)
+        [.betweenOperations, .insideOperation]
+        #else
+        [.betweenOperations]
+        #endif
+    }
+
+    @Test("workers waiting for a lock, between operations or inside them, are not taken for blocked ones: the watchdog adds no worker",
+          .enabled(if: WorkerPausePoints.arePassed), arguments: waitPlaces, LockKind.allCases)
+    func workersWaitingForALock(place: WaitPlace, lock kind: LockKind) {
+        // `8 × processors` operations on a default queue whose workers each take the lock
+        // once, where `place` says; the watchdog's first four decisions after every worker
+        // waits are looked at.
+        let lock = HeldLock(kind)
         let queue = OperationQueue()
         queue.isSuspended = true
         let processors = ProcessInfo.processInfo.activeProcessorCount
@@ -122,12 +136,12 @@ struct DefaultConcurrencyTests {
         }
         for _ in 0..<(8 * processors) {
             queue.addOperation {
-                if !betweenOperations { takeLock() }
+                if place == .insideOperation { takeLock() }
             }
         }
         let taken = Shared(Set<ObjectIdentifier>())
         let pause = WorkerPausePoints.betweenOperations.add { worker, _ in
-            guard betweenOperations, worker === queue,
+            guard place == .betweenOperations, worker === queue,
                   taken.update({ $0.insert(ObjectIdentifier(Thread.current)).inserted })
             else { return }
             takeLock()
@@ -144,30 +158,12 @@ struct DefaultConcurrencyTests {
         queue.isSuspended = false
         #expect(allWaiting.wait())
         #expect(enoughDecisions.wait(), "the watchdog kept deciding while operations wait")
-        let result = (decisions(), waiting())
+        let (seen, waited) = (decisions(), waiting())
         lock.unlock()
         queue.waitUntilAllOperationsAreFinished()
-        return result
+        #expect(seen.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(seen)")
+        #expect(waited == processors)
     }
-
-    @Test("workers waiting for a lock between operations are not taken for blocked ones: the watchdog adds no worker",
-          .enabled(if: WorkerPausePoints.arePassed), arguments: LockKind.allCases)
-    func workersWaitingForALockBetweenOperations(lock: LockKind) {
-        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: true)
-        #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
-        #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
-    }
-
-    #if os(Linux)
-    // Where threads cannot be read, a worker inside an operation counts as blocked.
-    @Test("workers waiting for a lock inside their operations are not taken for blocked ones: the watchdog adds no worker",
-          .enabled(if: WorkerPausePoints.arePassed), arguments: LockKind.allCases)
-    func workersWaitingForALockInsideOperations(lock: LockKind) {
-        let (decisions, waited) = Self.watchdogWhileWorkersWait(for: HeldLock(lock), betweenOperations: false)
-        #expect(decisions.allSatisfy { $0 == 0 }, "workers started by the watchdog: \(decisions)")
-        #expect(waited == ProcessInfo.processInfo.activeProcessorCount)
-    }
-    #endif
 
     @Test("operations waiting for a lock whose holder waits for a later operation all run: lock waits count once nothing finishes",
           arguments: LockKind.allCases)
@@ -215,7 +211,8 @@ struct DefaultConcurrencyTests {
         #expect(mostAmongLast() <= 2 * processors, "the last 16 ran with \(mostAmongLast()) at once on \(processors) processors")
     }
 
-    @Test("the workers added for blocked operations go once those ended, though an asynchronous operation still runs")
+    @Test("the workers added for blocked operations go once those ended, though an asynchronous operation still runs",
+          .enabled(if: WorkerPausePoints.arePassed))
     func allowanceFallsBackOnceBlockedOperationsEnded() {
         let queue = OperationQueue()
         let processors = ProcessInfo.processInfo.activeProcessorCount
@@ -223,17 +220,20 @@ struct DefaultConcurrencyTests {
         queue.addOperation(longRunning)
         let count = 4 * processors + 1
         let rendezvous = Rendezvous(count: count)
-        let met = Shared(0)
+        let met = Shared(0), ended = Shared(0)
+        // Until the last worker has ended after the blocked operations did.
+        let noWorker = Gate()
+        let watch = WorkerPausePoints.workerEnded.add { worker, running in
+            if worker === queue, running == 0, ended() == count { noWorker.open() }
+        }
+        defer { WorkerPausePoints.workerEnded.remove(watch) }
         for _ in 0..<count {
             queue.addOperation {
                 if rendezvous.arriveAndWait() { met.increment() }
+                ended.increment()
             }
         }
-        // Until only the asynchronous operation is left: a worker records its operation's
-        // finish and ends in one lock section, so no worker runs then.
-        let deadline = DispatchTime.now() + eventTimeout
-        while queue.operationCount > 1 && DispatchTime.now() < deadline { Thread.sleep(forTimeInterval: 0.001) }
-        #expect(queue.operationCount == 1, "the blocked operations ended")
+        #expect(noWorker.wait(), "the blocked operations ended")
         #expect(met() == count, "the blocked operations ran at once")
         let meter = ConcurrencyMeter()
         for _ in 0..<64 {

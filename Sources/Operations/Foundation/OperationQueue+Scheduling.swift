@@ -158,7 +158,14 @@ extension OperationQueue {
             if let wakeup { _perform(wakeup) }
             for waiter in waiters { waiter.wake() }
             if let watchdog { _armWatchdog(stamp: watchdog) }
-            guard let operation else { return }
+            guard let operation else {
+                #if DEBUG
+                if WorkerPausePoints.workerEnded.hasActions {
+                    WorkerPausePoints.workerEnded.pass(self, core.withLock { $0.pool.count })
+                }
+                #endif
+                return
+            }
             guard _confirmReady(operation) else { continue }
             if hasEventHandlers.load(ordering: .relaxed) {
                 operation._update { state in

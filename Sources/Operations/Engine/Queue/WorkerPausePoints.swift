@@ -18,6 +18,8 @@ package enum WorkerPausePoints {
     package static let betweenOperations = PausePoint<Void>()
     /// The watchdog decided for a queue; the value is the number of workers it starts.
     package static let watchdogDecided = PausePoint<Int>()
+    /// A worker of a queue ended; the value is the number of its workers still running.
+    package static let workerEnded = PausePoint<Int>()
 }
 
 /// One pause point: the actions tests added (tests run in parallel, each filtering for its
@@ -52,6 +54,9 @@ package struct PausePoint<Value>: ~Copyable, Sendable {
         // The actions' captures are released here, after the lock.
         withExtendedLifetime(removed) {}
     }
+
+    /// Whether any action was added (a caller may skip working out the value otherwise).
+    package var hasActions: Bool { isSet.load(ordering: .relaxed) }
 
     /// Runs the actions added, if any, on the calling thread (no lock held).
     @inline(__always)

@@ -11,10 +11,11 @@ import Darwin
 ///
 /// A worker that waits for a lock is not blocked while its queue progresses: the thread
 /// holding the lock runs (or waits for a processor) and will release it, and more workers
-/// would only wait for the same lock. (When nothing finishes for long, the watchdog counts
-/// it after all: the holder may itself wait for an operation that needs a worker.) That is what workers do when producers and the other workers keep their
-/// queue's lock busy (between operations or inside one: recording a finish, releasing
-/// dependents), or `malloc`'s arena locks (a worker frees what a producer allocated).
+/// would only wait for the same lock. That is what workers do when producers and the other
+/// workers keep their queue's lock busy (between operations or inside one: recording a
+/// finish, releasing dependents), or `malloc`'s arena locks (a worker frees what a producer
+/// allocated). When nothing finishes for long, the watchdog counts such a wait after all:
+/// the holder may itself wait for an operation that needs a worker.
 ///
 /// On Linux the kernel says it: the state letter in `/proc/self/task/<tid>/stat` (`R`
 /// runnable, `S` sleeping, `D` waiting for I/O), and for a sleeping thread its system call
@@ -57,7 +58,7 @@ struct WorkerThreadProbe: Sendable {
     }
 
     /// What a worker's thread is doing, as far as the watchdog can tell.
-    enum ThreadState: Equatable {
+    enum ThreadState {
         case busy
         /// Sleeping to take a lock.
         case waitingForLock
