@@ -101,6 +101,9 @@ final class ConditionGate: ExplainedGate, @unchecked Sendable {
     /// Consulted before any other gate: categories are asked for only once the conditions hold.
     var rank: Int { 0 }
 
+    /// The operations the conditions contributed, each once.
+    var _contributed: [Operation] { state.withLock { $0.entries.contributed } }
+
     func append<Condition: OperationCondition>(_ condition: Condition, contributed: Operation?) {
         let stored: Stored
         if let block = condition as? BlockCondition {
@@ -147,7 +150,7 @@ final class ConditionGate: ExplainedGate, @unchecked Sendable {
                 _evaluate(entry, pass)
                 return
             }
-            let hook = contributed._onFinish { [self] _ in _evaluate(entry, pass) }
+            let hook = contributed._onFinish(for: .operation(WeakOperationReference(guarded))) { [self] _ in _evaluate(entry, pass) }
             if let hook {
                 let kept = state.withLock { state -> Bool in
                     guard state.current?.round == pass.round, state.current?.isDecided == false else { return false }

@@ -154,7 +154,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         }
         _addToProgress(total: true, weight)
         if !contributed { _childAdded(operation) }
-        operation._onFinish { [weak self] outcome in
+        operation._onFinish(for: .operation(WeakOperationReference(self))) { [weak self] outcome in
             self?._childFinished(identity, outcome: contributed ? .succeeded : outcome, weight: weight)
         }
         if let cancel = admission.cancelWith {
@@ -201,6 +201,18 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// Adds several children (``addChild(_:weight:)``).
     public func addOperations(_ operations: [Operation]) {
         addChildren(operations)
+    }
+
+    /// The children that have not finished, for the wait graph.
+    final var _unfinishedChildren: [Operation] { state.withLock { Array($0.unfinished.values) } }
+
+    /// Whether the group holds its children's queue until it starts (it has not started):
+    /// the library's suspension, as opposed to ``isChildQueueSuspended``.
+    final var _holdsChildrenUntilStart: Bool {
+        state.withLock { state in
+            guard case .waiting = state.stage else { return false }
+            return !state.isSuspendedByUser
+        }
     }
 
     /// Every child added so far, in the order added.

@@ -91,6 +91,9 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
 
     /// The retry loop waits on the composition layer's lanes, not on the cooperative pool.
 
+    /// The attempt running now, if any, for the wait graph.
+    final var _currentAttempt: Operation? { attempts.withLock { $0.current } }
+
     /// How many attempts were made so far.
     public var attemptCount: Int { attempts.withLock { $0.count } }
 
@@ -110,7 +113,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
 
     /// Waits, whatever the task's cancellation, until the attempts' queue is empty.
     private func _attemptQueueFinished() async {
-        for operation in attemptQueue.operations { _ = await operation._finishedOutcome() }
+        for operation in attemptQueue.operations { _ = await operation._finishedOutcome(for: self) }
     }
 
     private func _runAttempts() async throws -> Success {
@@ -129,7 +132,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
             }
             if cancelled { throw CancellationError() }
             attemptQueue.addOperation(attempt)
-            let outcome = await attempt._finishedOutcome()
+            let outcome = await attempt._finishedOutcome(for: self)
             attempts.withLock { $0.current = nil }
             if isCancelled { throw CancellationError() }
             let wait: Bool
@@ -226,10 +229,11 @@ open class RepeatOperation<Success: Sendable>: RetryOperation<Success>, @uncheck
 }
 
 extension Operation {
-    /// Waits for the outcome without reacting to the waiting task's cancellation.
-    final func _finishedOutcome() async -> Outcome {
+    /// Waits, for `waiter`, for the outcome without reacting to the waiting task's
+    /// cancellation.
+    final func _finishedOutcome(for waiter: Operation) async -> Outcome {
         let signal = AsyncSignal<Outcome>()
-        _onFinish { signal.resume(with: $0) }
+        _onFinish(for: .operation(WeakOperationReference(waiter))) { signal.resume(with: $0) }
         return await signal.value()
     }
 }

@@ -45,7 +45,7 @@ extension OperationExtensions where Self: Operation {
             }
             timer.arm(task)
         }
-        _onFinish { _ in timer.disarm() }
+        _onFinish(for: .bookkeeping) { _ in timer.disarm() }
     }
 
     /// Gives the operation a timeout on the continuous clock (see

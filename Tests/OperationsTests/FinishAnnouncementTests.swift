@@ -142,7 +142,7 @@ struct FinishAnnouncementTests {
         let token = operation.observe(\.isFinished, options: [.new]) { operation, change in
             guard change.newValue == true else { return }
             events.update { $0.append("told") }
-            operation._onFinish { _ in events.update { $0.append("wait returned") } }
+            operation._onFinish(for: .caller) { _ in events.update { $0.append("wait returned") } }
             events.update { $0.append("observer returned") }
         }
         let queue = OperationQueue()
@@ -348,12 +348,12 @@ struct FinishAnnouncementTests {
         let told = Shared(false)
         let stateObserver = CallbackObserver { _, _ in told.update { $0 = true } }
         operation.addObserver(stateObserver, forKeyPath: "state", options: [.new], context: nil)
-        operation._onFinish { _ in
+        operation._onFinish(for: .caller) { _ in
             go.open()
             announced.wait()
         }
         let toldWhenSecondWoken = Shared<Bool?>(nil)
-        operation._onFinish { _ in toldWhenSecondWoken.update { $0 = told() } }
+        operation._onFinish(for: .caller) { _ in toldWhenSecondWoken.update { $0 = told() } }
         let queue = OperationQueue()
         queue.addOperation(operation)
         operation.waitUntilFinished()

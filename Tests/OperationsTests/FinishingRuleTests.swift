@@ -127,7 +127,7 @@ struct FinishingRuleTests {
         let queue = OperationQueue()
         let operation = BlockOperation {}
         let inHook = Gate(), read = Gate()
-        operation._onFinish { _ in
+        operation._onFinish(for: .caller) { _ in
             inHook.open()
             _ = read.wait(timeout: 600)
         }

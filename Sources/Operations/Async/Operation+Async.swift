@@ -28,7 +28,7 @@ extension Operation {
             return outcome
         }
         let signal = AsyncSignal<Outcome?>()
-        let hook = _onFinish { signal.resume(with: $0) }
+        let hook = _onFinish(for: .caller) { signal.resume(with: $0) }
         // Inside an `async` body, the body waits for this one (for stall reports).
         return await BlockedWaits.during(awaiting: hook == nil ? [] : [self]) {
             await _awaitOutcome(signal: signal, hook: hook)

@@ -51,7 +51,7 @@ public struct OperationResults<Success: Sendable>: AsyncSequence, Sendable {
         if operations.isEmpty { continuation.finish() }
         var hooks: [(Operation, UInt64)] = []
         for operation in operations {
-            let hook = operation._onFinish { [continuation] _ in
+            let hook = operation._onFinish(for: .caller) { [continuation] _ in
                 switch operation.result! {
                 case .success(let value): continuation.yield(value)
                 case .failure(let error): continuation.finish(throwing: error)

@@ -67,18 +67,11 @@ enum UpstreamCancellation {
 
 extension Operation {
     /// Whether nobody wants this operation any more, so that cancelling it loses nothing: it
-    /// has neither finished nor been cancelled, nothing waits for it to finish (a blocked
-    /// thread, a task awaiting its `value`, `perform` or `waitUntilFinished()`, a results
-    /// loop, a group it belongs to, a timer or a key), and no operation that is neither
-    /// cancelled nor finished depends on it (a pending barrier included). (Getters read
-    /// with no lock held.)
+    /// has neither finished nor been cancelled, and the wait graph finds nobody waiting for
+    /// it (see `WaitGraph.isWanted(_:)`). (Getters read with no lock held.)
     var _isUnwanted: Bool {
         if isFinished || isCancelled { return false }
-        let (waited, dependents) = _update { state in
-            (state.finishWaiters.isEmpty == false, DependentReference.retainedIfAlive(state.dependents))
-        }
-        if waited { return false }
-        return !dependents.contains { dependent in !dependent.isCancelled && !dependent.isFinished }
+        return !WaitGraph.isWanted(self)
     }
 
     /// Cancels every operation of `batch`: those not running first, so that no member starts

@@ -1,125 +1,175 @@
 /// Finds the operations, among some that a thread waits for, that cannot make progress
-/// without someone else acting: a dependency cycle, a dependency in no queue, a suspended
-/// queue, a limit of 0 (directly or through any chain of dependencies and barriers).
+/// without someone else acting: a dependency cycle, a deadlock of waits, a dependency in no
+/// queue, a suspended queue, a limit of 0 (directly or through any chain of waits).
 ///
-/// Reads only public state (``Operation/waitReasons``), so it takes no lock of its own and
-/// may call overridden getters. Iterative, so a chain of thousands of operations does not
-/// exhaust a thread's stack.
+/// Reads the wait graph (`WaitGraph`) as an and-or graph: an operation progresses when
+/// nothing of its own stops it (``Operation/waitReasons``) and every edge it waits on ends
+/// — an all-of edge when each target progresses, an any-of edge (a slot) when one does.
+/// What progresses is found from the operations that progress by themselves outwards, so
+/// a cycle counts as stuck only when no wait on it can end by itself. Takes no lock of its
+/// own and may call overridden getters; iterative, so a chain of thousands of operations
+/// does not exhaust a thread's stack.
 struct StallAnalysis {
     /// Why an operation cannot make progress: the root cause, for a person.
     typealias Cause = String
 
-    private enum Verdict {
-        case progresses
-        case stuck(Cause)
-
-        var cause: Cause? {
-            if case .stuck(let cause) = self { return cause }
-            return nil
-        }
+    /// One operation of the part of the graph the waits reach.
+    private struct Node {
+        let operation: Operation
+        /// What stops it by itself (a suspended queue, no queue, a limit of 0).
+        let ownCause: Cause?
+        /// Finished: it progresses whatever it waited for.
+        let isDone: Bool
+        /// The edges it waits on, each with its targets' node indices.
+        var edges: [(edge: WaitEdge, targets: [Int])] = []
+        /// Edges not known to end yet.
+        var openEdges = 0
+        var progresses = false
     }
 
-    private var verdicts: [ObjectIdentifier: Verdict] = [:]
-    /// Operations whose verdict is being decided (the current path): meeting one again is a cycle.
-    private var onPath: [ObjectIdentifier: Int] = [:]
+    private var nodes: [Node] = []
+    private var index: [ObjectIdentifier: Int] = [:]
 
     /// The operations of `targets` that cannot make progress, each with its cause.
     static func stuck(among targets: [Operation]) -> [(operation: Operation, cause: Cause)] {
         var analysis = StallAnalysis()
-        return targets.compactMap { target in
-            if case .stuck(let cause) = analysis.verdict(for: target) { return (target, cause) }
-            return nil
+        let roots = targets.map { analysis.node(for: $0) }
+        analysis.explore()
+        analysis.propagate()
+        var causes: [Int: Cause] = [:]
+        return zip(targets, roots).compactMap { target, root in
+            analysis.nodes[root].progresses ? nil : (target, analysis.cause(of: root, known: &causes))
         }
     }
 
-    private struct Frame {
-        let operation: Operation
-        /// The operations it waits for (dependencies, barriers), still to decide.
-        var waitsFor: [Operation]
-        var next = 0
+    /// The index of `operation`'s node, made (its edges still to read) on first sight.
+    private mutating func node(for operation: Operation) -> Int {
+        if let known = index[ObjectIdentifier(operation)] { return known }
+        let (ownCause, isDone) = Self.own(operation)
+        nodes.append(Node(operation: operation, ownCause: ownCause, isDone: isDone))
+        index[ObjectIdentifier(operation)] = nodes.count - 1
+        return nodes.count - 1
     }
 
-    private mutating func verdict(for root: Operation) -> Verdict {
-        if let known = verdicts[ObjectIdentifier(root)] { return known }
-        var path: [Frame] = []
-        // The verdict of the operation just looked at, for the frame below it (nil: it
-        // progresses, or it is being looked at).
-        var stuckChild: Cause? = begin(root, path: &path).cause
-        while !path.isEmpty {
-            if let cause = stuckChild {
-                // Waiting for something stuck is being stuck, for the same root cause.
-                finish(&path, .stuck(cause))
-                continue
+    /// Reads the edges of every node reachable from those made so far.
+    private mutating func explore() {
+        var next = 0
+        while next < nodes.count {
+            defer { next += 1 }
+            guard !nodes[next].isDone, nodes[next].ownCause == nil else { continue }
+            let operation = nodes[next].operation
+            let started = Self.hasStarted(operation)
+            var edges: [(WaitEdge, [Int])] = []
+            for edge in WaitGraph.edges(of: operation, slots: .included) where started || !edge.holdsUpFinishOnly {
+                edges.append((edge, edge.targets.map { node(for: $0) }))
             }
-            let top = path.count - 1
-            guard path[top].next < path[top].waitsFor.count else {
-                finish(&path, .progresses)
-                continue
+            nodes[next].edges = edges
+            nodes[next].openEdges = edges.count
+        }
+    }
+
+    /// Marks what progresses, from the nodes that progress by themselves outwards.
+    private mutating func propagate() {
+        // Who waits on each node: (waiting node, edge index).
+        var waiting: [[(node: Int, edge: Int)]] = Array(repeating: [], count: nodes.count)
+        var remaining: [[Int]] = []
+        var ready: [Int] = []
+        for (id, node) in nodes.enumerated() {
+            remaining.append(node.edges.map { $0.edge.isAnyOf ? 1 : $0.targets.count })
+            for (edgeIndex, edge) in node.edges.enumerated() {
+                for target in edge.targets { waiting[target].append((id, edgeIndex)) }
             }
-            let child = path[top].waitsFor[path[top].next]
-            path[top].next += 1
-            let id = ObjectIdentifier(child)
-            if let known = verdicts[id] {
-                stuckChild = known.cause
-            } else if let index = onPath[id] {
-                let names = path[index...].map { $0.operation._stallName } + [child._stallName]
-                let inWait = path[index...].contains { BlockedWaits.targets(of: $0.operation) != nil }
-                stuckChild = inWait
+            if node.isDone || (node.ownCause == nil && node.openEdges == 0) { ready.append(id) }
+        }
+        for id in ready { nodes[id].progresses = true }
+        while let id = ready.popLast() {
+            for (waiter, edge) in waiting[id] where !nodes[waiter].progresses && remaining[waiter][edge] > 0 {
+                remaining[waiter][edge] -= 1
+                guard remaining[waiter][edge] == 0 else { continue }
+                nodes[waiter].openEdges -= 1
+                if nodes[waiter].openEdges == 0, nodes[waiter].ownCause == nil {
+                    nodes[waiter].progresses = true
+                    ready.append(waiter)
+                }
+            }
+        }
+    }
+
+    /// The root cause of a stuck node: its own, or, following an edge that does not end,
+    /// the cause it leads to — a cycle named by its members when it comes back.
+    private func cause(of root: Int, known: inout [Int: Cause]) -> Cause {
+        var path: [Int] = []
+        var kinds: [WaitEdge.Kind] = []
+        var onPath: [Int: Int] = [:]
+        var current = root
+        var found: Cause
+        while true {
+            if let cause = known[current] {
+                found = cause
+                break
+            }
+            let node = nodes[current]
+            if let own = node.ownCause {
+                found = own
+                break
+            }
+            if let position = onPath[current] {
+                let names = path[position...].map { nodes[$0].operation._stallName } + [node.operation._stallName]
+                let inWait = kinds[position...].contains { $0 == .blockedWait || $0 == .slot }
+                found = inWait
                     ? "deadlock \(names.joined(separator: " → ")) (each waits for the next: a wait inside a running operation for work that needs the slot it holds, or that it depends on)"
                     : "dependency cycle \(names.joined(separator: " → ")) (each waits for the next; cancel one to break it)"
-            } else {
-                stuckChild = begin(child, path: &path).cause
+                break
             }
+            // An edge that does not end, and on it a target that does not progress.
+            guard let (edge, targets) = node.edges.first(where: { edge in edge.targets.contains { !nodes[$0].progresses } }),
+                let next = targets.first(where: { !nodes[$0].progresses })
+            else {
+                found = "\(node.operation._stallName): it waits for work that does not progress"
+                break
+            }
+            onPath[current] = path.count
+            path.append(current)
+            kinds.append(edge.kind)
+            current = next
         }
-        return verdicts[ObjectIdentifier(root)] ?? .progresses
+        for id in path { known[id] = found }
+        return found
     }
 
-    /// Decides an operation from its own reasons (a reason of its own, like a suspended
-    /// queue, is reported before what its dependencies wait for), or pushes a frame to look
-    /// at what it waits for (and returns `.progresses`: not decided yet).
-    private mutating func begin(_ operation: Operation, path: inout [Frame]) -> Verdict {
-        var waitsFor: [Operation] = []
+    /// What stops `operation` by itself, and whether it has finished, from its wait reasons.
+    private static func own(_ operation: Operation) -> (cause: Cause?, isDone: Bool) {
         for reason in operation.waitReasons {
             switch reason {
-            case .executing:
-                // Its work blocked in a wait: it progresses when what it waits for does.
-                guard let targets = BlockedWaits.targets(of: operation) else { return record(operation, .progresses) }
-                waitsFor += targets
-            case .finished, .waitingForWorker, .isReadyReturnsFalse:
-                return record(operation, .progresses)
-            case .condition(_, let contributed?):
-                waitsFor.append(contributed)
-            case .condition(_, nil), .exclusivity:
-                // Evaluated, or handed over, by the composition layer as others finish.
-                return record(operation, .progresses)
-            case .concurrencyLimit(let queue, let limit):
-                if limit == 0 { return record(operation, .stuck("\(operation._stallName): \(Operation.WaitReason.concurrencyLimit(queue, limit: 0))")) }
-                // Every slot held by an operation blocked in a wait: it waits for them.
-                let holders = BlockedWaits.blocked(in: queue)
-                guard holders.count >= limit else { return record(operation, .progresses) }
-                waitsFor += holders
-            case .queueSuspended, .notInQueue, .finishedWithoutAnnouncement:
-                return record(operation, .stuck("\(operation._stallName): \(reason)"))
-            case .dependency(let dependency, _), .barrier(let dependency):
-                waitsFor.append(dependency)
+            case .finished:
+                return (nil, true)
+            case .concurrencyLimit(let queue, let limit) where limit == 0:
+                return ("\(operation._stallName): \(Operation.WaitReason.concurrencyLimit(queue, limit: 0))", false)
+            case .queueSuspended(let queue):
+                // A suspension the library made for the queue's owner (a group not started
+                // yet) is an edge to the owner, not a stop.
+                if let source = queue as? any WaitGraphSource, source.waitEdges(of: operation).contains(where: { $0.kind == .owner }) {
+                    continue
+                }
+                return ("\(operation._stallName): \(reason)", false)
+            case .notInQueue, .finishedWithoutAnnouncement:
+                return ("\(operation._stallName): \(reason)", false)
+            case .executing, .waitingForWorker, .isReadyReturnsFalse, .condition, .exclusivity, .concurrencyLimit,
+                .dependency, .barrier:
+                continue
             }
         }
-        if waitsFor.isEmpty { return record(operation, .progresses) }
-        onPath[ObjectIdentifier(operation)] = path.count
-        path.append(Frame(operation: operation, waitsFor: waitsFor))
-        // Undecided: the frame decides once it has looked at what it waits for.
-        return .progresses
+        return (nil, false)
     }
 
-    private mutating func record(_ operation: Operation, _ verdict: Verdict) -> Verdict {
-        verdicts[ObjectIdentifier(operation)] = verdict
-        return verdict
-    }
-
-    private mutating func finish(_ path: inout [Frame], _ verdict: Verdict) {
-        let frame = path.removeLast()
-        onPath[ObjectIdentifier(frame.operation)] = nil
-        verdicts[ObjectIdentifier(frame.operation)] = verdict
+    /// Whether the operation's work has begun (its finish-only edges then hold it up).
+    private static func hasStarted(_ operation: Operation) -> Bool {
+        operation._update { state in
+            switch state.phase.kind {
+            case .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished: true
+            case .idle, .waiting, .checking, .parked, .ready: false
+            }
+        }
     }
 }
 

@@ -16,4 +16,7 @@ extension Operation {
     /// The quality of service its work runs at (its own, raised by an escalation); nil when
     /// neither was set.
     package final var _threadQuality: QualityOfService? { _update { $0.threadQuality } }
+
+    /// The quality of service an escalation raised it to; nil when none did.
+    package final var _escalatedQuality: QualityOfService? { _update { $0.escalatedQuality } }
 }

@@ -94,11 +94,14 @@ extension Operation {
     /// Runs `hook` once the operation has finished (after its completion block), on the
     /// thread that finished it; at once, on this thread, if it already has. Returns an
     /// identifier for ``_removeFinishHook(_:)``, or nil when it ran at once.
+    ///
+    /// `role` says whom the hook serves: whether it makes the operation wanted (see
+    /// `WaitGraph.isWanted(_:)`).
     @discardableResult
-    package final func _onFinish(_ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
+    package final func _onFinish(for role: FinishHookRole, _ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
         let finished: Outcome? = _update { state in
-            state.addFinishWaiter { (.hook(id: id, hook), ()) } == nil ? state.outcome : nil
+            state.addFinishWaiter { (.hook(id: id, role, hook), ()) } == nil ? state.outcome : nil
         }
         guard let finished else { return id }
         hook(finished)

@@ -227,7 +227,7 @@ struct StartEventOrderTests {
         // operation has any observer; the first observer comes from inside the work.
         let log = Shared<[String]>([])
         let operation = BlockOperation {}
-        operation._onFinish { _ in log.update { $0.append("wait returned") } }
+        operation._onFinish(for: .caller) { _ in log.update { $0.append("wait returned") } }
         operation.addExecutionBlock { [unowned operation] in operation.addObserver(self.recorder(log)) }
         OperationQueue().addOperation(operation)
         operation.waitUntilFinished()
@@ -270,7 +270,7 @@ struct StartEventOrderTests {
         let returned = Shared(false)
         let sawFinish = Shared<Bool?>(nil)
         let done = Gate()
-        operation._onFinish { [unowned operation] _ in
+        operation._onFinish(for: .caller) { [unowned operation] _ in
             onNewThread {
                 operation.waitUntilFinished()
                 sawFinish.update { $0 = log().contains("finished") }

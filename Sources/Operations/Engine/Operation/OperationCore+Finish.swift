@@ -117,7 +117,7 @@ extension OperationCore {
     mutating func removeFinishHook(_ id: UInt64) -> [FinishWaiter] {
         var removed: [FinishWaiter] = []
         finishWaiters.removeAll { waiter in
-            guard case .hook(id, _) = waiter else { return false }
+            guard case .hook(id, _, _) = waiter else { return false }
             removed.append(waiter)
             return true
         }
@@ -227,16 +227,40 @@ extension OperationCore {
     }
 }
 
+/// Whom a finish hook serves, as the wait graph reads it when it asks whether an operation
+/// is still wanted (a blocked thread always wants it).
+package enum FinishHookRole: Sendable {
+    /// A caller awaits the operation's end: a task awaiting its value, a results loop.
+    case caller
+    /// An operation waits for this one (a group for a child, a retry for its attempt, a
+    /// guarded operation for what its condition contributed): it wants it for as long as
+    /// its own edges in the wait graph lead here.
+    case operation(WeakOperationReference)
+    /// The library keeps track of the end (a timeout's timer, a key, an event stream):
+    /// nobody waits for it.
+    case bookkeeping
+}
+
+/// A reference to an operation that does not keep it alive.
+package struct WeakOperationReference: @unchecked Sendable {
+    // `@unchecked Sendable`: a weak reference is read and cleared atomically by the runtime.
+    package weak var operation: Operation?
+
+    package init(_ operation: Operation) {
+        self.operation = operation
+    }
+}
+
 /// Something waiting for an operation to finish: a blocked thread or a hook (a suspended
 /// task's continuation, a group, a timer). Each is run once, after the completion block.
 enum FinishWaiter {
     case thread(DispatchSemaphore)
-    case hook(id: UInt64, @Sendable (Operation.Outcome) -> Void)
+    case hook(id: UInt64, FinishHookRole, @Sendable (Operation.Outcome) -> Void)
 
     func wake(_ outcome: Operation.Outcome?) {
         switch self {
         case .thread(let semaphore): semaphore.signal()
-        case .hook(_, let hook): hook(outcome!)
+        case .hook(_, _, let hook): hook(outcome!)
         }
     }
 }

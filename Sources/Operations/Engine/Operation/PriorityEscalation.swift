@@ -1,32 +1,24 @@
-// Priority escalation: low-priority work that high-priority work waits for is raised, so
-// that it does not hold the high-priority work up (priority inversion). Darwin does this
-// for dependencies, Swift tasks do it for awaits; here both reach operations.
+// Priority escalation, one operation at a time: the engine raises an operation's ready band,
+// its thread's quality of service and its task's priority. Which operations an escalation
+// reaches (everything the raised one waits for) is the wait graph's to say.
 
 extension Operation {
-    /// Raises this operation, and every unfinished operation it waits for (transitively),
-    /// to at least `quality`: its ready band (refiled if it is in its queue's ready list),
-    /// the quality of service of the thread that runs it, and the priority of its task.
+    /// Raises this operation to at least `quality`: its ready band (refiled if it is in its
+    /// queue's ready list), the quality of service of the thread that runs it, and the
+    /// priority of its task. Never lowers anything.
     ///
-    /// Never lowers anything. The walk stops at operations already escalated that high
-    /// (what they wait for was raised with them).
-    final func _escalate(to quality: QualityOfService) {
-        var pending: [Operation] = [self]
-        var seen = Set<ObjectIdentifier>()
-        while let operation = pending.popLast() {
-            guard seen.insert(ObjectIdentifier(operation)).inserted else { continue }
-            let step = operation._update { state -> (refile: OperationQueue?, waitsFor: [Operation])? in
-                guard !state.phase.isFinishingOrFinished else { return nil }
-                if let escalated = state.escalatedQuality, escalated.rank >= quality.rank { return nil }
-                state.escalatedQuality = quality
-                let refile = state.phase.kind == .ready ? state.queue : nil
-                return (refile, state.dependencies + state.hiddenDependencies)
-            }
-            guard let step else { continue }
-            step.refile?._refile(operation)
-            operation._escalateWork(to: quality)
-            for dependency in step.waitsFor where !dependency._isFinishingFlag {
-                pending.append(dependency)
-            }
+    /// Returns false, and does nothing, when it has finished or was already raised that
+    /// high (what it waits for was raised with it).
+    final func _raise(to quality: QualityOfService) -> Bool {
+        let refile = _update { state -> OperationQueue?? in
+            guard !state.phase.isFinishingOrFinished else { return nil }
+            if let escalated = state.escalatedQuality, escalated.rank >= quality.rank { return nil }
+            state.escalatedQuality = quality
+            return .some(state.phase.kind == .ready ? state.queue : nil)
         }
+        guard let refile else { return false }
+        refile?._refile(self)
+        _escalateWork(to: quality)
+        return true
     }
 }

@@ -103,7 +103,7 @@ final class EventStreamStorage: Sendable {
         // Subscribed first, then asked: an operation whose finished event went out before
         // the subscription ends the stream through this hook (which runs after that event
         // was delivered); otherwise its finished event ends it.
-        let id = operation._onFinish { [weak self] _ in self?.close(discardingBuffer: false) }
+        let id = operation._onFinish(for: .bookkeeping) { [weak self] _ in self?.close(discardingBuffer: false) }
         finishHook.withLock { $0 = id }
     }
 

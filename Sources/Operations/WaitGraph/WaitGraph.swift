@@ -1,0 +1,154 @@
+// Who waits for what: the one graph that priority escalation, stall and deadlock reports
+// and upstream cancellation read.
+
+/// One edge of the wait graph: what an operation cannot start or finish without.
+package struct WaitEdge {
+    /// What makes the operation wait.
+    package enum Kind: Sendable, Equatable {
+        /// A dependency (`addDependency(_:)`).
+        case dependency
+        /// A barrier added to its queue before it.
+        case barrier
+        /// A child of a group, which finishes after it.
+        case child
+        /// A retry's running attempt.
+        case attempt
+        /// An operation a condition contributed (a "sign in").
+        case contributed
+        /// An operation holding something the operation needs (an exclusivity category).
+        case holder
+        /// A wait inside the running operation's work, blocking or `await`.
+        case blockedWait
+        /// The operation that owns its queue and holds it until it starts (a group's
+        /// children wait for the group).
+        case owner
+        /// A slot of its queue: any of the operations holding one.
+        case slot
+    }
+
+    /// What makes the operation wait.
+    package let kind: Kind
+    /// What it waits for.
+    package let targets: [Operation]
+    /// The edge ends when any one target ends (a slot: whichever holder ends frees it);
+    /// otherwise only when each one does.
+    package var isAnyOf: Bool { kind == .slot }
+    /// The edge holds up only the finish of an operation that has started, not its start
+    /// (a group's children): a stall analysis of an operation still waiting to start skips it.
+    package let holdsUpFinishOnly: Bool
+
+    package init(_ kind: Kind, _ targets: [Operation], holdsUpFinishOnly: Bool = false) {
+        self.kind = kind
+        self.targets = targets
+        self.holdsUpFinishOnly = holdsUpFinishOnly
+    }
+}
+
+/// Something that makes operations wait for others beyond their dependencies, and says so:
+/// an operation subclass (a group waits for its children, a retry for its attempt), a gate
+/// (a condition for what it contributed, a category for its holder), a queue that belongs
+/// to an operation (its operations wait for their owner to start).
+///
+/// A layer that adds a kind of wait conforms and is read by every feature that follows
+/// waits; nothing else lists edges.
+package protocol WaitGraphSource: AnyObject {
+    /// What `operation` waits for through this source now, unfinished operations only.
+    /// Called with no lock of the library held.
+    func waitEdges(of operation: Operation) -> [WaitEdge]
+}
+
+/// The wait graph, read on demand: an operation's edges are gathered from the engine's state
+/// and the sources when asked, so that an operation nobody escalates, waits for or diagnoses
+/// pays nothing for it.
+package enum WaitGraph {
+    /// Whether `edges(of:)` should include the any-of edge to the slot holders of a full queue
+    /// (the stall analysis does; escalation and upstream cancellation do not).
+    package enum Slots {
+        case included, excluded
+    }
+
+    /// Everything `operation` waits for now: its unfinished dependencies (unless it is
+    /// cancelled: a cancelled operation ignores them), the barriers before it, what its gates,
+    /// its queue's owner and its own class declare, the waits its running work is blocked in,
+    /// and, when asked, the slot holders of its full queue.
+    package static func edges(of operation: Operation, slots: Slots = .excluded) -> [WaitEdge] {
+        let snapshot = operation._update { state in
+            (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
+             dependencies: state.dependencies, barriers: state.hiddenDependencies)
+        }
+        var edges: [WaitEdge] = []
+        switch snapshot.phase {
+        case .finishing, .announcing, .finished:
+            return []
+        case .idle, .waiting, .checking, .parked, .ready:
+            if !snapshot.cancelled {
+                let pending = snapshot.dependencies.filter { !$0._isFinishingFlag }
+                if !pending.isEmpty { edges.append(WaitEdge(.dependency, pending)) }
+                for gate in operation._gates {
+                    if let source = gate as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
+                }
+            }
+            let barriers = snapshot.barriers.filter { !$0._isFinishingFlag }
+            if !barriers.isEmpty { edges.append(WaitEdge(.barrier, barriers)) }
+            if let queue = snapshot.queue {
+                if let source = queue as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
+                if slots == .included, snapshot.phase == .ready, let slot = slotEdge(in: queue) { edges.append(slot) }
+            }
+        case .dispatched, .executing, .awaitingFinish:
+            if let targets = BlockedWaits.targets(of: operation) {
+                let pending = targets.filter { !$0._isFinishingFlag }
+                if !pending.isEmpty { edges.append(WaitEdge(.blockedWait, pending)) }
+            }
+        }
+        if let source = operation as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
+        return edges
+    }
+
+    /// The operations `operation` waits for, over every edge but slots, each once.
+    package static func targets(of operation: Operation) -> [Operation] {
+        var seen = Set<ObjectIdentifier>()
+        return edges(of: operation).flatMap(\.targets).filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+
+    /// A full queue's slot holders, when each of them is blocked in a wait; nil when one is
+    /// not (it ends by itself and frees its slot) or the queue has room.
+    private static func slotEdge(in queue: OperationQueue) -> WaitEdge? {
+        let (limit, executing) = queue.core.withLock { ($0.executionLimit, $0.executing) }
+        guard limit > 0, executing >= limit else { return nil }
+        let holders = BlockedWaits.blocked(in: queue)
+        guard holders.count >= limit else { return nil }
+        return WaitEdge(.slot, holders)
+    }
+}
+
+extension WaitGraph {
+    /// Whether anyone still wants `operation` to finish, so that cancelling it would lose
+    /// something: a thread blocked on it, a caller awaiting it, or an operation that is
+    /// neither cancelled nor finished and waits for it (a dependent, a pending barrier, a group
+    /// for its child, a retry for its attempt, a guarded operation for what its condition
+    /// contributed). A hook the library keeps for itself (a timeout's timer, a key, an event
+    /// stream) wants nothing. (Getters read with no lock held.)
+    package static func isWanted(_ operation: Operation) -> Bool {
+        let (waited, candidates) = operation._update { state -> (Bool, [Operation]) in
+            var waited = false
+            var candidates = DependentReference.retainedIfAlive(state.dependents)
+            for waiter in state.finishWaiters {
+                switch waiter {
+                case .thread, .hook(_, .caller, _): waited = true
+                case .hook(_, .operation(let reference), _):
+                    if let owner = reference.operation { candidates.append(owner) }
+                case .hook(_, .bookkeeping, _): break
+                }
+            }
+            return (waited, candidates)
+        }
+        if waited { return true }
+        var seen = Set<ObjectIdentifier>()
+        return candidates.contains { candidate in
+            guard seen.insert(ObjectIdentifier(candidate)).inserted, !candidate.isCancelled, !candidate.isFinished
+            else { return false }
+            // Its edges, not the hook it left, decide: the same graph every reader follows.
+            return targets(of: candidate).contains { $0 === operation }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+// What the composition layer's operations, gates and queues wait for, as edges of the wait
+// graph (`WaitGraph` of `Operations`): escalation, stall reports and upstream cancellation
+// read them there.
+
+@_spi(Engine) import Operations
+
+extension GroupOperation: WaitGraphSource {
+    /// A group waits for its unfinished children to finish; they hold up its finish, not
+    /// its start.
+    package func waitEdges(of operation: Operation) -> [WaitEdge] {
+        guard operation === self else { return [] }
+        let children = _unfinishedChildren.filter { !$0._isFinishingFlag }
+        return children.isEmpty ? [] : [WaitEdge(.child, children, holdsUpFinishOnly: true)]
+    }
+}
+
+extension GroupChildQueue: WaitGraphSource {
+    /// A child waits for its group to start while the group holds the queue for that (the
+    /// library's suspension, not the user's: a suspension through `isChildQueueSuspended`
+    /// is the user's, and no edge explains it).
+    package func waitEdges(of operation: Operation) -> [WaitEdge] {
+        guard let group, group._holdsChildrenUntilStart else { return [] }
+        return [WaitEdge(.owner, [group])]
+    }
+}
+
+extension RetryOperation: WaitGraphSource {
+    /// A retry waits for its running attempt.
+    package func waitEdges(of operation: Operation) -> [WaitEdge] {
+        guard operation === self, let attempt = _currentAttempt, !attempt._isFinishingFlag else { return [] }
+        return [WaitEdge(.attempt, [attempt])]
+    }
+}
+
+extension ConditionGate: WaitGraphSource {
+    /// A guarded operation waits for what its conditions contributed, until it is admitted.
+    func waitEdges(of operation: Operation) -> [WaitEdge] {
+        let contributed = _contributed.filter { !$0._isFinishingFlag }
+        return contributed.isEmpty ? [] : [WaitEdge(.contributed, contributed)]
+    }
+}
