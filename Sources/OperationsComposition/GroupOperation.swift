@@ -160,6 +160,8 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         if let cancel = admission.cancelWith {
             if let reason = cancel { operation.cancel(with: reason) } else { operation.cancel() }
         }
+        // Raised with the group: a child that joins after an escalation is raised too.
+        if let raised = _escalatedQuality { operation._escalate(to: raised) }
         if let guarded {
             childQueue._addPrerequisite(operation, of: guarded)
         } else {

@@ -131,6 +131,8 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
                 return false
             }
             if cancelled { throw CancellationError() }
+            // Raised with the retry: an attempt made after an escalation starts raised too.
+            if let raised = _escalatedQuality { attempt._escalate(to: raised) }
             attemptQueue.addOperation(attempt)
             let outcome = await attempt._finishedOutcome(for: self)
             attempts.withLock { $0.current = nil }

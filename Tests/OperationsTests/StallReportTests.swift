@@ -567,4 +567,127 @@ struct StallReportTests {
         }
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("own-queue-probe waiting") }, "\(capture.stalls)")
     }
+
+    /// A queue of two slots, both held by operations blocked in waits: "A1" waits for "D",
+    /// running on another queue until `release` opens; "A2" waits (blocking, or awaiting in
+    /// an async body) for "X", queued behind them. "X" waits for a slot, which "A1" frees by
+    /// itself once "D" ends: a wait for a slot is a wait for any holder, so nothing is stuck.
+    /// The analysis runs while both waits are known to have begun (a further wait for "X"),
+    /// and the queue-wide description makes it too.
+    func checkSlotWaitIsNotADeadlock(marker: String, awaitsInBody: Bool) {
+        let capture = Capture(marker: marker)
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "\(marker) queue"
+            queue.maxConcurrentOperationCount = 2
+            let other = OperationQueue()
+            let release = Gate()
+            let d = BlockOperation { _ = release.wait() }.named("\(marker) D")
+            let x = BlockOperation {}.named("\(marker) X")
+            let a1 = BlockOperation { d.waitUntilFinished() }.named("\(marker) A1")
+            let a2: Operation =
+                awaitsInBody
+                ? AsyncBlockOperation { () async -> Int in
+                    await x.waitUntilFinished()
+                    return 2
+                }.named("\(marker) A2")
+                : BlockOperation { x.waitUntilFinished() }.named("\(marker) A2")
+            other.addOperation(d)
+            queue.isSuspended = true
+            queue.addOperations([a1, a2, x], waitUntilFinished: false)
+            queue.isSuspended = false
+            #expect(eventually { a1._isBlockedInWait && a2._isBlockedInWait })
+            #expect(!queue.waitDescription.contains("cannot make progress"), "\(queue.waitDescription)")
+            let returned = waitInBackground { x.waitUntilFinished() }
+            release.open()
+            #expect(returned.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.isEmpty, "\(capture.stalls)")
+    }
+
+    @Test("slots held by waits are no deadlock while one of those waits ends by itself (a blocking wait)")
+    func slotWaitIsNotADeadlock() {
+        checkSlotWaitIsNotADeadlock(marker: "any-slot-blocking", awaitsInBody: false)
+    }
+
+    @Test("slots held by waits are no deadlock while one of those waits ends by itself (an await in an async body)")
+    func slotAwaitIsNotADeadlock() {
+        checkSlotWaitIsNotADeadlock(marker: "any-slot-awaiting", awaitsInBody: true)
+    }
+
+    @Test("slots held by waits that each wait for work behind them are a deadlock")
+    func everySlotWaitingForWorkBehindItIsADeadlock() {
+        let capture = Capture(marker: "every-slot")
+        capture.during {
+            let queue = OperationQueue()
+            queue.name = "every-slot queue"
+            queue.maxConcurrentOperationCount = 2
+            let x = BlockOperation {}.named("every-slot X")
+            let y = BlockOperation {}.named("every-slot Y")
+            let a1 = BlockOperation { y.waitUntilFinished() }.named("every-slot A1")
+            let a2 = BlockOperation { x.waitUntilFinished() }.named("every-slot A2")
+            queue.isSuspended = true
+            queue.addOperations([a1, a2, x, y], waitUntilFinished: false)
+            queue.isSuspended = false
+            #expect(eventually { a1._isBlockedInWait && a2._isBlockedInWait })
+            let returned = waitInBackground { x.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            // A third slot ends it.
+            queue.maxConcurrentOperationCount = 3
+            #expect(returned.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("every-slot") }, "\(capture.stalls)")
+    }
+
+    @Test("a wait for a child of a group queued behind other work is not reported: the group starts by itself")
+    func childOfAQueuedGroup() {
+        let capture = Capture(marker: "queued-group")
+        capture.during {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let release = Gate()
+            let ahead = BlockOperation { _ = release.wait() }.named("queued-group ahead")
+            let child = BlockOperation {}.named("queued-group child")
+            let group = GroupOperation(operations: [child])
+            group.name = "queued-group"
+            queue.addOperations([ahead, group], waitUntilFinished: false)
+            // The analysis the waits make, made here while the group is known to wait.
+            #expect(!group.childQueue.waitDescription.contains("cannot make progress"), "\(group.childQueue.waitDescription)")
+            let waitsBefore = child._finishWaiterCount
+            let returned = waitInBackground { child.waitUntilFinished() }
+            let awaited = Task { await child.waitUntilFinished() }
+            #expect(eventually { child._finishWaiterCount == waitsBefore + 2 })
+            release.open()
+            #expect(returned.wait())
+            let done = Gate()
+            Task {
+                await awaited.value
+                done.open()
+            }
+            #expect(done.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.isEmpty, "\(capture.stalls)")
+    }
+
+    @Test("a wait for a child of a group whose child queue the user suspended is reported")
+    func childOfAGroupSuspendedByTheUser() {
+        let capture = Capture(marker: "held-group")
+        capture.during {
+            let queue = OperationQueue()
+            let child = BlockOperation {}.named("held-group child")
+            let group = GroupOperation(operations: [child])
+            group.name = "held-group"
+            group.isChildQueueSuspended = true
+            queue.addOperation(group)
+            let returned = waitInBackground { child.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            group.isChildQueueSuspended = false
+            #expect(returned.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.first?.contains("is suspended") == true, "\(capture.stalls)")
+    }
 }

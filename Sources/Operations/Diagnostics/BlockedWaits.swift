@@ -70,3 +70,9 @@ enum BlockedWaits {
         return all.map(\.operation).filter { $0._queue === queue && seen.insert(ObjectIdentifier($0)).inserted }
     }
 }
+
+extension Operation {
+    /// Whether the operation's work is blocked in a wait the library sees (blocking, or an
+    /// `await` in its body): for tests that must know such a wait has begun.
+    package final var _isBlockedInWait: Bool { BlockedWaits.targets(of: self) != nil }
+}

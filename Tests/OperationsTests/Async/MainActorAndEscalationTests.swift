@@ -99,6 +99,21 @@ struct MainActorAndEscalationTests {
         #expect(Array(order().prefix(2)) == ["root", "middle"])
     }
 
+    @Test("awaiting an operation whose work waits for another raises that other one")
+    func escalationFollowsWaitsInsideWork() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let waited = BlockOperation {}
+        let waiting = BlockOperation { waited.waitUntilFinished() }
+        queue.addOperation(waiting)
+        #expect(await eventuallyAsync { waiting._isBlockedInWait })
+        let awaiter = Task(priority: .high) { await waiting.waitUntilFinished() }
+        #expect(await eventuallyAsync { waited._escalatedQuality == .userInitiated })
+        // In no queue until now: started by hand, it ends the wait.
+        waited.start()
+        await awaiter.value
+    }
+
     @Test("awaiting a running body from a high-priority task raises its task's priority")
     func runningBodyEscalates() async throws {
         let queue = OperationQueue()

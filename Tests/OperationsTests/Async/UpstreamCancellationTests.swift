@@ -16,7 +16,8 @@ struct UpstreamCancellationTests {
         let downloadQueue = OperationQueue()
         let stageQueue = OperationQueue()
 
-        init(count: Int) {
+        /// `timeouts`: each download gets a timeout far beyond the test (it never fires).
+        init(count: Int, timeouts: Bool = false) {
             downloadQueue.maxConcurrentOperationCount = 1
             let started = started, release = release
             downloads = (0..<count).map { index in
@@ -30,14 +31,19 @@ struct UpstreamCancellationTests {
                     return index
                 }
             }
+            if timeouts {
+                for download in downloads { download.timeout(after: .seconds(3_600)) }
+            }
             stages = downloads.map { download in download.then { (value: Int) async -> Int in value * 10 } }
             downloadQueue.addOperations(downloads, waitUntilFinished: false)
         }
     }
 
-    @Test("leaving a results loop early cancels the downloads its stages were waiting for; none of them starts")
-    func leavingTheLoopStopsTheDownloads() async throws {
-        let pipeline = Pipeline(count: 6)
+    @Test(
+        "leaving a results loop early cancels the downloads its stages were waiting for; none of them starts (also with a timeout on each download, which waits for nothing)",
+        arguments: [false, true])
+    func leavingTheLoopStopsTheDownloads(timeouts: Bool) async throws {
+        let pipeline = Pipeline(count: 6, timeouts: timeouts)
         #expect(try await firstValue(of: pipeline) == 0)
         pipeline.release.open()
         await pipeline.downloadQueue.waitUntilAllOperationsAreFinished()
