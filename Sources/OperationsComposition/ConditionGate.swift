@@ -174,6 +174,8 @@ final class ConditionGate: ExplainedGate, @unchecked Sendable {
     private static func _join(_ joining: [Operation], for guarded: Operation) {
         guard let queue = guarded._queue else { return }
         for operation in joining {
+            // Run on the guarded operation's behalf: never above it, nor below.
+            operation._takeQualityAndPriorityNotSet(from: guarded)
             if let group = (queue as? GroupChildQueue)?.group {
                 group._addContributed(operation, for: guarded)
             } else {

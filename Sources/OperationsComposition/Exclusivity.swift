@@ -28,7 +28,9 @@ extension OperationExtensions where Self: Operation {
     /// shared ones), in the order they ask, not the order added: a place taken when added
     /// would make an operation still waiting for a dependency hold up later ones, forever
     /// when it depends on one of them. An operation asks once its dependencies have finished, its conditions
-    /// hold and its queue is not suspended, on the thread where that happened. Waiting
+    /// hold and its queue is not suspended, on the thread where that happened; one whose
+    /// turn in line comes while its queue is suspended is passed over, keeping its place,
+    /// until the queue resumes. Waiting
     /// blocks no thread and holds no queue slot: the categories are a gate of the
     /// operation, not an operation. It gives them back when it finishes (or when it is
     /// cancelled, or gains a dependency, before it started).

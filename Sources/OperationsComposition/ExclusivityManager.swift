@@ -10,7 +10,15 @@
 /// for its mode. Lines follow the one order of arrival, so two requests never wait for each
 /// other; a release looks only at the lines of the categories it frees: 64 categories cost
 /// no more per request than one.
+///
+/// A request whose turn comes while its operation may not take anything (`MayTake`: its
+/// queue is suspended) is deferred: passed over, it keeps its place in its lines, and the
+/// requests behind it are looked at as if it were not there, until `resume` lets it back.
 struct ExclusivityState {
+    /// Whether the request (its id and pass) may take its categories now; when it may not,
+    /// the caller arranges for `resume(_:mayTake:)` to be called once it may.
+    typealias MayTake = (_ id: UInt64, _ pass: GatePass) -> Bool
+
     struct Holding {
         var exclusive = false
         var count = 0
@@ -31,6 +39,8 @@ struct ExclusivityState {
         /// its categories are free, not behind the lines, whose earlier requests may be
         /// waiting for that very group (which waits for this one).
         var insideHolder = false
+        /// Its turn came while it could not take anything: passed over until resumed.
+        var isDeferred = false
     }
 
     /// The ids waiting in one category, first from `head` on; ids no longer waiting (left)
@@ -112,19 +122,24 @@ struct ExclusivityState {
 
     /// A request arrives; returns its id and the passes granted now (its own, if it is).
     mutating func request(
-        _ needs: [(category: String, mode: ExclusivityMode)], pass: GatePass, insideHolder: Bool = false
+        _ needs: [(category: String, mode: ExclusivityMode)], pass: GatePass, insideHolder: Bool = false,
+        mayTake: MayTake = { _, _ in true }
     ) -> (UInt64, [GatePass]) {
         let id = newID()
         var request = Request(needs: needs.map { Need(slot: slot(for: $0.category), mode: $0.mode) }, grant: pass, insideHolder: insideHolder)
-        // Granted at once when nothing waits before it and its categories are free.
+        // Granted at once when nothing waits before it (but deferred requests) and its
+        // categories are free.
         var first = true
         if !insideHolder {
-            for need in request.needs where firstWaiting(in: need.slot) != nil { first = false }
+            for need in request.needs where firstEligible(in: need.slot) != nil { first = false }
         }
         if first, isFree(request) {
-            take(&request)
-            store(request, as: id)
-            return (id, [pass])
+            if mayTake(id, pass) {
+                take(&request)
+                store(request, as: id)
+                return (id, [pass])
+            }
+            request.isDeferred = true
         }
         for need in request.needs {
             if insideHolder {
@@ -139,7 +154,7 @@ struct ExclusivityState {
 
     /// A request leaves: granted ones give their categories back, waiting ones leave their
     /// lines. Returns the passes granted as a result.
-    mutating func release(_ id: UInt64) -> [GatePass] {
+    mutating func release(_ id: UInt64, mayTake: MayTake = { _, _ in true }) -> [GatePass] {
         guard let request = lookUp(id) else { return [] }
         let entry = Int(truncatingIfNeeded: id & (1 << Self.entryBits - 1))
         requests[entry] = nil
@@ -150,9 +165,18 @@ struct ExclusivityState {
             // Its ids in the lines stay, skipped when they come first.
             for need in request.needs { categories[need.slot].insideHolders.removeAll { $0 == id } }
         }
-        let passes = grant(after: request.needs)
+        let passes = grant(after: request.needs, mayTake: mayTake)
         for need in request.needs { unreference(need.slot) }
         return passes
+    }
+
+    /// A deferred request may take its categories again: in its place in line (it came
+    /// before the requests that arrived since). Returns the passes granted as a result.
+    mutating func resume(_ id: UInt64, mayTake: MayTake = { _, _ in true }) -> [GatePass] {
+        guard var request = lookUp(id), request.isDeferred else { return [] }
+        request.isDeferred = false
+        store(request, as: id)
+        return grant(after: request.needs, mayTake: mayTake)
     }
 
     /// The slot of `name`, made when no request names it; counts one more reference.
@@ -198,23 +222,28 @@ struct ExclusivityState {
         request.isGranted = true
     }
 
-    /// The first waiting id of the category's line, dropping ids that left.
-    private mutating func firstWaiting(in slot: Int) -> UInt64? {
+    /// The first waiting id of the category's line that is not deferred, dropping the ids
+    /// at the head that no longer wait (left or granted). Ids behind a deferred request
+    /// that no longer wait are skipped, and dropped once they reach the head.
+    private mutating func firstEligible(in slot: Int) -> UInt64? {
         while !categories[slot].line.isEmpty {
             let id = categories[slot].line.ids[categories[slot].line.head]
-            if let request = lookUp(id), !request.isGranted {
-                categories[slot].line.compact()
-                return id
-            }
+            if let request = lookUp(id), !request.isGranted { break }
             categories[slot].line.head += 1
+        }
+        categories[slot].line.compact()
+        let line = categories[slot].line
+        for position in line.head..<line.ids.count {
+            let id = line.ids[position]
+            if let request = lookUp(id), !request.isGranted, !request.isDeferred { return id }
         }
         return nil
     }
 
     /// Grants what freeing `needs`' categories allows: in each line, the first requests
     /// that are first in all their lines and free; a grant moves other lines, which are
-    /// looked at in turn.
-    private mutating func grant(after needs: [Need]) -> [GatePass] {
+    /// looked at in turn, and so does a request deferred because it may not take now.
+    private mutating func grant(after needs: [Need], mayTake: MayTake) -> [GatePass] {
         var passes: [GatePass] = []
         // Lines a grant moved (made only when a request names several categories).
         var moved: [Int] = []
@@ -230,22 +259,29 @@ struct ExclusivityState {
                 break
             }
             for id in categories[slot].insideHolders {
-                guard var request = lookUp(id), !request.isGranted, isFree(request) else { continue }
+                guard var request = lookUp(id), !request.isGranted, !request.isDeferred, isFree(request) else { continue }
+                guard mayTake(id, request.grant) else {
+                    request.isDeferred = true
+                    store(request, as: id)
+                    continue
+                }
                 for need in request.needs { categories[need.slot].insideHolders.removeAll { $0 == id } }
                 take(&request)
                 store(request, as: id)
                 passes.append(request.grant)
             }
-            while let id = firstWaiting(in: slot), var request = lookUp(id),
-                request.needs.allSatisfy({ firstWaiting(in: $0.slot) == id }), isFree(request)
+            while let id = firstEligible(in: slot), var request = lookUp(id),
+                request.needs.allSatisfy({ firstEligible(in: $0.slot) == id }), isFree(request)
             {
-                for need in request.needs {
-                    categories[need.slot].line.head += 1
-                    if need.slot != slot { moved.append(need.slot) }
+                // Granted or passed over, it no longer stands before the others in its lines.
+                for need in request.needs where need.slot != slot { moved.append(need.slot) }
+                if mayTake(id, request.grant) {
+                    take(&request)
+                    passes.append(request.grant)
+                } else {
+                    request.isDeferred = true
                 }
-                take(&request)
                 store(request, as: id)
-                passes.append(request.grant)
             }
         }
         return passes
@@ -262,13 +298,27 @@ enum ExclusivityManager {
     static func request(
         _ needs: [(category: String, mode: ExclusivityMode)], insideHolder: Bool, grant: GatePass
     ) -> (UInt64, [GatePass]) {
-        state.withLock { $0.request(needs, pass: grant, insideHolder: insideHolder) }
+        state.withLock { $0.request(needs, pass: grant, insideHolder: insideHolder, mayTake: mayTakeNow) }
     }
 
     /// Gives a request's categories back (or takes it out of the line) and admits the
     /// requests that are granted as a result.
     static func release(_ id: UInt64) {
-        let granted = state.withLock { $0.release(id) }
+        let granted = state.withLock { $0.release(id, mayTake: mayTakeNow) }
         for grant in granted { grant.admit() }
+    }
+
+    /// A deferred request's queue resumed: it may be granted, in its place in line.
+    private static func resume(_ id: UInt64) {
+        let granted = state.withLock { $0.resume(id, mayTake: mayTakeNow) }
+        for grant in granted { grant.admit() }
+    }
+
+    /// Whether a request may be granted now: not while its operation's queue is suspended,
+    /// where it could not start and would hold its categories from operations that can
+    /// (it is resumed when the queue resumes). Under the state's lock: the queue's lock is
+    /// taken inside it, and nothing holding a queue's or an operation's lock takes this one.
+    private static func mayTakeNow(_ id: UInt64, _ pass: GatePass) -> Bool {
+        !pass.deferIfQueueSuspended { resume(id) }
     }
 }

@@ -233,8 +233,9 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         set { childQueue.maxConcurrentOperationCount = newValue }
     }
 
-    /// The quality of service of the group's queue. Until set, the queue takes the group's
-    /// own when the group starts.
+    /// The quality of service of the group's queue. Until set, the queue takes, when the
+    /// group starts, the one the group runs at: its own, never below its queue's; its
+    /// queue's when it has none.
     public var childQualityOfService: QualityOfService {
         get { childQueue.qualityOfService }
         set { childQueue.qualityOfService = newValue }
@@ -289,7 +290,7 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
     /// children and start them.
     open override func main() {
         if !childQueue._isQualityOfServiceSet {
-            childQueue.qualityOfService = _threadQuality ?? .default
+            childQueue.qualityOfService = _runQuality
         }
         if _open(cancelledStart: false) { _finishGroup(cancelledStart: false) }
     }

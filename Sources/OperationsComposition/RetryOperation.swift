@@ -21,7 +21,9 @@
 /// - The wait between attempts is measured on `clock`, blocking no thread.
 /// - Cancelling the retry cancels the running attempt with the same reason and stops the
 ///   retries; a wait in progress ends at once.
-/// - Attempts run on the retry's own queue; the retry keeps its queue slot meanwhile.
+/// - Attempts run on the retry's own queue, at the quality of service the retry runs at (its
+///   own, never below its queue's; its queue's when it has none); the retry keeps its queue
+///   slot meanwhile.
 ///
 /// - Note: `@unchecked Sendable`: the running attempt is in a `Locked`; the rest never
 ///   changes after `init`.
@@ -118,7 +120,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
 
     private func _runAttempts() async throws -> Success {
         if !attemptQueue._isQualityOfServiceSet {
-            attemptQueue.qualityOfService = _threadQuality ?? .default
+            attemptQueue.qualityOfService = _runQuality
         }
         var number = 0
         while true {

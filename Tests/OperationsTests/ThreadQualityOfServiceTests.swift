@@ -33,4 +33,37 @@ struct ThreadQualityOfServiceTests {
         queue.qualityOfService = .userInteractive
         #expect(Self.threadQuality(on: queue, operationQuality: nil) == .userInteractive)
     }
+
+    /// Runs, on a `.utility` queue, a group, a retry and an operation guarded by a condition
+    /// (each at `ownQuality` when given), and returns the thread's quality of service inside
+    /// the work each runs on its behalf: the group's child, the retry's attempt, the
+    /// condition's contributed operation.
+    static func qualityOfWorkOnBehalf(ownQuality: QualityOfService?) -> [String: QualityOfService] {
+        let seen = Shared<[String: QualityOfService]>([:])
+        @Sendable func recording(_ work: String) -> BlockOperation {
+            BlockOperation { seen.update { $0[work] = Thread.current.qualityOfService } }
+        }
+        let group = GroupOperation(operations: [recording("group child")])
+        let retry = RetryOperation<Void>(maximumAttempts: 1, clock: ContinuousClock()) { _ in recording("retry attempt") }
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition(dependency: { _ in recording("contributed") }) { _ in true })
+        let operations: [Operation] = [group, retry, guarded]
+        if let ownQuality { for operation in operations { operation.qualityOfService = ownQuality } }
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        queue.addOperations(operations, waitUntilFinished: true)
+        return seen()
+    }
+
+    @Test(
+        "work an operation runs on its behalf (a group's child, a retry's attempt, a condition's contributed operation) runs at the quality of service the operation runs at",
+        arguments: [
+            (own: nil, runsAt: .utility), (own: .userInitiated, runsAt: .userInitiated), (own: .background, runsAt: .utility),
+        ] as [(own: QualityOfService?, runsAt: QualityOfService)])
+    func workOnBehalf(own: QualityOfService?, runsAt: QualityOfService) {
+        let seen = Self.qualityOfWorkOnBehalf(ownQuality: own)
+        for work in ["group child", "retry attempt", "contributed"] {
+            #expect(seen[work] == runsAt, "\(work) on a .utility queue, its operation's own quality of service \(own.map { "\($0)" } ?? "not set")")
+        }
+    }
 }

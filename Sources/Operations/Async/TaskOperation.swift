@@ -161,10 +161,7 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// below its queue's; its queue's when it has none (as for a synchronous operation's
     /// thread).
     private func _startQuality(own: QualityOfService?, queue: OperationQueue?) -> QualityOfService {
-        guard let queue else { return own ?? .default }
-        let floor = queue._threadQuality
-        guard let own else { return floor }
-        return floor.rank > own.rank ? floor : own
+        QualityOfService.runningAt(own: own, queue: queue?._threadQuality)
     }
 
     /// Sets ``Operation/isCancelled`` and cancels the running task.

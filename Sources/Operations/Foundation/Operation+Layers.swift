@@ -19,4 +19,22 @@ extension Operation {
 
     /// The quality of service an escalation raised it to; nil when none did.
     package final var _escalatedQuality: QualityOfService? { _update { $0.escalatedQuality } }
+
+    /// The quality of service the operation runs at: its own (raised by an escalation),
+    /// never below its queue's; its queue's when it has none; in no queue, its own or
+    /// `.default`. Work run on its behalf starts at this.
+    package final var _runQuality: QualityOfService {
+        QualityOfService.runningAt(own: _threadQuality, queue: _queue?._threadQuality)
+    }
+
+    /// Work run on `owner`'s behalf in `owner`'s queue (what its condition contributes)
+    /// starts at the quality of service and priority `owner` runs at: the operation takes
+    /// those it was not given. Before it joins the queue.
+    package final func _takeQualityAndPriorityNotSet(from owner: Operation) {
+        let quality = owner._runQuality
+        let priority = owner._update { $0.effectivePriority }
+        let (qualityNotSet, priorityNotSet) = _update { ($0.qualityOfService == nil, $0.queuePriority == nil) }
+        if qualityNotSet { qualityOfService = quality }
+        if priorityNotSet { queuePriority = priority }
+    }
 }

@@ -17,6 +17,12 @@ extension OperationQueue {
         core.withLock { $0.mayConsultGates(of: operation) }
     }
 
+    /// Whether the queue is suspended now; if it is, `action` runs (no lock held) once it
+    /// resumes.
+    final func _deferUntilResumed(_ action: @escaping @Sendable () -> Void) -> Bool {
+        core.withLock { $0.deferUntilResumed(action) }
+    }
+
     /// Whether the queue is suspended now.
     final var _isSuspendedNow: Bool { core.withLock { $0.isSuspended } }
 

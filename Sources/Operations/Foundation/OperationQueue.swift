@@ -124,10 +124,11 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     open var isSuspended: Bool {
         get { core.withLock { $0.isSuspended } }
         set {
-            var resumed: [Operation] = []
-            _change("isSuspended") { resumed = $0.setSuspended(newValue) }
-            // Their gates were left for the resumption.
-            for operation in resumed { operation._consultGatesIfDue() }
+            var resumption = QueueCore.Resumption()
+            _change("isSuspended") { resumption = $0.setSuspended(newValue) }
+            // Left for the resumption: gates that were deciding, then gates that were due.
+            for action in resumption.actions { action() }
+            for operation in resumption.gated { operation._consultGatesIfDue() }
         }
     }
 

@@ -137,6 +137,25 @@ struct ConditionTests {
         #expect(log() == ["sign in", "evaluate", "main"])
     }
 
+    @Test("a condition's operation takes the quality of service and priority the guarded operation runs at, unless it was given its own")
+    func contributedQualityAndPriority() {
+        let signIn = BlockOperation {}
+        let ownPriority = BlockOperation {}
+        ownPriority.queuePriority = .low
+        let guarded = BlockOperation {}
+        guarded.queuePriority = .high
+        guarded.qualityOfService = .userInitiated
+        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        guarded.addCondition(BlockCondition(dependency: { _ in ownPriority }) { _ in true })
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        queue.addOperation(guarded)
+        guarded.waitUntilFinished()
+        #expect(signIn.queuePriority == .high && signIn.qualityOfService == .userInitiated)
+        #expect(ownPriority.queuePriority == .low, "the priority it was given")
+        #expect(ownPriority.qualityOfService == .userInitiated)
+    }
+
     @Test("a silent condition does not run its operation")
     func silent() {
         let log = Shared<[String]>([])

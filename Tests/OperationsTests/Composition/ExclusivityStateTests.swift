@@ -78,4 +78,34 @@ struct ExclusivityStateTests {
         #expect(order == (0..<500).map(String.init))
         #expect(state.waiting.isEmpty && state.holdings.isEmpty)
     }
+
+    @Test("a request that may not take its categories when its turn comes is passed over, keeps its place, and goes before later ones once resumed")
+    func deferred() {
+        var state = ExclusivityState()
+        let mayNotTake: (String) -> ExclusivityState.MayTake = { name in { _, pass in pass.operation.name != name } }
+        let (held, _) = state.request([("x", .exclusive)], pass: ticket("held"))
+        let (passedOver, _) = state.request([("x", .exclusive)], pass: ticket("passed over"))
+        let (next, _) = state.request([("x", .exclusive)], pass: ticket("next"))
+        #expect(names(state.release(held, mayTake: mayNotTake("passed over"))) == ["next"])
+        _ = state.request([("x", .exclusive)], pass: ticket("later"))
+        #expect(state.resume(passedOver).isEmpty, "granted while the category is held")
+        #expect(names(state.release(next)) == ["passed over"], "a later request overtook the resumed one")
+        #expect(names(state.release(passedOver)) == ["later"])
+    }
+
+    @Test("a request passed over in one category no longer holds up the lines of its other categories")
+    func deferredAcrossLines() {
+        var state = ExclusivityState()
+        let (held, _) = state.request([("x", .exclusive)], pass: ticket("held"))
+        let (both, _) = state.request([("x", .exclusive), ("y", .exclusive)], pass: ticket("x and y"))
+        // y is free, but waits behind "x and y" (FIFO).
+        let (_, onlyY) = state.request([("y", .exclusive)], pass: ticket("y"))
+        #expect(onlyY.isEmpty)
+        #expect(names(state.release(held, mayTake: { _, pass in pass.operation.name != "x and y" })) == ["y"])
+        // A request arriving while the first in line is deferred is not held up by it either.
+        let (_, onlyX) = state.request([("x", .exclusive)], pass: ticket("x"))
+        #expect(names(onlyX) == ["x"])
+        #expect(state.resume(both).isEmpty)
+        #expect(state.resume(both).isEmpty, "resuming twice is harmless")
+    }
 }

@@ -207,4 +207,80 @@ struct ExclusivityTests {
         gate.open()
         waiting.waitUntilFinished()
     }
+
+    /// An exclusive operation that records, with the meter, that it runs; it opens
+    /// `started` once it runs and returns once `hold` opens (open when nil).
+    private func metered(
+        _ category: String, _ name: String, log: Shared<[String]>, meter: CategoryMeter,
+        started: Gate? = nil, hold: Gate? = nil
+    ) -> BlockOperation {
+        let operation = BlockOperation {
+            meter.enter([(category, .exclusive)])
+            log.append(name)
+            started?.open()
+            if let hold { _ = hold.wait() }
+            meter.leave([(category, .exclusive)])
+        }
+        operation.name = name
+        operation.addExclusivity(category)
+        return operation
+    }
+
+    @Test("an operation in line whose queue is suspended lets the next in line take the category, and runs once its queue resumes")
+    func suspendedQueueInLine() {
+        let category = unique("printer")
+        let log = Shared<[String]>([])
+        let meter = CategoryMeter()
+        let holding = Gate(), release = Gate(), nextRan = Gate()
+        let holder = metered(category, "holder", log: log, meter: meter, started: holding, hold: release)
+        let suspended = metered(category, "suspended", log: log, meter: meter)
+        let next = metered(category, "next", log: log, meter: meter)
+        next.completionBlock = { nextRan.open() }
+        let running = OperationQueue(), suspending = OperationQueue()
+        running.addOperation(holder)
+        #expect(holding.wait())
+        // With nothing to wait for, it asks on this thread, in `addOperation`: it is in line.
+        suspending.addOperation(suspended)
+        #expect(suspended.waitReasons == [.exclusivity([category])])
+        suspending.isSuspended = true
+        running.addOperation(next)
+        #expect(next.waitReasons == [.exclusivity([category])])
+        release.open()
+        #expect(nextRan.wait(), "the category went to the operation of the suspended queue: \(next.waitDescription)")
+        #expect(!suspended.isExecuting && !suspended.isFinished, "it ran while its queue was suspended")
+        suspending.isSuspended = false
+        suspended.waitUntilFinished()
+        #expect(log() == ["holder", "next", "suspended"])
+        #expect(meter.violations == 0)
+    }
+
+    @Test("an operation passed over while its queue was suspended keeps its place in line: it goes before later arrivals once its queue resumes")
+    func suspendedQueueKeepsPlace() {
+        let category = unique("printer")
+        let log = Shared<[String]>([])
+        let meter = CategoryMeter()
+        let holding = Gate(), release = Gate(), nextHolding = Gate(), nextRelease = Gate()
+        let holder = metered(category, "holder", log: log, meter: meter, started: holding, hold: release)
+        let suspended = metered(category, "suspended", log: log, meter: meter)
+        let next = metered(category, "next", log: log, meter: meter, started: nextHolding, hold: nextRelease)
+        let later = metered(category, "later", log: log, meter: meter)
+        let running = OperationQueue(), suspending = OperationQueue()
+        running.addOperation(holder)
+        #expect(holding.wait())
+        suspending.addOperation(suspended)
+        suspending.isSuspended = true
+        running.addOperation(next)
+        release.open()
+        #expect(nextHolding.wait(), "the category went to the operation of the suspended queue: \(next.waitDescription)")
+        // Asks while the suspended queue's operation is passed over: behind it in line.
+        running.addOperation(later)
+        #expect(later.waitReasons == [.exclusivity([category])])
+        suspending.isSuspended = false
+        #expect(suspended.waitReasons == [.exclusivity([category])], "it must wait for the holder")
+        nextRelease.open()
+        later.waitUntilFinished()
+        suspended.waitUntilFinished()
+        #expect(log() == ["holder", "next", "suspended", "later"])
+        #expect(meter.violations == 0)
+    }
 }

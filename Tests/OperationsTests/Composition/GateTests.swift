@@ -350,4 +350,44 @@ struct GateTests {
         queue.isSuspended = false
         guarded.waitUntilFinished()
     }
+
+    /// A gate of the engine alone (no condition, no category) that keeps its passes for
+    /// the test to admit.
+    /// - Note: `@unchecked Sendable`: its passes are in a `Shared`, which has a lock.
+    private final class KeptPassGate: OperationGate, @unchecked Sendable {
+        let passes = Shared<[GatePass]>([])
+        let consulted = Gate()
+        var rank: Int { 0 }
+        func consult(_ pass: GatePass) {
+            passes.update { $0.append(pass) }
+            consulted.open()
+        }
+        func release(_ pass: GatePass, because reason: GateRelease) {}
+    }
+
+    @Test("a gate deciding when its queue is suspended can have the resumption call it back; in no suspended queue it is not deferred")
+    func deferUntilQueueResumes() {
+        let gate = KeptPassGate()
+        let guarded = BlockOperation {}
+        #expect(guarded._gate(KeptPassGate.self, orAdd: { gate }) === gate)
+        let queue = OperationQueue()
+        queue.addOperation(guarded)
+        #expect(gate.consulted.wait())
+        let pass = gate.passes()[0]
+        let deferredWhileRunning = pass.deferIfQueueSuspended { Issue.record("called back without a suspension") }
+        #expect(!deferredWhileRunning)
+        queue.isSuspended = true
+        let resumed = Shared(0)
+        let deferred = pass.deferIfQueueSuspended { resumed.update { $0 += 1 } }
+        #expect(deferred)
+        #expect(resumed() == 0, "called back while the queue is suspended")
+        queue.isSuspended = false
+        #expect(resumed() == 1, "not called back once by the resumption (it runs on the resuming thread)")
+        queue.isSuspended = true
+        queue.isSuspended = false
+        #expect(resumed() == 1, "called back by a later resumption")
+        pass.admit()
+        guarded.waitUntilFinished()
+        #expect(guarded.outcome?.isSucceeded == true)
+    }
 }

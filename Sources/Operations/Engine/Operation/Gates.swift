@@ -10,6 +10,8 @@
 ///
 /// A dependency added after the gates were consulted withdraws the admission: the gates
 /// are released and consulted again, from the first, once the new dependency has finished.
+/// A queue suspended after a gate was consulted does not withdraw it: a gate still deciding
+/// asks ``GatePass/deferIfQueueSuspended(then:)`` before it hands the operation anything.
 package protocol OperationGate: AnyObject, Sendable {
     /// The operation's dependencies have finished: decide whether it may go on, and call
     /// `pass.admit()` once it may. Called without a lock held.
@@ -52,6 +54,19 @@ package struct GatePass: Sendable {
     /// cancelled or finished meanwhile); calling it twice is harmless.
     package func admit() {
         operation._gateAdmitted(self)
+    }
+
+    /// Whether the operation's queue is suspended now; if it is, `resumed` runs (no lock
+    /// held) once the queue resumes. False for an operation in no queue.
+    ///
+    /// For a gate still deciding when the queue was suspended: the engine consults no gate
+    /// of a suspended queue, but one consulted before may be about to hand the operation
+    /// something (a category) it should not hold while it cannot start. The answer and the
+    /// keeping of `resumed` are one step under the queue's lock: a resumption cannot come
+    /// between them. `resumed` runs once per call that returned true.
+    package func deferIfQueueSuspended(then resumed: @escaping @Sendable () -> Void) -> Bool {
+        guard let queue = operation._queue else { return false }
+        return queue._deferUntilResumed(resumed)
     }
 }
 

@@ -46,6 +46,9 @@ struct QueueCore {
     /// The identities in `gatedWhileSuspended`: each is kept once, however many times its
     /// gates were found due.
     private(set) var gatedWhileSuspendedIDs: Set<ObjectIdentifier> = []
+    /// What gates asked to be told of the resumption, having found the queue suspended
+    /// while they were deciding (`deferUntilResumed`): run when it resumes, in that order.
+    private(set) var actionsOnResumption: [@Sendable () -> Void] = []
     private(set) var name: String?
     private(set) var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
@@ -71,15 +74,32 @@ struct QueueCore {
         maxConcurrent = limit
     }
 
-    /// Returns, on resuming, the operations whose gates were due meanwhile: the caller
-    /// consults them after the lock.
-    mutating func setSuspended(_ suspended: Bool) -> [Operation] {
+    /// What a resumption leaves to do after the lock.
+    struct Resumption {
+        /// The actions of gates that were deciding when the queue was suspended, to run first.
+        var actions: [@Sendable () -> Void] = []
+        /// The operations whose gates were due meanwhile, to consult.
+        var gated: [Operation] = []
+    }
+
+    /// Returns, on resuming, what was left for the resumption: the caller runs and
+    /// consults it after the lock.
+    mutating func setSuspended(_ suspended: Bool) -> Resumption {
         isSuspended = suspended
-        guard !suspended else { return [] }
-        let resumed = gatedWhileSuspended
+        guard !suspended else { return Resumption() }
+        let resumption = Resumption(actions: actionsOnResumption, gated: gatedWhileSuspended)
+        actionsOnResumption = []
         gatedWhileSuspended = []
         gatedWhileSuspendedIDs = []
-        return resumed
+        return resumption
+    }
+
+    /// Whether the queue is suspended; if it is, `action` is kept for the resumption
+    /// (`setSuspended`).
+    mutating func deferUntilResumed(_ action: @escaping @Sendable () -> Void) -> Bool {
+        guard isSuspended else { return false }
+        actionsOnResumption.append(action)
+        return true
     }
 
     /// Whether `operation`'s gates may be consulted now: not while the queue is suspended;

@@ -37,7 +37,7 @@ final class WorkerContext: @unchecked Sendable {
     /// Starts `operation` on this thread, at its quality of service: its own (`own`, read
     /// when it was claimed; nil when never set), but never below its queue's.
     func runOperation(_ operation: Operation, own: QualityOfService?, queueQuality: QualityOfService) {
-        let quality = own.map { $0.rank < queueQuality.rank ? queueQuality : $0 } ?? queueQuality
+        let quality = QualityOfService.runningAt(own: own, queue: queueQuality)
         if quality != appliedQuality {
             let thread = Thread.current
             if originalQuality == nil { originalQuality = thread.qualityOfService }
@@ -77,6 +77,14 @@ final class WorkerContext: @unchecked Sendable {
 }
 
 extension QualityOfService {
+    /// What an operation runs at: its own (`own`, nil when never set), never below its
+    /// queue's; its queue's when it has none; in no queue (`queue` nil), its own or `.default`.
+    static func runningAt(own: QualityOfService?, queue: QualityOfService?) -> QualityOfService {
+        guard let queue else { return own ?? .default }
+        guard let own else { return queue }
+        return own.rank < queue.rank ? queue : own
+    }
+
     /// Orders the classes from background (lowest) to user-interactive; `.default` sits
     /// between utility and user-initiated.
     var rank: Int {
