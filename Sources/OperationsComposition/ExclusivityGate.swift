@@ -77,6 +77,11 @@ final class ExclusivityGate: ExplainedGate, @unchecked Sendable {
         if let id { ExclusivityManager.release(id) }
     }
 
+    /// The ids of the requests made and not released.
+    var _requestIDs: [UInt64] {
+        state.withLock { state in (state.request.map { [$0.id] } ?? []) + state.otherRequests.map(\.id) }
+    }
+
     func waitReason(for operation: Operation) -> Operation.WaitReason {
         .exclusivity(state.withLock { $0.categories.keys.sorted() })
     }

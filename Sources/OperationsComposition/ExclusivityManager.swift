@@ -90,6 +90,19 @@ struct ExclusivityState {
         })
     }
 
+    /// The operations holding a category that the waiting request `id` needs (none when it
+    /// was granted or left). Reads every request: for the wait graph, not the hot path.
+    func holders(blocking id: UInt64) -> [Operation] {
+        guard let waiting = lookUp(id), !waiting.isGranted else { return [] }
+        let needed = Set(waiting.needs.map(\.slot))
+        return requests.compactMap { entry in
+            guard let (otherID, other) = entry, otherID != id, other.isGranted,
+                other.needs.contains(where: { needed.contains($0.slot) })
+            else { return nil }
+            return other.grant.operation
+        }
+    }
+
     /// The ids of the requests not granted yet.
     var waiting: [UInt64] { requests.compactMap { $0.flatMap { $0.request.isGranted ? nil : $0.id } } }
 

@@ -32,6 +32,17 @@ extension RetryOperation: WaitGraphSource {
     }
 }
 
+extension ExclusivityGate: WaitGraphSource {
+    /// An operation in line for a category waits for the operations holding it.
+    func waitEdges(of operation: Operation) -> [WaitEdge] {
+        let ids = _requestIDs
+        guard !ids.isEmpty else { return [] }
+        let holders = ExclusivityManager.state.withLock { state in ids.flatMap { state.holders(blocking: $0) } }
+        let pending = holders.filter { $0 !== operation && !$0._isFinishingFlag }
+        return pending.isEmpty ? [] : [WaitEdge(.holder, pending)]
+    }
+}
+
 extension ConditionGate: WaitGraphSource {
     /// A guarded operation waits for what its conditions contributed, until it is admitted.
     func waitEdges(of operation: Operation) -> [WaitEdge] {

@@ -690,4 +690,28 @@ struct StallReportTests {
         }
         #expect(capture.stalls.first?.contains("is suspended") == true, "\(capture.stalls)")
     }
+
+    @Test("a wait for an operation in line for a category follows the category's holder to what holds it up")
+    func categoryHolderIsFollowed() {
+        // Only the wait for the operation in line is captured (the holder's own wait for
+        // "lonely" is reported too, by the holder's thread).
+        let capture = Capture(marker: "held-category in line")
+        capture.during {
+            let queue = OperationQueue()
+            let lonely = BlockOperation {}.named("held-category lonely")
+            let holder = BlockOperation { lonely.waitUntilFinished() }.named("held-category holder")
+            holder.addExclusivity("held-category")
+            let inLine = BlockOperation {}.named("held-category in line")
+            inLine.addExclusivity("held-category")
+            queue.addOperation(holder)
+            #expect(eventually { holder._isBlockedInWait })
+            queue.addOperation(inLine)
+            let returned = waitInBackground { inLine.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            lonely.start()
+            #expect(returned.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("\"held-category lonely\": it is in no queue") }, "\(capture.stalls)")
+    }
 }

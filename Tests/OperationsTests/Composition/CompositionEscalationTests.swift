@@ -86,6 +86,23 @@ struct CompositionEscalationTests {
         #expect(guarded.isFinished && !guarded.isCancelled)
     }
 
+    @Test("a high-priority task awaiting an operation in line for a category raises the category's holder")
+    func categoryHolder() async {
+        let queue = OperationQueue()
+        let entered = TestGate(), release = TestGate()
+        let holder = heldOperation(entered: entered, release: release)
+        holder.addExclusivity("escalation-holder")
+        queue.addOperation(holder)
+        await entered.wait()
+        let inLine = BlockOperation {}
+        inLine.addExclusivity("escalation-holder")
+        queue.addOperation(inLine)
+        let waiter = Task(priority: .high) { await inLine.waitUntilFinished() }
+        #expect(await eventuallyAsync { holder._escalatedQuality == .userInitiated })
+        release.open()
+        await waiter.value
+    }
+
     @Test("an escalation reaches a dependency of a group's child and a child's contributed operation, transitively")
     func transitively() async {
         let queue = OperationQueue()
