@@ -118,7 +118,9 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     /// Runs once after the operation finishes (also when it was cancelled), on an
-    /// unspecified thread, and is then released.
+    /// unspecified thread, and is then released. Never inside the `start()` that finished
+    /// the operation: a queue's worker runs it once `start()` returned, and otherwise it
+    /// runs on another thread (see "Migrating from Foundation").
     open var completionBlock: (@Sendable () -> Void)? {
         get { _update { $0.completionBlock } }
         set {
