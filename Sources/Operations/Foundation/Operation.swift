@@ -34,6 +34,8 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Previous in the list of members. `Unmanaged`: the member list holds the previous
     /// operation (through its forward links) for as long as this one is listed.
     final var _previousMember: Unmanaged<Operation>?
+    /// Where it is in the queue's ready list, while it is there (see `ReadyPlace`).
+    final var _readyPlace = ReadyPlace.first
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
     package final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
