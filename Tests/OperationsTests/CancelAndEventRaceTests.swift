@@ -89,6 +89,8 @@ struct CancelAndEventRaceTests {
         operation.cancel()
         #expect(!armed(), "the hook did not fire")
         #expect(operation.isFinished)
+        // The completion block runs after the start() that finished the operation returned.
+        operation.waitUntilFinished()
         #expect(sawCancelled() != nil, "the completion block did not run")
         #expect(operation.isCancelled == sawCancelled(), "the completion block saw isCancelled \(String(describing: sawCancelled())); now it is \(operation.isCancelled)")
         operation.removeObserver(observer, forKeyPath: "isCancelled")

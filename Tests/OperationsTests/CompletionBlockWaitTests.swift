@@ -27,6 +27,8 @@ struct CompletionBlockWaitTests {
             returned.update { $0 = true }
         }
         operation.start()
+        // The completion block runs after start() returned; a wait returns after it.
+        operation.waitUntilFinished()
         #expect(returned())
     }
 

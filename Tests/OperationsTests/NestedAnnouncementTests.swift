@@ -54,4 +54,36 @@ struct NestedAnnouncementTests {
             guard operations.allSatisfy({ $0.isFinished }) else { exit(1) }
         }
     }
+
+    @Test("a sequence of 100,000 operations, each started by hand from the previous one's completion block, takes a bounded stack", .oneExitTestAtATime)
+    func completionBlockSequence() async {
+        await #expect(processExitsWith: .success) {
+            let count = isSanitized ? 10_000 : 100_000
+            // Plain ones, cancelled ones (start() finishes them without main()), and
+            // asynchronous ones that finish inside their own start().
+            let operations: [Operation] = (0..<count).map { index in
+                switch index % 3 {
+                case 0:
+                    return BlockOperation {}
+                case 1:
+                    let cancelled = BlockOperation {}
+                    cancelled.cancel()
+                    return cancelled
+                default:
+                    return DocumentedAsyncOperation { done in done() }
+                }
+            }
+            let done = DispatchSemaphore(value: 0)
+            for index in 0..<count {
+                let next = index + 1 < count ? operations[index + 1] : nil
+                operations[index].completionBlock = {
+                    if let next { next.start() } else { done.signal() }
+                }
+            }
+            onNewThread { operations[0].start() }
+            // A failure guard only: the sequence ends, or the process dies of its stack.
+            guard done.wait(timeout: .now() + 600) == .success else { exit(1) }
+            guard operations.allSatisfy({ $0.isFinished }) else { exit(2) }
+        }
+    }
 }

@@ -120,6 +120,25 @@ struct OperationStateTests {
         }
     }
 
+    @Test("the completion block never runs inside the start() that finished the operation", arguments: StartMarking.Kind.allCases)
+    func completionBlockOutsideStart(kind: StartMarking.Kind) {
+        let marking = StartMarking()
+        let ranInside = Shared<Bool?>(nil)
+        let ran = Gate()
+        let operation = marking.operation(kind)
+        operation.completionBlock = {
+            ranInside.update { $0 = marking.isInsideStart }
+            ran.open()
+        }
+        if kind == .onQueue {
+            OperationQueue().addOperation(operation)
+        } else {
+            operation.start()
+        }
+        #expect(ran.wait(), "the completion block did not run")
+        #expect(ranInside() == false, "the completion block ran inside start()")
+    }
+
     @Test("waitUntilFinished() blocks until the operation finished")
     func waitUntilFinished() {
         let release = Gate()
@@ -157,5 +176,60 @@ struct OperationStateTests {
     func concurrentAlias() {
         final class Concurrent: Operation, @unchecked Sendable { override var isConcurrent: Bool { true } }
         #expect(Concurrent().isAsynchronous)
+    }
+}
+
+/// Marks the thread running `start()` of its operations while that `start()` runs: a
+/// completion block reads whether it runs inside it.
+final class StartMarking: Sendable {
+    enum Kind: CaseIterable, Sendable {
+        /// `main()` returns; started by hand.
+        case byHand
+        /// Cancelled first, started by hand: `start()` finishes it without `main()`.
+        case cancelled
+        /// An asynchronous subclass that finishes inside its own `start()`.
+        case asynchronous
+        /// Started by a queue's worker.
+        case onQueue
+    }
+
+    private let insideStart = Shared<[pthread_t]>([])
+
+    var isInsideStart: Bool {
+        let me = pthread_self()
+        return insideStart().contains { pthread_equal($0, me) != 0 }
+    }
+
+    func around(_ start: () -> Void) {
+        let me = pthread_self()
+        insideStart.update { $0.append(me) }
+        start()
+        insideStart.update { threads in threads.removeAll { pthread_equal($0, me) != 0 } }
+    }
+
+    func operation(_ kind: Kind) -> Operation {
+        switch kind {
+        case .byHand, .onQueue:
+            return Marked(marking: self)
+        case .cancelled:
+            let operation = Marked(marking: self)
+            operation.cancel()
+            return operation
+        case .asynchronous:
+            return MarkedAsynchronous(marking: self)
+        }
+    }
+
+    private final class Marked: Operation, @unchecked Sendable {
+        let marking: StartMarking
+        init(marking: StartMarking) { self.marking = marking }
+        override func start() { marking.around { super.start() } }
+    }
+
+    private final class MarkedAsynchronous: TutorialAsyncOperation, @unchecked Sendable {
+        let marking: StartMarking
+        init(marking: StartMarking) { self.marking = marking }
+        override func start() { marking.around { super.start() } }
+        override func main() { finish() }
     }
 }

@@ -122,6 +122,72 @@ struct RetentionTests {
         #expect(released)
     }
 
+    /// A queue of two slots, one held by `holder` for the whole check. `waiting`, added
+    /// between `older` and `newer` (all normal priority), is changed by `change` while they
+    /// wait behind a second held operation; then that one is let go. `waiting` runs first (it
+    /// was raised) and finishes; the same worker then starts `older`, which holds the queue
+    /// busy, with `newer` still waiting. By `older`'s start the worker dropped its references
+    /// to `waiting`: only a list of the queue could still hold it. True when `waiting` was
+    /// released by then.
+    static func releasedWhileQueueBusy(change: (Operation) -> Void) -> Bool {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let releaseHolder = Gate(), releaseSecond = Gate(), releaseOlder = Gate()
+        let holderStarted = Gate(), secondStarted = Gate(), olderStarted = Gate()
+        queue.addOperation {
+            holderStarted.open()
+            releaseHolder.wait()
+        }
+        queue.addOperation {
+            secondStarted.open()
+            releaseSecond.wait()
+        }
+        #expect(holderStarted.wait() && secondStarted.wait())
+        let older = BlockOperation {
+            olderStarted.open()
+            releaseOlder.wait()
+        }
+        weak var weakWaiting: Operation?
+        let finished = Gate()
+        do {
+            let waiting = BlockOperation { finished.open() }
+            weakWaiting = waiting
+            queue.addOperations([older, waiting, BlockOperation {}], waitUntilFinished: false)
+            change(waiting)
+        }
+        releaseSecond.open()
+        #expect(finished.wait(), "the changed operation never ran")
+        #expect(olderStarted.wait(), "the older operation never started")
+        let released = weakWaiting == nil
+        releaseOlder.open()
+        releaseHolder.open()
+        queue.waitUntilAllOperationsAreFinished()
+        return released
+    }
+
+    @Test("a finished operation whose queuePriority was raised while it waited is released while its queue stays busy")
+    func raisedPriorityReleased() {
+        #expect(Self.releasedWhileQueueBusy { $0.queuePriority = .veryHigh })
+    }
+
+    @Test("a finished operation whose queuePriority changed twice while it waited is released while its queue stays busy")
+    func priorityChangedTwiceReleased() {
+        #expect(Self.releasedWhileQueueBusy { operation in
+            operation.queuePriority = .high
+            operation.queuePriority = .veryHigh
+        })
+    }
+
+    @Test("a finished operation escalated by a dependent while it waited is released while its queue stays busy")
+    func escalatedReleased() {
+        #expect(Self.releasedWhileQueueBusy { operation in
+            // A dependent of higher quality of service raises it; the dependent goes away.
+            let urgent = BlockOperation {}
+            urgent.qualityOfService = .userInteractive
+            urgent.addDependency(operation)
+        })
+    }
+
     @Test("closures the library holds are released when the operation finishes")
     func closuresReleased() {
         weak var weakToken: Token?

@@ -66,8 +66,39 @@ extension Operation {
         // and so does the operation.
         let observed = _hasObservers
         let announcing = observed && finish.queue != nil
-        let wakeups = _processFinish(&finish, announcing: announcing, observersToTell: observed)
-        let queue = announcing ? finish.queue : nil
+        _releaseDependents(&finish)
+        finish.unusedErrors = nil
+        guard let completionBlock = finish.completionBlock.take() else {
+            let queueWaiters = finish.queue?._operationFinished(
+                self, releasesSlot: finish.releasesSlot, leaves: true, announcing: announcing,
+                deferrable: !finish.hasWaiters) ?? []
+            return _completeFinish(taken, queueWaiters, in: finish.queue, announcing: announcing, observed: observed)
+        }
+        // The slot is free at once; the operation stays in its queue (counted for its waits)
+        // until its completion block has run, after the `start()` that finished it returned.
+        let queueWaiters = finish.queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false) ?? []
+        PendingCompletion(
+            operation: self, completionBlock: completionBlock, queue: finish.queue, queueWaiters: queueWaiters,
+            announcement: taken, announcing: announcing, observed: observed
+        ).runAfterStart()
+    }
+
+    /// The end of a processed finish, once the completion block (if any) has run and the
+    /// operation left its queue: completes it, tells its observers, wakes its waiters.
+    final func _completeFinish(
+        _ taken: TakenAnnouncement?, _ queueWaiters: [QueueWaiter], in finishQueue: OperationQueue?,
+        announcing: Bool, observed: Bool
+    ) {
+        let completion = _update { $0.complete(observersToTell: observed) }
+        if !completion.hiddenDependencies.isEmpty {
+            // A cancelled operation may finish before a barrier it waited for: off its list.
+            _leaveDependentsLists(of: completion.hiddenDependencies)
+            ReleasePool.release(completion.hiddenDependencies)
+        }
+        let wakeups = FinishWakeups(
+            queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome,
+            settles: completion.settles)
+        let queue = announcing ? finishQueue : nil
         // Nothing waited and no one to tell: the operation is finished already, and a wait
         // returns at once. (No closure on this path: it is every operation's.)
         guard wakeups.settles else { return _tellAndWake(taken, wakeups, announcedIn: queue) }
@@ -233,43 +264,17 @@ extension Operation {
         _readinessChanged()
     }
 
-    /// The work done exactly once when the operation finishes: release dependents, free
-    /// the queue slot, release the work, run the completion block, leave the queue. Returns
-    /// the waits to end (after the observers of `isFinished` were told).
-    /// (`inout`, so that the closures it holds are released here, not by the caller.)
-    private func _processFinish(
-        _ finish: inout OperationCore.Finish, announcing: Bool, observersToTell: Bool
-    ) -> FinishWakeups {
-        let queue = finish.queue
+    /// The first of the work done exactly once when the operation finishes: release
+    /// dependents, end gates, release the work. (`inout`, so that the references it drops
+    /// are released here, not by the caller.)
+    private func _releaseDependents(_ finish: inout OperationCore.Finish) {
         // The finished event goes out before any dependent can start.
-        queue?._deliverEvents(waitingForDelivery: true)
+        finish.queue?._deliverEvents(waitingForDelivery: true)
         finish.dependentsToTell.forEach { $0._dependencyFinished() }
         // Dropped here, with no lock held: a reference may be a dependent's last.
         finish.dependentsToTell = OperationCore.Dependents()
         if _visibleGated { _endGates(because: .finished) }
         _releaseWork()
-        var queueWaiters: [QueueWaiter] = []
-        if let completionBlock = finish.completionBlock.take() {
-            queueWaiters = queue?._operationFinished(self, releasesSlot: finish.releasesSlot, leaves: false) ?? []
-            CompletionBlockScope.run(completionBlock, of: self, in: queue)
-            // Released before anyone waiting is woken.
-            _ = consume completionBlock
-            queueWaiters += queue?._operationFinished(self, releasesSlot: false, leaves: true, announcing: announcing) ?? []
-        } else if let queue {
-            queueWaiters = queue._operationFinished(
-                self, releasesSlot: finish.releasesSlot, leaves: true, announcing: announcing,
-                deferrable: !finish.hasWaiters)
-        }
-        finish.unusedErrors = nil
-        let completion = _update { $0.complete(observersToTell: observersToTell) }
-        if !completion.hiddenDependencies.isEmpty {
-            // A cancelled operation may finish before a barrier it waited for: off its list.
-            _leaveDependentsLists(of: completion.hiddenDependencies)
-            ReleasePool.release(completion.hiddenDependencies)
-        }
-        return FinishWakeups(
-            queueWaiters: queueWaiters, waiters: completion.waiters, outcome: completion.outcome,
-            settles: completion.settles)
     }
 }
 

@@ -34,6 +34,8 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Previous in the list of members. `Unmanaged`: the member list holds the previous
     /// operation (through its forward links) for as long as this one is listed.
     final var _previousMember: Unmanaged<Operation>?
+    /// Where it is in the queue's ready list, while it is there (see `ReadyPlace`).
+    final var _readyPlace = ReadyPlace.first
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
     package final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)
@@ -118,7 +120,9 @@ open class Operation: NSObject, @unchecked Sendable {
     }
 
     /// Runs once after the operation finishes (also when it was cancelled), on an
-    /// unspecified thread, and is then released.
+    /// unspecified thread, and is then released. Never inside the `start()` that finished
+    /// the operation: a queue's worker runs it once `start()` returned, and otherwise it
+    /// runs on another thread (see "Migrating from Foundation").
     open var completionBlock: (@Sendable () -> Void)? {
         get { _update { $0.completionBlock } }
         set {

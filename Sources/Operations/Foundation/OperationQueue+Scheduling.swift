@@ -159,7 +159,7 @@ extension OperationQueue {
             }
             finished = nil
             probe = nil
-            // Dropped after the lock: the ready list's reference may have been the last.
+            // Dropped after the lock: an operation skipped there may have no other reference.
             if !skipped.isEmpty { skipped.removeAll() }
             if let wakeup { _perform(wakeup) }
             for waiter in waiters { waiter.wake() }

@@ -350,7 +350,7 @@ extension Array {
 /// graph with many edges). Instead, an operation is on a dependents list only while it is
 /// alive: one that goes away while it waits takes itself off the lists of the dependencies
 /// that have not finished (`Operation.deinit`), and one that finishes first takes itself off
-/// its barriers' lists (`_processFinish`); a dependency's finish takes its list. Each read
+/// its barriers' lists (`_completeFinish`); a dependency's finish takes its list. Each read
 /// happens under the dependency's lock, where the referenced operation is still allocated;
 /// `retainedIfAlive()` makes a strong reference there unless the operation's deinit has
 /// begun (it is then waiting for that lock to take itself off, and is skipped).

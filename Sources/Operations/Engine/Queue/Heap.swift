@@ -3,10 +3,19 @@ protocol HeapElement {
     /// Whether `self` leaves the heap before `other`: a strict order (never both ways, never
     /// an element before itself).
     func goesBefore(_ other: Self) -> Bool
+
+    /// The element now sits at `index` of the heap (an element that must be found again
+    /// keeps it).
+    func placed(at index: Int)
 }
 
-/// A binary min-heap by ``HeapElement/goesBefore(_:)``: O(log n) to insert and to take the
-/// first, O(n) to remove an element from elsewhere.
+extension HeapElement {
+    func placed(at index: Int) {}
+}
+
+/// A binary min-heap by ``HeapElement/goesBefore(_:)``: O(log n) to insert, to take the
+/// first and to remove the element at a known index (each element is told its index,
+/// ``HeapElement/placed(at:)``); O(n) to find one.
 struct Heap<Element: HeapElement> {
     private var elements: [Element] = []
 
@@ -16,7 +25,13 @@ struct Heap<Element: HeapElement> {
 
     mutating func insert(_ element: Element) {
         elements.append(element)
+        element.placed(at: elements.count - 1)
         siftUp(elements.count - 1)
+    }
+
+    /// Whether the element at `index` exists and satisfies `matches`.
+    func holds(at index: Int, where matches: (Element) -> Bool) -> Bool {
+        index < elements.count && matches(elements[index])
     }
 
     mutating func popFirst() -> Element? {
@@ -37,8 +52,9 @@ struct Heap<Element: HeapElement> {
         return elements
     }
 
-    private mutating func remove(at index: Int) -> Element {
-        elements.swapAt(index, elements.count - 1)
+    /// Removes the element at `index`.
+    mutating func remove(at index: Int) -> Element {
+        swapAt(index, elements.count - 1)
         let element = elements.removeLast()
         if index < elements.count {
             siftDown(index)
@@ -52,7 +68,7 @@ struct Heap<Element: HeapElement> {
         while index > 0 {
             let parent = (index - 1) / 2
             guard elements[index].goesBefore(elements[parent]) else { return }
-            elements.swapAt(index, parent)
+            swapAt(index, parent)
             index = parent
         }
     }
@@ -65,8 +81,15 @@ struct Heap<Element: HeapElement> {
             let right = left + 1
             let child = right < elements.count && elements[right].goesBefore(elements[left]) ? right : left
             guard elements[child].goesBefore(elements[index]) else { return }
-            elements.swapAt(index, child)
+            swapAt(index, child)
             index = child
         }
+    }
+
+    private mutating func swapAt(_ first: Int, _ second: Int) {
+        guard first != second else { return }
+        elements.swapAt(first, second)
+        elements[first].placed(at: first)
+        elements[second].placed(at: second)
     }
 }

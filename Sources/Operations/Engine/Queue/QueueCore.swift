@@ -244,16 +244,14 @@ struct QueueCore {
 
     // MARK: Claims
 
-    /// Takes the first ready operation off the list. Stale entries the list drops on the way
-    /// (operations moved to another band) are appended to `skipped`: the caller drops them
-    /// after the lock, since the ready list's reference may be the last one.
-    mutating func popReady(dropping skipped: inout [Operation]) -> Operation? {
-        ready.pop(dropping: &skipped)
+    /// Takes the first ready operation off the list.
+    mutating func popReady() -> Operation? {
+        ready.pop()
     }
 
-    /// The first ready operation, left in the list (dropped entries as in `popReady`).
-    mutating func peekReady(dropping skipped: inout [Operation]) -> Operation? {
-        ready.peek(dropping: &skipped)
+    /// The first ready operation, left in the list.
+    func peekReady() -> Operation? {
+        ready.peek()
     }
 
     /// The popped operation was claimed (its state took `.claim`): it counts as executing.
@@ -279,7 +277,7 @@ struct QueueCore {
     }
 
     /// Moves an operation in the ready list to the band `priority` (it keeps its place in
-    /// the order added). O(log m) for m moved operations, wherever it waits. Nothing when
+    /// the order added): O(1) out of a FIFO, O(log n) out of a heap. Nothing when
     /// it is not in the list (a barrier holds it: it is filed in the band it has when the
     /// barrier has run).
     mutating func refile(_ operation: Operation, to priority: Operation.QueuePriority) {

@@ -76,7 +76,7 @@ extension OperationQueue {
         in state: inout QueueCore, retiringSlot slot: Int, skipped: inout [Operation]
     ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
         if state.mayStartAnother {
-            while let operation = state.popReady(dropping: &skipped) {
+            while let operation = state.popReady() {
                 let claim = operation._update { state -> QualityOfService?? in
                     state.claimForQueue() ? .some(state.threadQuality) : nil
                 }
@@ -97,8 +97,8 @@ extension OperationQueue {
     /// Skipped operations go to `skipped`, as in `_nextOperation(in:retiringSlot:skipped:)`.
     final func _nextOperationStartingWithoutBlocking(in state: inout QueueCore, skipped: inout [Operation]) -> Operation? {
         guard state.mayStartInline else { return nil }
-        while let operation = state.peekReady(dropping: &skipped), operation._startsWithoutBlocking {
-            guard state.popReady(dropping: &skipped) === operation else {
+        while let operation = state.peekReady(), operation._startsWithoutBlocking {
+            guard state.popReady() === operation else {
                 preconditionFailure("Operations: the ready list's front changed between peek and pop")
             }
             guard operation._update({ $0.claimForQueue() }) else {

@@ -16,11 +16,10 @@
 /// and `remove` clear it), so `push` need not.
 ///
 /// An operation whose band changes while it waits (its `queuePriority` set, or raised by
-/// escalation) is *moved*, not taken out: taking it out of a singly linked FIFO would cost
-/// O(n). It goes to one more heap, ordered by band and then add order, and its entry in
-/// the band stays behind, stale, until it reaches the front and is dropped; a side table
-/// (only for moved operations, so the common path never looks at it) tells stale entries
-/// from live ones. A move costs O(log m) for m moved operations.
+/// escalation) is taken out and filed again: every operation in the list knows its place
+/// (``ReadyPlace``: the one before it in its FIFO, or its index in its heap), so taking it
+/// out costs O(1) from a FIFO and O(log n) from a heap. Nothing is left behind: the list
+/// holds an operation only while it is ready, never one that ran.
 struct ReadyList {
     private struct Band {
         /// In increasing add order.
@@ -36,11 +35,13 @@ struct ReadyList {
         mutating func push(_ operation: Operation) {
             let sequence = operation._addSequence
             guard let tail else {
+                operation._readyPlace = .first
                 head = operation
                 self.tail = Unmanaged.passUnretained(operation)
                 return
             }
             if tail._withUnsafeGuaranteedRef({ $0._addSequence < sequence }) {
+                operation._readyPlace = ReadyPlace(after: tail)
                 tail._withUnsafeGuaranteedRef { $0._nextReady = operation }
                 self.tail = Unmanaged.passUnretained(operation)
             } else {
@@ -61,66 +62,49 @@ struct ReadyList {
             if heapGoesFirst { return heap.popFirst()!.operation }
             guard let operation = head.take() else { return nil }
             head = operation._nextReady.take()
-            if head == nil { tail = nil }
+            if let head { head._readyPlace = .first } else { tail = nil }
             return operation
         }
 
-        /// Removes `operation`; false when it is not in the band. O(n).
-        mutating func remove(_ operation: Operation) -> Bool {
-            var previous: Operation?
-            var cursor = head
-            while let current = cursor {
-                if current === operation {
-                    let next = current._nextReady.take()
-                    if tail?.toOpaque() == Unmanaged.passUnretained(current).toOpaque() {
-                        tail = previous.map(Unmanaged.passUnretained)
-                    }
-                    if let previous { previous._nextReady = next } else { head = next }
-                    return true
-                }
-                previous = current
-                cursor = current._nextReady
+        /// Whether `operation` is this band's head or tail (its FIFO's ends).
+        func endsWith(_ operation: Operation) -> Bool {
+            head === operation || tail?.toOpaque() == Unmanaged.passUnretained(operation).toOpaque()
+        }
+
+        /// Takes out `operation`, at `index` of the heap, if it is there.
+        mutating func removeFromHeap(_ operation: Operation, at index: Int) -> Bool {
+            guard heap.holds(at: index, where: { $0.operation === operation }) else { return false }
+            _ = heap.remove(at: index)
+            return true
+        }
+
+        /// Takes `operation` out of the FIFO; `previous` is the one before it (nil: it is
+        /// the head). The caller holds `operation`: the list's reference to it goes here.
+        mutating func unlink(_ operation: Operation, after previous: Unmanaged<Operation>?) {
+            let next = operation._nextReady.take()
+            if let next {
+                next._readyPlace = previous.map(ReadyPlace.init(after:)) ?? .first
+            } else {
+                tail = previous
             }
-            return heap.remove { $0.operation === operation } != nil
+            if let previous { previous._withUnsafeGuaranteedRef { $0._nextReady = next } } else { head = next }
         }
     }
 
-    /// An operation that became ready out of add order.
+    /// An operation that became ready out of add order. It keeps its index in the heap in
+    /// its place (`placed(at:)`), so that it can be taken out of the heap's middle.
     private struct ByAddOrder: HeapElement {
         let operation: Operation
 
         func goesBefore(_ other: ByAddOrder) -> Bool { operation._addSequence < other.operation._addSequence }
+
+        func placed(at index: Int) { operation._readyPlace = ReadyPlace(heapIndex: index) }
     }
 
     /// Indexed by priority level, lowest first.
     private var bands = [Band](repeating: Band(), count: 5)
-    /// Live entries: the operations a pop may return.
+    /// The operations in the list.
     private(set) var count = 0
-
-    /// A moved operation: which of its entries in `movedHeap` is live, and whether its
-    /// entry in a band (stale) is still there.
-    private struct Moved {
-        var generation: UInt64
-        var live: Bool
-        var staleInBand: Bool
-    }
-
-    private struct MovedEntry: HeapElement {
-        let operation: Operation
-        let level: Int
-        let generation: UInt64
-
-        /// Higher band first, then the operation added first.
-        func goesBefore(_ other: MovedEntry) -> Bool {
-            level != other.level ? level > other.level : operation._addSequence < other.operation._addSequence
-        }
-    }
-
-    /// By operation, for moved operations only (empty on the common path).
-    private var moved: [ObjectIdentifier: Moved] = [:]
-    /// Live and stale entries of moved operations.
-    private var movedHeap = Heap<MovedEntry>()
-    private var nextGeneration: UInt64 = 0
 
     static func level(of priority: Operation.QueuePriority) -> Int {
         switch priority {
@@ -135,123 +119,92 @@ struct ReadyList {
     mutating func push(_ operation: Operation, priority: Operation.QueuePriority) {
         count += 1
         operation._isFiledReady = true
-        // Its stale entry still holds its link in a band: it goes with the moved ones.
-        if !moved.isEmpty, moved[ObjectIdentifier(operation)] != nil {
-            pushMoved(operation, level: Self.level(of: priority))
-            return
-        }
         bands[Self.level(of: priority)].push(operation)
     }
 
     /// Moves `operation` to the band of `priority` if it is in the list; it keeps its place
     /// in the order added.
     mutating func move(_ operation: Operation, to priority: Operation.QueuePriority) {
-        guard operation._isFiledReady else { return }
-        pushMoved(operation, level: Self.level(of: priority))
+        guard remove(operation) else { return }
+        push(operation, priority: priority)
     }
 
-    /// Files `operation` in the moved heap as its live entry; its earlier entries go stale.
-    private mutating func pushMoved(_ operation: Operation, level: Int) {
-        nextGeneration &+= 1
-        let generation = nextGeneration
-        let id = ObjectIdentifier(operation)
-        if moved[id] != nil {
-            moved[id]!.generation = generation
-            moved[id]!.live = true
-        } else {
-            moved[id] = Moved(generation: generation, live: true, staleInBand: true)
-        }
-        movedHeap.insert(MovedEntry(operation: operation, level: level, generation: generation))
-    }
-
-    /// Removes a given operation; false when it is not in the list. O(n) in its band:
-    /// only for undoing a refused batch, in the lock section that added it (so it has not
-    /// been moved).
+    /// Takes `operation` out of the list; false when it is not in it. O(1) from a FIFO,
+    /// O(log n) from a heap.
     @discardableResult
     mutating func remove(_ operation: Operation) -> Bool {
-        precondition(moved[ObjectIdentifier(operation)] == nil, "Operations: a moved operation is never withdrawn")
-        for level in bands.indices where bands[level].remove(operation) {
-            count -= 1
-            operation._isFiledReady = false
-            return true
+        guard operation._isFiledReady else { return false }
+        let place = operation._readyPlace
+        if let index = place.heapIndex {
+            var removed = false
+            for level in bands.indices where !removed {
+                removed = bands[level].removeFromHeap(operation, at: index)
+            }
+            precondition(removed, "Operations: a ready operation's heap index \(index) is in no band")
+        } else {
+            let previous = place.previous
+            // Only at an end of its FIFO does the band itself change; in the middle, the
+            // neighbours are all there is to change, and any band's `unlink` does that.
+            let level = bands.indices.first { bands[$0].endsWith(operation) } ?? 0
+            bands[level].unlink(operation, after: previous)
         }
-        return false
+        count -= 1
+        operation._isFiledReady = false
+        return true
     }
 
-    /// The operation `pop()` would return, left in the list. Stale entries it passes go to
-    /// `dropped`, for the caller to release after the lock.
-    mutating func peek(dropping dropped: inout [Operation]) -> Operation? {
-        guard count > 0 else { return nil }
-        if !moved.isEmpty || !movedHeap.isEmpty { dropStale(into: &dropped) }
-        switch front() {
-        case .band(let level): return bands[level].first
-        case .moved: return movedHeap.first!.operation
-        case nil: return nil
-        }
+    /// The operation `pop()` would return, left in the list.
+    func peek() -> Operation? {
+        guard count > 0, let level = frontLevel else { return nil }
+        return bands[level].first
     }
 
-    /// The operation added first of the highest priority band. Stale entries it passes go
-    /// to `dropped`, for the caller to release after the lock.
-    mutating func pop(dropping dropped: inout [Operation]) -> Operation? {
+    /// The operation added first of the highest priority band.
+    mutating func pop() -> Operation? {
         guard count > 0 else { return nil }
-        if !moved.isEmpty || !movedHeap.isEmpty { dropStale(into: &dropped) }
-        switch front() {
-        case .band(let level):
-            count -= 1
-            let operation = bands[level].popFirst()
-            operation?._isFiledReady = false
-            if count == 0, !movedHeap.isEmpty || !moved.isEmpty { dropAllStale(into: &dropped) }
-            return operation
-        case .moved:
-            count -= 1
-            let entry = movedHeap.popFirst()!
-            entry.operation._isFiledReady = false
-            let id = ObjectIdentifier(entry.operation)
-            moved[id]!.live = false
-            if !moved[id]!.staleInBand { moved[id] = nil }
-            if count == 0 { dropAllStale(into: &dropped) }
-            return entry.operation
-        case nil:
+        guard let level = frontLevel else {
             preconditionFailure("Operations: the ready list counts \(count) operations and holds none")
         }
+        count -= 1
+        let operation = bands[level].popFirst()
+        operation?._isFiledReady = false
+        return operation
     }
 
-    private enum Front { case band(Int), moved }
-
-    /// Where the next operation is, once stale entries are gone from the fronts.
-    private func front() -> Front? {
+    /// The highest band that holds an operation.
+    private var frontLevel: Int? {
         var level = 4
         while level >= 0, bands[level].isEmpty { level -= 1 }
-        guard let top = movedHeap.first else { return level >= 0 ? .band(level) : nil }
-        guard level >= 0, let first = bands[level].first else { return .moved }
-        if top.level != level { return top.level > level ? .moved : .band(level) }
-        return top.operation._addSequence < first._addSequence ? .moved : .band(level)
+        return level >= 0 ? level : nil
+    }
+}
+
+/// Where an operation is in its queue's ready list, in one word (it is in every operation):
+/// after `previous` in its band's FIFO (nil: at the head), or at `heapIndex` in its band's
+/// heap. Read only while the operation is in the list (`_isFiledReady`): then `previous` is
+/// in the list too.
+struct ReadyPlace {
+    /// A heap index `i` is `i << 1 | 1`; otherwise the address of the previous operation
+    /// (objects are aligned, so its low bit is 0), or 0 at the head.
+    private var bits: UInt
+
+    static let first = ReadyPlace(bits: 0)
+
+    private init(bits: UInt) { self.bits = bits }
+
+    init(after previous: Unmanaged<Operation>) {
+        bits = UInt(bitPattern: previous.toOpaque())
     }
 
-    /// With no live entry left, every entry is stale: all go (an idle queue must not keep
-    /// finished operations alive).
-    private mutating func dropAllStale(into dropped: inout [Operation]) {
-        for level in bands.indices {
-            while let operation = bands[level].popFirst() { dropped.append(operation) }
-        }
-        dropped.append(contentsOf: movedHeap.takeAll().lazy.map(\.operation))
-        moved = [:]
+    init(heapIndex: Int) {
+        bits = UInt(heapIndex) << 1 | 1
     }
 
-    /// Drops stale entries from the front of every band and of the moved heap.
-    private mutating func dropStale(into dropped: inout [Operation]) {
-        for level in bands.indices {
-            while let first = bands[level].first, let id = Optional(ObjectIdentifier(first)), moved[id] != nil {
-                dropped.append(bands[level].popFirst()!)
-                moved[id]!.staleInBand = false
-                if !moved[id]!.live { moved[id] = nil }
-            }
-        }
-        while let top = movedHeap.first {
-            let state = moved[ObjectIdentifier(top.operation)]
-            if let state, state.live, state.generation == top.generation { break }
-            dropped.append(movedHeap.popFirst()!.operation)
-        }
+    var heapIndex: Int? { bits & 1 == 1 ? Int(bits >> 1) : nil }
+
+    var previous: Unmanaged<Operation>? {
+        guard bits & 1 == 0, let pointer = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        return Unmanaged.fromOpaque(pointer)
     }
 }
 

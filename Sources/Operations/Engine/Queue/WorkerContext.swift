@@ -19,6 +19,9 @@ final class WorkerContext: @unchecked Sendable {
     unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
     var finishedHere = false
+    /// What the finish of `operation` left to run once its `start()` has returned (its
+    /// completion block and what follows it, see `PendingCompletion`).
+    private var afterStart: (() -> Void)?
     /// Whether the worker is inside an operation's `start()` (read by the watchdog where it
     /// cannot read what the thread waits for: then such a worker may be blocked).
     private let inOperation = Atomic(false)
@@ -47,8 +50,10 @@ final class WorkerContext: @unchecked Sendable {
         self.operation = operation
         inOperation.store(true, ordering: .relaxed)
         operation.start()
-        inOperation.store(false, ordering: .relaxed)
         self.operation = nil
+        // Still inside the operation for the watchdog: a completion block may block.
+        if let afterStart = afterStart.take() { afterStart() }
+        inOperation.store(false, ordering: .relaxed)
     }
 
     /// Gives the thread back at the quality of service it had.
@@ -66,6 +71,18 @@ final class WorkerContext: @unchecked Sendable {
         return Unmanaged<WorkerContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
             guard context.operation === operation, context.queue === queue else { return false }
             context.finishedHere = true
+            return true
+        }
+    }
+
+    /// When this thread's worker is inside `start()` of `operation`, keeps `work` to run once
+    /// that `start()` has returned, and returns true.
+    static func runAfterStart(of operation: Operation, _ work: @escaping () -> Void) -> Bool {
+        guard let pointer = OperationQueue._current.value else { return false }
+        // Unretained, as in `finishedHere`: the worker's loop is below us on this stack.
+        return Unmanaged<WorkerContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
+            guard context.operation === operation, context.afterStart == nil else { return false }
+            context.afterStart = work
             return true
         }
     }
