@@ -205,8 +205,14 @@ open class GroupOperation: Operation, ProgressReporting, @unchecked Sendable {
         addChildren(operations)
     }
 
-    /// The children that have not finished, for the wait graph.
-    final var _unfinishedChildren: [Operation] { state.withLock { Array($0.unfinished.values) } }
+    /// The children that have not finished, and whether the group has opened their queue
+    /// (it has started), read together for the wait graph.
+    final var _unfinishedChildrenAndOpened: ([Operation], Bool) {
+        state.withLock { state in
+            if case .waiting = state.stage { return (Array(state.unfinished.values), false) }
+            return (Array(state.unfinished.values), true)
+        }
+    }
 
     /// Whether the group holds its children's queue until it starts (it has not started):
     /// the library's suspension, as opposed to ``isChildQueueSuspended``.

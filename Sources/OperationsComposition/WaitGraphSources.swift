@@ -5,12 +5,13 @@
 @_spi(Engine) import Operations
 
 extension GroupOperation: WaitGraphSource {
-    /// A group waits for its unfinished children to finish; they hold up its finish, not
-    /// its start.
+    /// A group waits for its unfinished children to finish; until it has opened their
+    /// queue they do not hold it up (it waits to start, and they wait for it).
     package func waitEdges(of operation: Operation) -> [WaitEdge] {
         guard operation === self else { return [] }
-        let children = _unfinishedChildren.filter { !$0._isFinishingFlag }
-        return children.isEmpty ? [] : [WaitEdge(.child, children, holdsUpFinishOnly: true)]
+        let (children, opened) = _unfinishedChildrenAndOpened
+        let pending = children.filter { !$0._isFinishingFlag }
+        return pending.isEmpty ? [] : [WaitEdge(.child, pending, isDormant: !opened)]
     }
 }
 

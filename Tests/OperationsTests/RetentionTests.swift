@@ -188,6 +188,25 @@ struct RetentionTests {
         })
     }
 
+    @Test("operations a pending barrier waits for are released as they finish, while the barrier still waits")
+    func barrierReleasesFinishedMembers() {
+        let queue = OperationQueue()
+        let release = Gate()
+        queue.addOperation { _ = release.wait() }
+        weak var weakFirst: Operation?
+        do {
+            let first = BlockOperation {}
+            weakFirst = first
+            queue.addOperation(first)
+            queue.addBarrierBlock {}
+            first.waitUntilFinished()
+        }
+        // The barrier still waits for the held operation; nothing else holds "first".
+        #expect(eventually { weakFirst == nil }, "the pending barrier keeps a finished operation alive")
+        release.open()
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test("closures the library holds are released when the operation finishes")
     func closuresReleased() {
         weak var weakToken: Token?

@@ -31,7 +31,19 @@ struct StallAnalysis {
     private var index: [ObjectIdentifier: Int] = [:]
 
     /// The operations of `targets` that cannot make progress, each with its cause.
+    ///
+    /// The graph is read one operation at a time while others move on, so one reading can
+    /// pair edges from before and after a change (a group opening its children's queue); an
+    /// operation is stuck only when a second reading, made after the first, agrees.
     static func stuck(among targets: [Operation]) -> [(operation: Operation, cause: Cause)] {
+        let first = reading(of: targets)
+        guard !first.isEmpty else { return [] }
+        let confirmed = Set(reading(of: first.map(\.operation)).map { ObjectIdentifier($0.operation) })
+        return first.filter { confirmed.contains(ObjectIdentifier($0.operation)) }
+    }
+
+    /// One reading of the graph from `targets`.
+    private static func reading(of targets: [Operation]) -> [(operation: Operation, cause: Cause)] {
         var analysis = StallAnalysis()
         let roots = targets.map { analysis.node(for: $0) }
         analysis.explore()
@@ -58,9 +70,8 @@ struct StallAnalysis {
             defer { next += 1 }
             guard !nodes[next].isDone, nodes[next].ownCause == nil else { continue }
             let operation = nodes[next].operation
-            let started = Self.hasStarted(operation)
             var edges: [(WaitEdge, [Int])] = []
-            for edge in WaitGraph.edges(of: operation, slots: .included) where started || !edge.holdsUpFinishOnly {
+            for edge in WaitGraph.edges(of: operation, slots: .included) where !edge.isDormant {
                 edges.append((edge, edge.targets.map { node(for: $0) }))
             }
             nodes[next].edges = edges
@@ -160,16 +171,6 @@ struct StallAnalysis {
             }
         }
         return (nil, false)
-    }
-
-    /// Whether the operation's work has begun (its finish-only edges then hold it up).
-    private static func hasStarted(_ operation: Operation) -> Bool {
-        operation._update { state in
-            switch state.phase.kind {
-            case .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished: true
-            case .idle, .waiting, .checking, .parked, .ready: false
-            }
-        }
     }
 }
 

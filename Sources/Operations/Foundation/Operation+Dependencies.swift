@@ -63,10 +63,10 @@ extension Operation {
                     && theirs.surelyDoesNotList(me.toOpaque(), dependentPhase: mine.phase)
                 let listed = them._withUnsafeGuaranteedRef { mine.appendDependency($0, knownNew: knownNew) }
                 guard listed else { return .duplicate }
-            } else {
-                mine.appendHiddenDependency(them.takeUnretainedValue())
             }
             guard !theirs.phase.isFinishingOrFinished else { return .listed }
+            // A hidden edge is listed while it can hold the operation up (see `HiddenDependencies`).
+            if !visible { mine.appendHiddenDependency(them.takeUnretainedValue()) }
             theirs.addDependent(me._withUnsafeGuaranteedRef { DependentReference($0) })
             mine.gainDependency()
             if mine.extras?.gates != nil { released = mine.gatesGainedDependency() }
@@ -130,11 +130,11 @@ extension Operation {
     final func _registerHiddenEdge(from barrier: Operation) {
         let link = _insertEdge(from: barrier) {
             Operation._withBothLocked(self, barrier) { mine, theirs -> Link in
-                mine.appendHiddenDependency(barrier)
                 guard !theirs.phase.isFinishingOrFinished else {
                     mine.loseDependency()
                     return .listed
                 }
+                mine.appendHiddenDependency(barrier)
                 theirs.addDependent(DependentReference(self))
                 return .counted
             }

@@ -248,18 +248,29 @@ extension Operation {
         }
     }
 
-    /// One of this operation's dependencies finished (or the edge was removed).
-    final func _dependencyFinished() {
+    /// One of this operation's dependencies finished (`finished`: it leaves the hidden list,
+    /// if it is on it), or the edge was removed, or a barrier's own hold went.
+    final func _dependencyFinished(_ finished: Operation? = nil) {
+        let leaving = finished.map(ObjectIdentifier.init)
         // No observer of `isReady` to tell between the count and the check: one lock
         // section counts the dependency out and, without gates, starts the check.
         guard _hasObservers else {
-            switch _update({ $0.loseDependencyTriggeringReadiness() }) {
+            let (followUp, left) = _update { state in
+                (state.loseDependencyTriggeringReadiness(), leaving.flatMap { state.hiddenDependencyFinished($0) })
+            }
+            // The list's reference is dropped here, after the lock.
+            _ = consume left
+            switch followUp {
             case .consultGates: return _readinessChanged()
             case .check(let trigger): return _checkReadiness(from: trigger)
             }
         }
         _announceWillChange("isReady")
-        _update { $0.loseDependency() }
+        let left = _update { state in
+            state.loseDependency()
+            return leaving.flatMap { state.hiddenDependencyFinished($0) }
+        }
+        _ = consume left
         _announceDidChange("isReady")
         _readinessChanged()
     }
@@ -270,7 +281,7 @@ extension Operation {
     private func _releaseDependents(_ finish: inout OperationCore.Finish) {
         // The finished event goes out before any dependent can start.
         finish.queue?._deliverEvents(waitingForDelivery: true)
-        finish.dependentsToTell.forEach { $0._dependencyFinished() }
+        finish.dependentsToTell.forEach { $0._dependencyFinished(self) }
         // Dropped here, with no lock held: a reference may be a dependent's last.
         finish.dependentsToTell = OperationCore.Dependents()
         if _visibleGated { _endGates(because: .finished) }

@@ -33,14 +33,15 @@ package struct WaitEdge {
     /// The edge ends when any one target ends (a slot: whichever holder ends frees it);
     /// otherwise only when each one does.
     package var isAnyOf: Bool { kind == .slot }
-    /// The edge holds up only the finish of an operation that has started, not its start
-    /// (a group's children): a stall analysis of an operation still waiting to start skips it.
-    package let holdsUpFinishOnly: Bool
+    /// The edge does not hold the operation up yet: a group's children before the group
+    /// has opened their queue (the group waits to start, not for them). Escalation and
+    /// upstream cancellation follow it; the stall analysis does not.
+    package let isDormant: Bool
 
-    package init(_ kind: Kind, _ targets: [Operation], holdsUpFinishOnly: Bool = false) {
+    package init(_ kind: Kind, _ targets: [Operation], isDormant: Bool = false) {
         self.kind = kind
         self.targets = targets
-        self.holdsUpFinishOnly = holdsUpFinishOnly
+        self.isDormant = isDormant
     }
 }
 

@@ -108,7 +108,7 @@ enum DependencyGraph {
         // nothing: it moves before every operation. Empty lists, the common case, are told
         // without taking references; lists of finished operations only, with them.
         let (dependencyWaits, dependencyIsWaitedFor) = dependency._update {
-            (!$0.dependencies.isEmpty || !$0.hiddenDependencies.isEmpty, !$0.dependents.isEmpty)
+            (!$0.dependencies.isEmpty || $0.hasHiddenDependencies, !$0.dependents.isEmpty)
         }
         if !dependencyWaits && dependencyIsWaitedFor { return moveFirst(dependency) }
         if dependent._update({ $0.dependents.isEmpty }) { return moveLast(dependent) }

@@ -170,8 +170,7 @@ extension OperationCore {
         if !settles { mustApply(.complete) }
         let hooked = finishWaiters.contains { if case .hook = $0 { true } else { false } }
         // Taken from the side box in place (most operations have no box: one compare).
-        var hidden: [Operation] = []
-        if let extras { swap(&hidden, &extras.hiddenDependencies) }
+        let hidden = extras?.hiddenDependencies.takeAll() ?? []
         defer {
             finishWaiters = []
             queue = nil

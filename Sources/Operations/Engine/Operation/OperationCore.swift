@@ -88,16 +88,11 @@ struct OperationCore {
         }
     }
 
-    /// Dependencies that `dependencies` does not list (barriers), until this finishes.
-    var hiddenDependencies: [Operation] {
-        get { extras?.hiddenDependencies ?? [] }
-        set {
-            guard !newValue.isEmpty || extras != nil else { return }
-            extras(orNew: ()).hiddenDependencies = newValue
-        }
-        // In place: a barrier appends one per earlier operation.
-        _modify { yield &extras(orNew: ()).hiddenDependencies }
-    }
+    /// Dependencies that `dependencies` does not list (barriers), not finished yet.
+    var hiddenDependencies: [Operation] { extras?.hiddenDependencies.all ?? [] }
+
+    /// Whether it has hidden dependencies not finished yet.
+    var hasHiddenDependencies: Bool { extras.map { !$0.hiddenDependencies.isEmpty } ?? false }
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
     var isInternallyReady: Bool { cancellation.isCancelled || pendingDependencyCount == 0 }
@@ -238,17 +233,23 @@ extension OperationCore {
 
     /// Lists a barrier as a hidden dependency (``Operation/dependencies`` does not show it).
     mutating func appendHiddenDependency(_ operation: Operation) {
-        hiddenDependencies.append(operation)
+        extras(orNew: ()).hiddenDependencies.append(operation)
+    }
+
+    /// A dependency finished: off the hidden list, if it is a barrier this one waits for (or
+    /// a member a barrier waits for). Returns the reference the list held, for the caller to
+    /// drop after the lock.
+    mutating func hiddenDependencyFinished(_ dependency: ObjectIdentifier) -> Operation? {
+        guard let extras, !extras.hiddenDependencies.isEmpty else { return nil }
+        return extras.hiddenDependencies.remove(dependency)
     }
 
     /// Gives up both dependency lists (the operation is going away): the caller drops them
     /// after the lock.
     mutating func takeDependencies() -> (visible: [Operation], hidden: [Operation]) {
-        defer {
-            dependencies = []
-            hiddenDependencies = []
-        }
-        return (dependencies, hiddenDependencies)
+        let hidden = extras?.hiddenDependencies.takeAll() ?? []
+        defer { dependencies = [] }
+        return (dependencies, hidden)
     }
 
     /// Lists an operation that waits for this one.
@@ -317,7 +318,7 @@ final class OperationExtras: @unchecked Sendable {
     var threadPriority = 0.5
     var completionBlock: (@Sendable () -> Void)?
     /// See `OperationCore.hiddenDependencies`.
-    var hiddenDependencies: [Operation] = []
+    var hiddenDependencies = HiddenDependencies()
     /// The identities in `dependencies`, kept once the list is long, so that a fan-in of
     /// N operations costs O(N) rather than O(N²) to build.
     var dependencyIndex: Set<ObjectIdentifier>?
