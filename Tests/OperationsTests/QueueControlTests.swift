@@ -27,6 +27,32 @@ struct QueueControlTests {
         #expect(operations.allSatisfy { $0.isFinished })
     }
 
+    /// Forced: the running operation's `cancel()` ends its body (as closing its socket
+    /// would), then waits until the operation queued before it either ran its work or
+    /// finished. A queued operation not cancelled by then takes the freed slot and runs.
+    /// The running one has the higher priority, so the queued ones sit on both sides of it
+    /// in the order added.
+    @Test("cancelAllOperations() cancels queued operations before running ones: none runs in a slot a cancelled one frees")
+    func cancelAllQueuedFirst() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let ran = Shared<[String]>([])
+        let earlierSettled = Gate()
+        let earlier = BlockOperation { ran.append("earlier") }
+        earlier.completionBlock = { earlierSettled.open() }
+        let running = CancelEndsBodyOperation { #expect(earlierSettled.wait(), "the queued operation neither ran nor finished") }
+        running.queuePriority = .veryHigh
+        let later = BlockOperation { ran.append("later") }
+        queue.addOperations([earlier, running, later], waitUntilFinished: false)
+        queue.isSuspended = false
+        #expect(running.bodyStarted.wait())
+        queue.cancelAllOperations()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(ran() == [], "queued operations ran their work after cancelAllOperations()")
+        #expect([earlier, running, later].allSatisfy { $0.isCancelled && $0.isFinished })
+    }
+
     @Test("waitUntilAllOperationsAreFinished() includes asynchronous operations and operations added while waiting")
     func waitIncludesLateAdds() {
         let queue = OperationQueue()
