@@ -91,8 +91,9 @@ struct KeyTests {
         #expect(freshUntyped !== untyped)
         #expect(queue.operation(forKey: "typed") === freshTyped)
         let performing = Task { try await queue.perform(forKey: "performed") { 2 } }
-        // Resumed once the perform waits for an operation under the key.
-        #expect(await eventuallyAsync { queue.operation(forKey: "performed")?._finishWaiterCount == 1 })
+        // Resumed once the perform waits for the operation under the key (its waits: the
+        // key's own finish hook, and the perform).
+        #expect(await eventuallyAsync { queue.operation(forKey: "performed")?._finishWaiterCount == 2 })
         queue.isSuspended = false
         #expect(try await freshTyped.value == 2)
         #expect(try await performing.value == 2)

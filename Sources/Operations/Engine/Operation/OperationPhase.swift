@@ -213,6 +213,15 @@ extension OperationCore {
             }
         }
 
+        /// Claimed by one of its queue's workers, or started: its end may free a slot of its
+        /// queue (see `Operation._cancelNotRunningFirst`).
+        var isClaimedOrStarted: Bool {
+            switch self {
+            case .dispatched, .executing, .awaitingFinish: true
+            default: false
+            }
+        }
+
         /// Between being added to a queue and being claimed by one of its workers.
         var isQueuedNotClaimed: Bool {
             switch self {
