@@ -8,20 +8,21 @@ extension Operation {
         _cancelNotRunningFirst(operations.map { ($0, reason) })
     }
 
-    /// Cancels each operation with its reason (nil: a plain `cancel()`): first those that no
-    /// worker has claimed and that have not started, then the others, each group the later
-    /// in the dependency order first.
+    /// Cancels each operation with its reason (nil: a plain `cancel()`): first those waiting
+    /// (neither claimed by a worker nor started), then those a worker claimed and has not
+    /// started, then the running ones; within each, the later in the dependency order first.
     ///
     /// Cancelling a running operation may end its work (its `cancel()` closes what its body
-    /// reads) and free its queue's slot; the next operation of that queue to start in it is
-    /// then already cancelled, and its start finishes it without running its work (decided
-    /// under its lock). Cancelling one that waits frees no slot. Dependents before what they
-    /// wait for: a cancelled dependency, passing through its queue, releases no dependent
-    /// that is not cancelled yet.
+    /// reads) and free its queue's slot; so may cancelling a claimed one, whose start then
+    /// finishes it without its work (decided under its lock). Whatever starts in a freed
+    /// slot was waiting, and is cancelled already: its start too finishes it without its
+    /// work. Cancelling one that waits frees no slot. Dependents before what they wait for:
+    /// a cancelled dependency, passing through its queue, releases no dependent that is not
+    /// cancelled yet.
     ///
-    /// Where each operation is is read once, before the first cancel: an operation claimed
-    /// after that read (in a slot freed by one that finished on its own) is still cancelled
-    /// with the waiting ones, and finishes without its work unless its start came first.
+    /// Where each operation is is read once, before the first cancel: one claimed after
+    /// that read (in a slot freed by an operation that finished on its own) is cancelled
+    /// with the waiting ones, and runs no work unless its start came before its cancel.
     ///
     /// - Note: Nested groups cancel their children through here, depth first on the
     ///   cancelling thread's stack: this frame is one per level, so it keeps few locals.
@@ -32,16 +33,21 @@ extension Operation {
         }
     }
 
-    /// The indices of `members` in the order `_cancelNotRunningFirst` cancels them: those
-    /// neither claimed nor started, then the others, each the highest dependency-order
-    /// position first.
+    /// The indices of `members` in the order `_cancelNotRunningFirst` cancels them: by how
+    /// far each is towards running, then the highest dependency-order position first.
     private static func _cancellationOrder(_ members: [(operation: Operation, reason: (any Error)?)]) -> [Int] {
         let keys = members.map { member in
-            (running: member.operation._update { $0.phase.isClaimedOrStarted },
-             position: member.operation._position.load(ordering: .relaxed))
+            (stage: member.operation._startStage, position: member.operation._position.load(ordering: .relaxed))
         }
         return keys.indices.sorted { a, b in
-            keys[a].running != keys[b].running ? !keys[a].running : keys[a].position > keys[b].position
+            keys[a].stage != keys[b].stage ? keys[a].stage < keys[b].stage : keys[a].position > keys[b].position
         }
+    }
+
+    /// How far the operation is towards running. A claimed one whose `isExecuting` reads
+    /// true is an asynchronous subclass's, started (the getter is read with no lock held).
+    private var _startStage: OperationCore.Phase.StartStage {
+        let stage = _update { $0.phase.startStage }
+        return stage == .claimed && isExecuting ? .started : stage
     }
 }

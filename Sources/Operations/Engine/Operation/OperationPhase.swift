@@ -213,12 +213,24 @@ extension OperationCore {
             }
         }
 
-        /// Claimed by one of its queue's workers, or started: its end may free a slot of its
-        /// queue (see `Operation._cancelNotRunningFirst`).
-        var isClaimedOrStarted: Bool {
+        /// How far towards running its work it is, for cancelling several operations (see
+        /// `Operation._cancelNotRunningFirst`).
+        enum StartStage: Comparable {
+            /// Neither claimed by a worker nor started (or finishing: a cancel is nothing).
+            case waiting
+            /// Claimed by one of its queue's workers, which calls `start()`: its start, if
+            /// it is cancelled first, frees the slot without running the work. (An
+            /// asynchronous subclass that overrides `start()` stays here while it runs.)
+            case claimed
+            /// Started: its work runs, or waits to be announced finished.
+            case started
+        }
+
+        var startStage: StartStage {
             switch self {
-            case .dispatched, .executing, .awaitingFinish: true
-            default: false
+            case .idle, .waiting, .checking, .parked, .ready, .finishing, .announcing, .finished: .waiting
+            case .dispatched: .claimed
+            case .executing, .awaitingFinish: .started
             }
         }
 
