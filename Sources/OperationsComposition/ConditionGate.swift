@@ -267,9 +267,8 @@ final class ConditionGate: ExplainedGate, @unchecked Sendable {
             for (operation, hook) in round.hooks { operation._removeFinishHook(hook) }
         }
         // Cancelled when nothing else waits for it either (no dependent).
-        for operation in unneeded where !operation._isFinishing && operation._liveDependents.allSatisfy({ $0._isFinishing }) {
-            operation.cancel()
-        }
+        Operation._cancelNotRunningFirst(
+            unneeded.filter { !$0._isFinishing && $0._liveDependents.allSatisfy { $0._isFinishing } }, reason: nil)
     }
 
     /// The first condition not known to hold, and the contributed operation it waits for.

@@ -15,6 +15,11 @@ struct OperationKey: Hashable, @unchecked Sendable {
 struct KeyedEntry {
     var operation: Operation
     var interest: Int
+
+    /// Whether the operation still takes callers: neither finishing nor cancelled (by its
+    /// queue's `cancelAllOperations()`, its own `cancel()`, anyone's). A cancelled one ends
+    /// without the value the next caller asks for; that caller gets fresh work.
+    var isInFlight: Bool { !operation._isFinishingFlag && !operation._isCancelledFlag }
 }
 
 extension OperationQueueExtensions where Self: OperationQueue {
@@ -29,7 +34,8 @@ extension OperationQueueExtensions where Self: OperationQueue {
     ///
     /// Each call counts as one interest in the operation; ``cancelOperation(forKey:)``
     /// withdraws one and cancels the operation only when none is left. The key is free
-    /// again once the operation finishes (or is cancelled by key).
+    /// again once the operation finishes or is cancelled (by key or otherwise): a
+    /// cancelled operation takes no new callers; the next call adds fresh work.
     /// - Important: The operation under a key must be of the type the caller expects; a
     ///   mismatch is a programmer error.
     @discardableResult
@@ -67,11 +73,11 @@ extension OperationQueueExtensions where Self: OperationQueue {
         return try operation.result!.get()
     }
 
-    /// The operation pending or running under `key`, if any.
+    /// The operation pending or running under `key`, if any (not one that was cancelled).
     public func operation(forKey key: some Hashable & Sendable) -> Operation? {
         let key = OperationKey(key)
         return _keyed.entries.withLock { entries in
-            guard let entry = entries[key], !entry.operation._isFinishingFlag else { return nil }
+            guard let entry = entries[key], entry.isInFlight else { return nil }
             return entry.operation
         }
     }
@@ -101,7 +107,7 @@ extension OperationQueue {
         // Made outside the lock (user code); another caller may have won meanwhile.
         let made = make()
         let winner = _keyed.entries.withLock { entries -> Operation? in
-            if var entry = entries[key], !entry.operation._isFinishingFlag {
+            if var entry = entries[key], entry.isInFlight {
                 entry.interest += 1
                 entries[key] = entry
                 return entry.operation
@@ -128,7 +134,7 @@ extension OperationQueue {
     @discardableResult
     fileprivate func _withdrawInterest(forKey key: OperationKey, in operation: Operation?) -> Bool {
         let cancelled = _keyed.entries.withLock { entries -> Operation? in
-            guard var entry = entries[key], operation.map({ $0 === entry.operation }) ?? true else { return nil }
+            guard var entry = entries[key], operation.map({ $0 === entry.operation }) ?? entry.isInFlight else { return nil }
             entry.interest -= 1
             guard entry.interest <= 0 else {
                 entries[key] = entry
@@ -143,7 +149,7 @@ extension OperationQueue {
 
     private func _join(_ key: OperationKey) -> Operation? {
         _keyed.entries.withLock { entries in
-            guard var entry = entries[key], !entry.operation._isFinishingFlag else { return nil }
+            guard var entry = entries[key], entry.isInFlight else { return nil }
             entry.interest += 1
             entries[key] = entry
             return entry.operation

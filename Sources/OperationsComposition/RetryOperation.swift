@@ -170,9 +170,7 @@ open class RetryOperation<Success: Sendable>: TaskOperation<Success>, @unchecked
         let reason = _cancellationReason
         // The running attempt, and anything its conditions contributed to the queue.
         let current = attempts.withLock { $0.current }
-        for operation in ([current].compactMap { $0 } + attemptQueue.operations) {
-            if let reason { operation.cancel(with: reason) } else { operation.cancel() }
-        }
+        Operation._cancelNotRunningFirst([current].compactMap { $0 } + attemptQueue.operations, reason: reason)
     }
 }
 

@@ -27,6 +27,61 @@ struct QueueControlTests {
         #expect(operations.allSatisfy { $0.isFinished })
     }
 
+    /// Forced: the running operation's `cancel()` ends its body (as closing its socket
+    /// would), then waits until the operation queued before it either ran its work or
+    /// finished. A queued operation not cancelled by then takes the freed slot and runs.
+    /// The running one has the higher priority, so the queued ones sit on both sides of it
+    /// in the order added.
+    @Test("cancelAllOperations() cancels queued operations before running ones: none runs in a slot a cancelled one frees")
+    func cancelAllQueuedFirst() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let ran = Shared<[String]>([])
+        let earlierSettled = Gate()
+        let earlier = BlockOperation { ran.append("earlier") }
+        earlier.completionBlock = { earlierSettled.open() }
+        let running = CancelEndsBodyOperation { #expect(earlierSettled.wait(), "the queued operation neither ran nor finished") }
+        running.queuePriority = .veryHigh
+        let later = BlockOperation { ran.append("later") }
+        queue.addOperations([earlier, running, later], waitUntilFinished: false)
+        queue.isSuspended = false
+        #expect(running.bodyStarted.wait())
+        queue.cancelAllOperations()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(ran() == [], "queued operations ran their work after cancelAllOperations()")
+        #expect([earlier, running, later].allSatisfy { $0.isCancelled && $0.isFinished })
+    }
+
+    /// An operation a worker has claimed but not started is not running: it is cancelled
+    /// after the waiting ones, and its start finishes it without its work. Forced: its
+    /// worker's read of `isReady` (every worker reads it between the claim and `start()`)
+    /// waits for its cancellation, and its `cancel()` then waits until the operation queued
+    /// behind it either ran its work or finished. The claimed one was made and added after
+    /// the queued one (it has the higher priority), so an order by addition or by
+    /// dependency position alone cancels it first.
+    @Test("cancelAllOperations() cancels an operation a worker claimed but has not started after the waiting ones; it runs no work")
+    func cancelAllClaimedNotStarted() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.isSuspended = true
+        let ran = Shared<[String]>([])
+        let queuedSettled = Gate()
+        let queued = BlockOperation { ran.append("queued") }
+        queued.completionBlock = { queuedSettled.open() }
+        let claimed = ClaimHeldOperation(queue: queue, work: { ran.append("claimed") }) {
+            #expect(queuedSettled.wait(), "the queued operation neither ran nor finished")
+        }
+        claimed.queuePriority = .veryHigh
+        queue.addOperations([queued, claimed], waitUntilFinished: false)
+        queue.isSuspended = false
+        #expect(claimed.claimed.wait())
+        queue.cancelAllOperations()
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(ran() == [], "operations that were not running ran their work after cancelAllOperations()")
+        #expect([queued, claimed].allSatisfy { $0.isCancelled && $0.isFinished })
+    }
+
     @Test("waitUntilAllOperationsAreFinished() includes asynchronous operations and operations added while waiting")
     func waitIncludesLateAdds() {
         let queue = OperationQueue()
@@ -207,5 +262,43 @@ struct MainQueueTests {
         }
         #expect(other.wait())
         #expect(seen() == [true, true])
+    }
+}
+
+/// Holds its worker in the read of `isReady` that follows its claim (the first read made
+/// on its queue's worker) until it is cancelled; `afterCancel` ends its first `cancel()`.
+/// - Note: `@unchecked Sendable`: its own fields are `let`s of `Sendable` types.
+private final class ClaimHeldOperation: Operation, @unchecked Sendable {
+    /// Opened when its worker reads `isReady` after the claim.
+    let claimed = Gate()
+    private let cancelled = Gate()
+    private let queue: ObjectIdentifier
+    private let held = Shared(false)
+    private let cancelledOnce = Shared(false)
+    private let work: @Sendable () -> Void
+    private let afterCancel: @Sendable () -> Void
+
+    init(queue: OperationQueue, work: @escaping @Sendable () -> Void, afterCancel: @escaping @Sendable () -> Void) {
+        self.queue = ObjectIdentifier(queue)
+        self.work = work
+        self.afterCancel = afterCancel
+        super.init()
+    }
+
+    override var isReady: Bool {
+        let onWorker = OperationQueue.current.map(ObjectIdentifier.init) == queue
+        if onWorker, held.update({ held in defer { held = true }; return !held }) {
+            claimed.open()
+            _ = cancelled.wait()
+        }
+        return super.isReady
+    }
+
+    override func main() { work() }
+
+    override func cancel() {
+        super.cancel()
+        cancelled.open()
+        if cancelledOnce.update({ done in defer { done = true }; return !done }) { afterCancel() }
     }
 }

@@ -27,12 +27,7 @@ enum UpstreamCancellation {
     /// Cancels each operation with its reason: those not running first, so that a running
     /// one that stops frees its slot only when none of the others can take it.
     private static func cancelNotRunningFirst(_ members: [(Operation, reason: (any Error)?)]) {
-        for (operation, reason) in members where !operation.isExecuting { cancel(operation, with: reason) }
-        for (operation, reason) in members where operation.isExecuting { cancel(operation, with: reason) }
-    }
-
-    private static func cancel(_ operation: Operation, with reason: (any Error)?) {
-        if let reason { operation.cancel(with: reason) } else { operation.cancel() }
+        Operation._cancelNotRunningFirst(members)
     }
 
     /// Runs `body` with this thread's pending stages, then (outermost only) cancels, level by

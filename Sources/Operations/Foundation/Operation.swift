@@ -375,6 +375,10 @@ open class Operation: NSObject, @unchecked Sendable {
     /// Whether the operation finished, as the engine knows it (no lock, no user code).
     package final var _isFinishingFlag: Bool { _visible(OperationCore.VisibleFlags.done) }
 
+    /// Whether the operation was cancelled, as the engine knows it (no lock, no user code:
+    /// readable under a layer's own lock).
+    package final var _isCancelledFlag: Bool { _visible(OperationCore.VisibleFlags.cancelled) }
+
     @inline(__always)
     private func _visible(_ flag: UInt8) -> Bool {
         visible.load(ordering: .acquiring) & flag != 0

@@ -211,10 +211,11 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// Cancels every operation in the queue. Cancelled operations still pass through
     /// `start()` to finished, and their completion blocks run.
     ///
-    /// The newest are cancelled first: cancelling a running operation frees its slot, and
-    /// an operation still waiting must not start in it before its own cancellation.
+    /// Those not running are cancelled first (the newest first), then the running ones: a
+    /// running operation that stops when cancelled frees its slot, and no operation that
+    /// was waiting starts its work in it.
     open func cancelAllOperations() {
-        for operation in operations.reversed() { operation.cancel() }
+        Operation._cancelNotRunningFirst(operations, reason: nil)
     }
 
     /// Blocks until the queue has no operations, including operations added while waiting

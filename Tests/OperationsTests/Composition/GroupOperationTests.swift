@@ -320,6 +320,28 @@ struct GroupOperationTests {
         first.removeObserver(observer, forKeyPath: "isCancelled")
     }
 
+    /// Forced: the running child's `cancel()` ends its body, then waits until the child
+    /// queued after it (made before it, so earlier in the dependency order) either ran its
+    /// work or finished. A queued child not cancelled by then takes the freed slot and runs.
+    @Test("cancelling a group cancels its queued children before its running one: none runs in a slot a cancelled child frees")
+    func cancelsQueuedChildrenFirst() {
+        let ran = Shared<[String]>([])
+        let queuedSettled = Gate()
+        let queued = BlockOperation { ran.append("queued") }
+        queued.completionBlock = { queuedSettled.open() }
+        let running = CancelEndsBodyOperation { #expect(queuedSettled.wait(), "the queued child neither ran nor finished") }
+        let queuedLater = BlockOperation { ran.append("queued later") }
+        let group = GroupOperation(operations: [running, queued, queuedLater])
+        group.maxConcurrentChildCount = 1
+        OperationQueue().addOperation(group)
+        #expect(running.bodyStarted.wait())
+        group.cancel()
+        group.waitUntilFinished()
+        #expect(ran() == [], "queued children ran their work after their group was cancelled")
+        #expect([running, queued, queuedLater].allSatisfy { $0.isCancelled && $0.isFinished })
+        #expect(group.outcome?.isCancelled == true)
+    }
+
     /// `cancel()` makes the group ready before it cancels the children; a start in between
     /// must not open the children's queue with the children not yet cancelled, letting them
     /// run their work inside a group reported cancelled. Forced: the group waits in a

@@ -63,6 +63,46 @@ struct KeyTests {
         await queue.waitUntilAllOperationsAreFinished()
     }
 
+    /// Log out (everything cancelled, or the session's work itself), log in again: every
+    /// form of request under the key gets fresh work, never the cancelled operation, which
+    /// only finishes cancelled. The queue stays suspended until the perform waits, so the
+    /// cancelled ones have not finished when the next requests come.
+    @Test("a cancelled operation takes no new callers: the next request under its key gets fresh work", arguments: [true, false])
+    func cancelledTakesNoCallers(cancelAll: Bool) async throws {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let typed = queue.addOperation(forKey: "typed") { ValueBlockOperation { 1 } }
+        let untyped = queue.addOperation(forKey: "untyped") { BlockOperation {} }
+        let performed = queue.addOperation(forKey: "performed") { ValueBlockOperation { 1 } }
+        if cancelAll {
+            queue.cancelAllOperations()
+        } else {
+            for operation in [typed, untyped, performed] { operation.cancel() }
+        }
+        for key in ["typed", "untyped", "performed"] {
+            #expect(queue.operation(forKey: key) == nil, "operation(forKey: \(key)) is the cancelled operation")
+        }
+        #expect(queue.cancelOperation(forKey: "typed") == false, "the cancelled operation was cancelled again by key")
+        queue.setQueuePriority(.veryHigh, forKey: "typed")
+        #expect(typed.queuePriority == .normal, "the priority of the cancelled operation was set by key")
+        let freshTyped = queue.addOperation(forKey: "typed") { ValueBlockOperation { 2 } }
+        let freshUntyped = queue.addOperation(forKey: "untyped") { BlockOperation {} }
+        #expect(freshTyped !== typed)
+        #expect(freshUntyped !== untyped)
+        #expect(queue.operation(forKey: "typed") === freshTyped)
+        let performing = Task { try await queue.perform(forKey: "performed") { 2 } }
+        // Resumed once the perform waits for the operation under the key (its waits: the
+        // key's own finish hook, and the perform).
+        #expect(await eventuallyAsync { queue.operation(forKey: "performed")?._finishWaiterCount == 2 })
+        queue.isSuspended = false
+        #expect(try await freshTyped.value == 2)
+        #expect(try await performing.value == 2)
+        await #expect(throws: CancellationError.self) { try await typed.value }
+        await #expect(throws: CancellationError.self) { try await performed.value }
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(!freshUntyped.isCancelled && untyped.isCancelled)
+    }
+
     @Test("perform(forKey:): one body for all callers; a cancelled waiter leaves the work to the others")
     func performJoins() async throws {
         let queue = OperationQueue()

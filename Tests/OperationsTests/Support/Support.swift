@@ -188,3 +188,36 @@ final class CallbackObserver: NSObject, @unchecked Sendable {
 extension [NSKeyValueChangeKey: Any] {
     var isPrior: Bool { self[.notificationIsPriorKey] as? Bool ?? false }
 }
+
+/// An operation whose body runs until it is cancelled, as one whose `cancel()` closes the
+/// socket its body reads: `super.cancel()`, then the cleanup that ends the body, then
+/// `afterCleanup` (once), where a test holds the cancelling call while the freed slot is
+/// given to the next operation.
+/// - Note: `@unchecked Sendable`: its own fields are `let`s of `Sendable` types.
+final class CancelEndsBodyOperation: Operation, @unchecked Sendable {
+    /// Opened when the body begins.
+    let bodyStarted = Gate()
+    private let closed = Gate()
+    private let cleanedUp = Shared(false)
+    private let afterCleanup: @Sendable () -> Void
+
+    init(afterCleanup: @escaping @Sendable () -> Void) {
+        self.afterCleanup = afterCleanup
+        super.init()
+    }
+
+    override func main() {
+        bodyStarted.open()
+        _ = closed.wait()
+    }
+
+    override func cancel() {
+        super.cancel()
+        closed.open()
+        let first = cleanedUp.update { done in
+            defer { done = true }
+            return !done
+        }
+        if first { afterCleanup() }
+    }
+}

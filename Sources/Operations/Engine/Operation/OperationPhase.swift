@@ -213,6 +213,27 @@ extension OperationCore {
             }
         }
 
+        /// How far towards running its work it is, for cancelling several operations (see
+        /// `Operation._cancelNotRunningFirst`).
+        enum StartStage: Comparable {
+            /// Neither claimed by a worker nor started (or finishing: a cancel is nothing).
+            case waiting
+            /// Claimed by one of its queue's workers, which calls `start()`: its start, if
+            /// it is cancelled first, frees the slot without running the work. (An
+            /// asynchronous subclass that overrides `start()` stays here while it runs.)
+            case claimed
+            /// Started: its work runs, or waits to be announced finished.
+            case started
+        }
+
+        var startStage: StartStage {
+            switch self {
+            case .idle, .waiting, .checking, .parked, .ready, .finishing, .announcing, .finished: .waiting
+            case .dispatched: .claimed
+            case .executing, .awaitingFinish: .started
+            }
+        }
+
         /// Between being added to a queue and being claimed by one of its workers.
         var isQueuedNotClaimed: Bool {
             switch self {
