@@ -42,8 +42,9 @@ public struct DurableQueue: DurableEventSource, Sendable {
     ///     (Foundation's `addDependency` meaning).
     ///   - priority: claimed before lower bands; first in, first out within a band.
     ///   - key: while an operation of this queue with the same key is pending or running,
-    ///     adding returns its handle instead of a new one; a key held by an operation of
-    ///     another kind is refused (``DurableError/Code/invalidArgument``).
+    ///     adding returns its handle instead of a new one; a running one whose cancel was
+    ///     requested takes no new callers (a fresh operation is added beside it). A key held by
+    ///     an operation of another kind is refused (``DurableError/Code/invalidArgument``).
     ///   - notBefore: not claimed before this date.
     ///   - retry: how often, and how far apart, a failed body runs again.
     /// - Note: Dependencies already exist when an operation is added, so no cycle can form.

@@ -2,8 +2,11 @@
 #if PostgreSQL
 
 extension PostgresSchema {
-    /// The enqueue function, with the lock it takes on the dependencies' rows.
-    static func enqueueFunction(create: String, dependencyLock: String) -> String {
+    /// The enqueue function, with the lock it takes on the dependencies' rows and the condition
+    /// on an operation (columns unqualified) that holds its key: the key index's.
+    static func enqueueFunction(
+        create: String, dependencyLock: String, keyHolder: String = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running')"
+    ) -> String {
         """
         \(create) durable_enqueue(
             p_queue text, p_kind text, p_input text, p_priority integer, p_key text, p_not_before timestamptz,
@@ -20,7 +23,7 @@ extension PostgresSchema {
         BEGIN
             IF p_key IS NOT NULL THEN
                 SELECT o.id INTO v_id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
+                WHERE o.queue = p_queue AND o.key = p_key AND \(keyHolder);
                 IF FOUND THEN
                     RETURN QUERY SELECT v_id, true;
                     RETURN;
@@ -50,12 +53,12 @@ extension PostgresSchema {
             VALUES (p_queue, p_kind, p_input, v_state, p_priority, p_key, coalesce(p_not_before, clock_timestamp()),
                 v_pending, p_runs_anyway, p_max_attempts, p_delays, v_cancel,
                 CASE WHEN v_cancel IS NOT NULL THEN clock_timestamp() END)
-            ON CONFLICT (queue, key) WHERE key IS NOT NULL AND state IN ('waiting', 'ready', 'running') DO NOTHING
+            ON CONFLICT (queue, key) WHERE \(keyHolder) DO NOTHING
             RETURNING o.id INTO v_id;
             IF v_id IS NULL THEN
                 -- Another transaction added the same key first.
                 SELECT o.id INTO v_id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
+                WHERE o.queue = p_queue AND o.key = p_key AND \(keyHolder);
                 RETURN QUERY SELECT v_id, true;
                 RETURN;
             END IF;

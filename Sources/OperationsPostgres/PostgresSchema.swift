@@ -20,7 +20,20 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3, version4]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5]
+
+    /// What holds a key: an unfinished operation whose cancel was not requested (the key
+    /// index's condition, and the enqueue's lookup).
+    static let keyHolder = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running') AND cancel_reason IS NULL"
+
+    // A running operation whose cancel was requested takes no new callers: it leaves the key's
+    // index when the cancel is requested, and the next add under the key stores a fresh
+    // operation, which holds the key beside the doomed one until that one ends.
+    static let version5: [String] = [
+        "DROP INDEX durable_operations_key",
+        "CREATE UNIQUE INDEX durable_operations_key ON durable_operations (queue, key) WHERE \(keyHolder)",
+        enqueueFunction(create: "CREATE OR REPLACE FUNCTION", dependencyLock: "FOR KEY SHARE", keyHolder: keyHolder),
+    ]
 
     // A batch's successes release their dependents together: one update of each dependent's
     // counter per batch, in the order of their ids, instead of one per finished dependency.

@@ -24,7 +24,7 @@ extension SQLiteOperationStore {
     private func enqueue(_ request: DurableEnqueueRequest, in transaction: SQLiteTransaction) async throws -> DurableEnqueueResult {
         if let key = request.key,
             let existing = try await transaction.rows(
-                "SELECT id, kind FROM durable_operations WHERE queue = ? AND key = ? AND state IN ('waiting', 'ready', 'running')",
+                "SELECT id, kind FROM durable_operations WHERE queue = ? AND key = ? AND \(SQLiteSchema.keyHolder)",
                 [.text(request.queue), .text(key)]
             ).first
         {

@@ -15,7 +15,17 @@ enum SQLiteSchema {
             version INTEGER NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1]
+    static let migrations: [[String]] = [version1, version2]
+
+    /// What holds a key: an unfinished operation whose cancel was not requested. A running
+    /// operation whose cancel was requested takes no new callers, so the next add under its
+    /// key stores a fresh operation beside it.
+    static let keyHolder = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running') AND cancel_reason IS NULL"
+
+    static let version2: [String] = [
+        "DROP INDEX durable_operations_key",
+        "CREATE UNIQUE INDEX durable_operations_key ON durable_operations (queue, key) WHERE \(keyHolder)",
+    ]
 
     static let version1: [String] = [
         """

@@ -96,6 +96,38 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test(
+        "a running operation whose cancel was requested takes no new callers: the key's next add is a fresh operation, and both coexist",
+        arguments: StoreKind.all)
+    func keyOfDoomedOperationTakesNoCallers(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let doomed = try await queue.add(Echo.self, input: 1, key: "report-3")
+            // Claimed by a worker that runs nothing: the operation stays running, its cancel
+            // requested, until that worker reports.
+            let claims = try await store.claim(queue: "default", kinds: [Echo.kind], worker: "w", limit: 1, lease: .seconds(600))
+            #expect(claims.map(\.id) == [doomed.id])
+            try await doomed.cancel(reason: "superseded")
+            let record = try #require(try await store.record(of: doomed.id, includingAttempts: false))
+            #expect(record.state == .running && record.cancelReason == "superseded")
+
+            let fresh = try await queue.add(Echo.self, input: 2, key: "report-3")
+            #expect(fresh.id != doomed.id, "a doomed operation takes no new callers")
+            #expect(try await fresh.state == .ready)
+            #expect(try await queue.add(Echo.self, input: 3, key: "report-3").id == fresh.id, "the fresh one holds the key")
+
+            // The doomed one ends; the fresh one keeps the key and runs.
+            try await store.complete(
+                [DurableCompletion(id: doomed.id, attempt: 1, result: .cancelled(reason: "superseded"))], worker: "w")
+            #expect(try await doomed.outcome == .cancelled("superseded"))
+            #expect(try await queue.add(Echo.self, input: 4, key: "report-3").id == fresh.id)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the fresh operation") { try await fresh.value }
+            }
+            #expect(value == 2)
+        }
+    }
+
     @Test("adding a key that a pending operation of another kind holds is refused, naming both kinds", arguments: StoreKind.all)
     func keyOfAnotherKindIsRefused(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

@@ -28,7 +28,7 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 4)
+        #expect(try rows.first?.decode(Int.self) == 5)
     }
 
     @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
@@ -44,7 +44,7 @@ struct PostgresStoreTests {
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()
-        #expect(try version.first?.decode(Int.self) == 4)
+        #expect(try version.first?.decode(Int.self) == 5)
         let index = try await store.client.query(
             "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
         #expect(try index.first?.decode(Int.self) == 1)
