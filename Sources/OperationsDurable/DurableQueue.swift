@@ -75,6 +75,7 @@ public struct DurableQueue: DurableEventSource, Sendable {
         guard retry.maximumAttempts >= 1 else {
             throw DurableError(.invalidArgument, "adding \(K.kind) to queue \"\(name)\": retry.maximumAttempts must be at least 1, not \(retry.maximumAttempts)")
         }
+        let retryWaits = try retry.stored(adding: "adding \(K.kind) to queue \"\(name)\"")
         let encoded: Data
         do {
             encoded = try JSONEncoder().encode(input)
@@ -83,7 +84,8 @@ public struct DurableQueue: DurableEventSource, Sendable {
         }
         return DurableEnqueueRequest(
             queue: name, kind: K.kind, input: String(decoding: encoded, as: UTF8.self), priority: priority.rawValue,
-            key: key, notBefore: notBefore, maximumAttempts: retry.maximumAttempts, retryDelays: retry.delaysInSeconds,
+            key: key, notBefore: notBefore, maximumAttempts: retry.maximumAttempts, retryDelays: retryWaits.listed,
+            retryBackoff: retryWaits.backoff,
             dependencies: dependencies.map(\.id), runsAnyway: runsAnyway)
     }
 
