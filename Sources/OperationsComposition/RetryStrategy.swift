@@ -11,10 +11,34 @@ import Operations
 public struct RetryStrategy: Sendable {
     private let delayAfter: @Sendable (Int) -> Duration
 
+    /// The parameters of a strategy made by `immediate`, `constant`, `exponential` or
+    /// `fullJitter(base:maximum:)`: `min(maximum, initial × multiplier^(attempt − 1))`, times
+    /// a random fraction when jittered. A store of durable operations keeps these instead of
+    /// the function, and computes the wait after any attempt when it fails.
+    package struct Backoff: Sendable {
+        package var initial: Duration
+        package var multiplier: Double
+        package var maximum: Duration
+        package var jittered: Bool
+    }
+
+    /// `nil` for a strategy given by a function.
+    package let backoff: Backoff?
+
     /// A strategy given by a function from the attempt that failed (1 for the first) to
     /// the wait before the next one.
     public init(_ delay: @escaping @Sendable (_ attempt: Int) -> Duration) {
         delayAfter = delay
+        backoff = nil
+    }
+
+    private init(_ backoff: Backoff) {
+        self.backoff = backoff
+        delayAfter = { attempt in
+            let wait = Self._exponential(
+                initial: backoff.initial, multiplier: backoff.multiplier, maximum: backoff.maximum, attempt: attempt)
+            return backoff.jittered ? .seconds(wait._seconds * Double.random(in: 0...1)) : wait
+        }
     }
 
     /// The wait after attempt number `attempt` (1 for the first) failed; never negative.
@@ -23,34 +47,39 @@ public struct RetryStrategy: Sendable {
     }
 
     /// No wait.
-    public static var immediate: RetryStrategy { RetryStrategy { _ in .zero } }
+    public static var immediate: RetryStrategy { .constant(.zero) }
 
     /// The same wait every time.
-    public static func constant(_ delay: Duration) -> RetryStrategy { RetryStrategy { _ in delay } }
+    public static func constant(_ delay: Duration) -> RetryStrategy {
+        RetryStrategy(Backoff(initial: delay, multiplier: 1, maximum: delay, jittered: false))
+    }
 
     /// `initial`, then multiplied by `multiplier` after every attempt, never more than
     /// `maximum`.
     public static func exponential(initial: Duration, multiplier: Double = 2, maximum: Duration) -> RetryStrategy {
-        RetryStrategy { attempt in
-            _exponential(initial: initial, multiplier: multiplier, maximum: maximum, attempt: attempt)
-        }
+        RetryStrategy(Backoff(initial: initial, multiplier: multiplier, maximum: maximum, jittered: false))
     }
 
     /// "Full jitter" (AWS's backoff advice): a random wait between zero and the exponential
-    /// wait (`base` doubled per attempt, capped at `maximum`). `random` returns a number in
-    /// `0...1`; pass your own to make the waits predictable in tests.
+    /// wait (`base` doubled per attempt, capped at `maximum`).
+    public static func fullJitter(base: Duration, maximum: Duration) -> RetryStrategy {
+        RetryStrategy(Backoff(initial: base, multiplier: 2, maximum: maximum, jittered: true))
+    }
+
+    /// "Full jitter" with your own random numbers: `random` returns a number in `0...1`; pass
+    /// one to make the waits predictable in tests.
+    /// - Note: A durable operation computes a strategy given a function when it is added, for
+    ///   a bounded number of attempts (`DurableRetry`); without `random`, the store draws.
     public static func fullJitter(
-        base: Duration, maximum: Duration,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }
+        base: Duration, maximum: Duration, random: @escaping @Sendable () -> Double
     ) -> RetryStrategy {
-        RetryStrategy { attempt in
-            let ceiling = _exponential(initial: base, multiplier: 2, maximum: maximum, attempt: attempt)
-            let fraction = min(1, max(0, random()))
-            return .seconds(ceiling._seconds * fraction)
+        let ceiling = exponential(initial: base, maximum: maximum)
+        return RetryStrategy { attempt in
+            .seconds(ceiling.delay(afterAttempt: attempt)._seconds * min(1, max(0, random())))
         }
     }
 
-    private static func _exponential(initial: Duration, multiplier: Double, maximum: Duration, attempt: Int) -> Duration {
+    fileprivate static func _exponential(initial: Duration, multiplier: Double, maximum: Duration, attempt: Int) -> Duration {
         // In seconds as a Double, capped before converting back: no overflow for large attempts.
         let exponent = Double(max(0, attempt - 1))
         let seconds = min(maximum._seconds, initial._seconds * pow(multiplier, exponent))

@@ -49,16 +49,20 @@ public struct DurableEnqueueRequest: Sendable {
     public var priority: Int
     public var key: String?
     public var notBefore: Date?
+    /// `Int.max`: retried until it succeeds.
     public var maximumAttempts: Int
-    /// The wait, in seconds, after attempt `i + 1` failed.
+    /// The waits, in seconds, listed when the operation was added: element `i` after failure
+    /// `i + 1`. After them, ``retryBackoff`` (see ``DurableBackoff/seconds(afterFailure:listed:fraction:)``).
     public var retryDelays: [Double]
+    /// The waits after the listed ones, computed by the store when an attempt fails.
+    public var retryBackoff: DurableBackoff
     public var dependencies: [DurableOperationID]
     /// Runs even when a dependency failed or was cancelled.
     public var runsAnyway: Bool
 
     public init(
         queue: String, kind: String, input: String, priority: Int = 0, key: String? = nil,
-        notBefore: Date? = nil, maximumAttempts: Int = 1, retryDelays: [Double] = [],
+        notBefore: Date? = nil, maximumAttempts: Int = 1, retryDelays: [Double] = [], retryBackoff: DurableBackoff = .none,
         dependencies: [DurableOperationID] = [], runsAnyway: Bool = false
     ) {
         self.queue = queue
@@ -69,6 +73,7 @@ public struct DurableEnqueueRequest: Sendable {
         self.notBefore = notBefore
         self.maximumAttempts = maximumAttempts
         self.retryDelays = retryDelays
+        self.retryBackoff = retryBackoff
         self.dependencies = dependencies
         self.runsAnyway = runsAnyway
     }

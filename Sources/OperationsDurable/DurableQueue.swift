@@ -42,8 +42,9 @@ public struct DurableQueue: DurableEventSource, Sendable {
     ///     (Foundation's `addDependency` meaning).
     ///   - priority: claimed before lower bands; first in, first out within a band.
     ///   - key: while an operation of this queue with the same key is pending or running,
-    ///     adding returns its handle instead of a new one; a key held by an operation of
-    ///     another kind is refused (``DurableError/Code/invalidArgument``).
+    ///     adding returns its handle instead of a new one; a running one whose cancel was
+    ///     requested takes no new callers (a fresh operation is added beside it). A key held by
+    ///     an operation of another kind is refused (``DurableError/Code/invalidArgument``).
     ///   - notBefore: not claimed before this date.
     ///   - retry: how often, and how far apart, a failed body runs again.
     /// - Note: Dependencies already exist when an operation is added, so no cycle can form.
@@ -74,6 +75,7 @@ public struct DurableQueue: DurableEventSource, Sendable {
         guard retry.maximumAttempts >= 1 else {
             throw DurableError(.invalidArgument, "adding \(K.kind) to queue \"\(name)\": retry.maximumAttempts must be at least 1, not \(retry.maximumAttempts)")
         }
+        let retryWaits = try retry.stored(adding: "adding \(K.kind) to queue \"\(name)\"")
         let encoded: Data
         do {
             encoded = try JSONEncoder().encode(input)
@@ -82,7 +84,8 @@ public struct DurableQueue: DurableEventSource, Sendable {
         }
         return DurableEnqueueRequest(
             queue: name, kind: K.kind, input: String(decoding: encoded, as: UTF8.self), priority: priority.rawValue,
-            key: key, notBefore: notBefore, maximumAttempts: retry.maximumAttempts, retryDelays: retry.delaysInSeconds,
+            key: key, notBefore: notBefore, maximumAttempts: retry.maximumAttempts, retryDelays: retryWaits.listed,
+            retryBackoff: retryWaits.backoff,
             dependencies: dependencies.map(\.id), runsAnyway: runsAnyway)
     }
 

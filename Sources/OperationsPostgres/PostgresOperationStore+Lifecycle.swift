@@ -51,8 +51,10 @@ extension PostgresOperationStore {
                 CASE WHEN e.coalesced THEN (SELECT o.kind FROM durable_operations o WHERE o.id = e.operation_id) END
             FROM durable_enqueue(\(request.queue), \(request.kind), \(request.input),
                 \(request.priority)::integer, \(request.key)::text, \(request.notBefore)::timestamptz,
-                \(request.maximumAttempts)::integer,
-                \(request.retryDelays)::double precision[], \(dependencies)::bigint[], \(request.runsAnyway)) e
+                \(request.maximumAttempts)::bigint, \(request.retryDelays)::double precision[],
+                \(request.retryBackoff.initial)::double precision, \(request.retryBackoff.multiplier)::double precision,
+                \(request.retryBackoff.maximum)::double precision, \(request.retryBackoff.jittered),
+                \(dependencies)::bigint[], \(request.runsAnyway)) e
             """)
         let (rawID, coalesced, coalescedKind) = try rows[0].decode((Int64, Bool, String?).self)
         let id = DurableOperationID(rawValue: rawID)

@@ -2,12 +2,20 @@
 #if PostgreSQL
 
 extension PostgresSchema {
-    /// The enqueue function, with the lock it takes on the dependencies' rows.
-    static func enqueueFunction(create: String, dependencyLock: String) -> String {
+    /// The enqueue function, with the lock it takes on the dependencies' rows and the condition
+    /// on an operation (columns unqualified) that holds its key: the key index's.
+    /// `storesBackoff`: takes the maximum as a `bigint` and the retry's formula (a function of
+    /// its own, beside the one without them).
+    static func enqueueFunction(
+        create: String, dependencyLock: String, keyHolder: String = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running')",
+        storesBackoff: Bool = false
+    ) -> String {
         """
         \(create) durable_enqueue(
             p_queue text, p_kind text, p_input text, p_priority integer, p_key text, p_not_before timestamptz,
-            p_max_attempts integer, p_delays double precision[], p_dependencies bigint[], p_runs_anyway boolean)
+            p_max_attempts \(storesBackoff ? "bigint" : "integer"), p_delays double precision[], \(storesBackoff
+                ? "p_retry_initial double precision, p_retry_multiplier double precision, p_retry_maximum double precision, p_retry_jittered boolean, "
+                : "")p_dependencies bigint[], p_runs_anyway boolean)
         RETURNS TABLE (operation_id bigint, coalesced boolean)
         LANGUAGE plpgsql AS $$
         DECLARE
@@ -20,7 +28,7 @@ extension PostgresSchema {
         BEGIN
             IF p_key IS NOT NULL THEN
                 SELECT o.id INTO v_id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
+                WHERE o.queue = p_queue AND o.key = p_key AND \(keyHolder);
                 IF FOUND THEN
                     RETURN QUERY SELECT v_id, true;
                     RETURN;
@@ -46,16 +54,18 @@ extension PostgresSchema {
             END IF;
             v_state := CASE WHEN v_cancel IS NOT NULL THEN 'cancelled' WHEN v_pending > 0 THEN 'waiting' ELSE 'ready' END;
             INSERT INTO durable_operations AS o (queue, kind, input, state, priority, key, not_before,
-                pending_dependencies, runs_anyway, max_attempts, retry_delays, cancel_reason, finished_at)
+                pending_dependencies, runs_anyway, max_attempts, retry_delays, \(storesBackoff
+                    ? "retry_initial, retry_multiplier, retry_maximum, retry_jittered, " : "")cancel_reason, finished_at)
             VALUES (p_queue, p_kind, p_input, v_state, p_priority, p_key, coalesce(p_not_before, clock_timestamp()),
-                v_pending, p_runs_anyway, p_max_attempts, p_delays, v_cancel,
+                v_pending, p_runs_anyway, p_max_attempts, p_delays, \(storesBackoff
+                    ? "p_retry_initial, p_retry_multiplier, p_retry_maximum, p_retry_jittered, " : "")v_cancel,
                 CASE WHEN v_cancel IS NOT NULL THEN clock_timestamp() END)
-            ON CONFLICT (queue, key) WHERE key IS NOT NULL AND state IN ('waiting', 'ready', 'running') DO NOTHING
+            ON CONFLICT (queue, key) WHERE \(keyHolder) DO NOTHING
             RETURNING o.id INTO v_id;
             IF v_id IS NULL THEN
                 -- Another transaction added the same key first.
                 SELECT o.id INTO v_id FROM durable_operations o
-                WHERE o.queue = p_queue AND o.key = p_key AND o.state IN ('waiting', 'ready', 'running');
+                WHERE o.queue = p_queue AND o.key = p_key AND \(keyHolder);
                 RETURN QUERY SELECT v_id, true;
                 RETURN;
             END IF;
@@ -147,10 +157,14 @@ extension PostgresSchema {
         """
     }
 
-    /// A give-back function: `selection` picks, and locks, the rows it gives back.
-    static func giveBackFunction(signature: String, selection: String) -> String {
+    /// A give-back function: `selection` picks, and locks, the rows it gives back; `counts`
+    /// is how a give-back is counted (assignments of the operation's columns).
+    static func giveBackFunction(
+        create: String = "CREATE FUNCTION", signature: String, selection: String,
+        counts: String = "max_attempts = max_attempts + 1"
+    ) -> String {
         """
-        CREATE FUNCTION \(signature) RETURNS void
+        \(create) \(signature) RETURNS void
         LANGUAGE plpgsql AS $$
         DECLARE
             o durable_operations;
@@ -165,7 +179,7 @@ extension PostgresSchema {
                     WHERE operation = o.id AND number = o.attempt;
                     -- Given back, not failed: the attempt does not count against the maximum.
                     UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL,
-                        max_attempts = max_attempts + 1 WHERE id = o.id;
+                        \(counts) WHERE id = o.id;
                     PERFORM pg_notify('operations_durable', 'w:' || o.queue);
                 END IF;
             END LOOP;
@@ -173,9 +187,11 @@ extension PostgresSchema {
         """
     }
 
-    /// The function that ends an attempt; `delayIndex` picks the retry's wait from
-    /// `retry_delays` (1-based).
-    static func finishAttemptFunction(create: String, delayIndex: String, settlesSuccess: Bool = true) -> String {
+    /// The function that ends an attempt; `delay` is the retry's wait, in seconds; a failure
+    /// is retried while `retries` holds.
+    static func finishAttemptFunction(
+        create: String, delay: String, retries: String = "o.attempt < o.max_attempts", settlesSuccess: Bool = true
+    ) -> String {
         """
         \(create) durable_finish_attempt(o durable_operations, p_outcome text, p_value text) RETURNS void
         LANGUAGE plpgsql AS $$
@@ -197,8 +213,8 @@ extension PostgresSchema {
                     finished_at = clock_timestamp() WHERE id = o.id;
                 PERFORM pg_notify('operations_durable', 'f:' || o.id);
                 \(settlesSuccess ? "PERFORM durable_settle_dependents(o.id, true, NULL);" : "-- The caller settles the dependents of a batch's successes at once.")
-            ELSIF v_outcome = 'failed' AND o.attempt < o.max_attempts THEN
-                v_delay := coalesce(o.retry_delays[\(delayIndex)], 0);
+            ELSIF v_outcome = 'failed' AND \(retries) THEN
+                v_delay := \(delay);
                 UPDATE durable_operations SET state = 'ready', error = p_value, worker = NULL, lease_until = NULL,
                     not_before = clock_timestamp() + v_delay * interval '1 second' WHERE id = o.id;
                 PERFORM pg_notify('operations_durable', 'w:' || o.queue);

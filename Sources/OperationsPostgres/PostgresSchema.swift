@@ -1,6 +1,8 @@
 // The store's schema, one list of statements per version.
 #if PostgreSQL
 
+import OperationsDurable
+
 /// The schema's versions. A migration runs in one transaction under an advisory lock, so
 /// several workers starting at once migrate once.
 enum PostgresSchema {
@@ -20,7 +22,112 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3, version4]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6]
+
+    // Retries are stored as the strategy's parameters (`DurableBackoff`), which
+    // `durable_retry_wait` evaluates when an attempt fails, after the waits listed when it was
+    // added: what is stored does not grow with the maximum, which is a bigint (`Int.max`:
+    // until it succeeds). A give-back counts itself (`given_back`): the failure whose wait is
+    // taken is the attempt less the attempts given back, which the listed waits' count no
+    // longer tells; rows stored before were given back `max_attempts - 1 - (listed waits)`
+    // times. Attempt numbers are integers: the attempt numbered 2,147,483,647 is the last.
+    // The claim function of version 3 returns the maximum as an integer, as before (a larger
+    // one reads as that last attempt's number); the enqueue function without the formula stays
+    // for processes of the previous version still running during an upgrade.
+    static let version6: [String] = [
+        """
+        ALTER TABLE durable_operations ALTER COLUMN max_attempts TYPE bigint,
+            ADD COLUMN given_back integer NOT NULL DEFAULT 0,
+            ADD COLUMN retry_initial double precision NOT NULL DEFAULT 0,
+            ADD COLUMN retry_multiplier double precision NOT NULL DEFAULT 1,
+            ADD COLUMN retry_maximum double precision NOT NULL DEFAULT 0,
+            ADD COLUMN retry_jittered boolean NOT NULL DEFAULT false
+        """,
+        """
+        UPDATE durable_operations SET given_back = greatest(0, max_attempts - 1 - coalesce(array_length(retry_delays, 1), 0))
+        WHERE finished_at IS NULL
+        """,
+        // The wait after the failure that ended the operation's current attempt, in seconds:
+        // DurableBackoff.seconds(afterFailure:listed:fraction:). The growth is compared in
+        // logarithms first: a power that overflows (or underflows) is an error in PostgreSQL.
+        """
+        CREATE FUNCTION durable_retry_wait(o durable_operations) RETURNS double precision
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            v_failure bigint := o.attempt - o.given_back;
+            v_listed integer := coalesce(array_length(o.retry_delays, 1), 0);
+            v_growth double precision;
+            v_wait double precision;
+        BEGIN
+            IF v_failure >= 1 AND v_failure <= v_listed THEN
+                v_wait := o.retry_delays[v_failure::integer];
+            ELSIF o.retry_initial <= 0 OR o.retry_maximum <= 0 THEN
+                v_wait := 0;
+            ELSIF v_failure <= 1 OR o.retry_multiplier = 1 THEN
+                v_wait := least(o.retry_maximum, o.retry_initial);
+            ELSIF o.retry_multiplier = 0 THEN
+                v_wait := 0;
+            ELSE
+                v_growth := ln(o.retry_initial) + (v_failure - 1) * ln(o.retry_multiplier);
+                IF v_growth >= ln(o.retry_maximum) THEN
+                    v_wait := o.retry_maximum;
+                ELSIF v_growth < -700 THEN
+                    v_wait := 0;
+                ELSE
+                    v_wait := o.retry_initial * power(o.retry_multiplier, (v_failure - 1)::double precision);
+                END IF;
+            END IF;
+            IF o.retry_jittered AND v_failure > v_listed THEN
+                v_wait := v_wait * random();
+            END IF;
+            RETURN least(greatest(coalesce(v_wait, 0), 0), \(DurableBackoff.longestWait));
+        END $$
+        """,
+        finishAttemptFunction(
+            create: "CREATE OR REPLACE FUNCTION", delay: "durable_retry_wait(o)",
+            retries: "o.attempt < least(o.max_attempts, 2147483647)", settlesSuccess: false),
+        giveBackFunction(
+            create: "CREATE OR REPLACE FUNCTION",
+            signature: "durable_give_back(p_worker text, p_ids bigint[], p_reason text)",
+            selection: """
+                SELECT * FROM durable_operations WHERE id = ANY(p_ids) AND worker = p_worker AND state = 'running'
+                ORDER BY id FOR UPDATE
+                """,
+            counts: givenBackCount),
+        giveBackFunction(
+            create: "CREATE OR REPLACE FUNCTION",
+            signature: "durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)",
+            selection: """
+                SELECT d.* FROM durable_operations d
+                JOIN unnest(p_ids, p_attempts) AS a(id, attempt) ON d.id = a.id AND d.attempt = a.attempt
+                WHERE d.worker = p_worker AND d.state = 'running'
+                ORDER BY d.id FOR UPDATE OF d
+                """,
+            counts: givenBackCount),
+        claimFunction(
+            create: "CREATE OR REPLACE FUNCTION", name: "durable_claim_operations",
+            columns: "operation_id bigint, kind text, input text, attempt integer, max_attempts integer, dependencies bigint[]",
+            select: "c.id, c.kind, c.input, c.attempt, least(c.max_attempts, 2147483647)::integer, "
+                + "ARRAY(SELECT e.dependency FROM durable_edges e WHERE e.dependent = c.id ORDER BY e.dependency)"),
+        enqueueFunction(create: "CREATE FUNCTION", dependencyLock: "FOR KEY SHARE", keyHolder: keyHolder, storesBackoff: true),
+    ]
+
+    /// A give-back does not count against the maximum (which saturates) and is counted.
+    static let givenBackCount =
+        "max_attempts = CASE WHEN max_attempts < 9223372036854775807 THEN max_attempts + 1 ELSE max_attempts END, given_back = given_back + 1"
+
+    /// What holds a key: an unfinished operation whose cancel was not requested (the key
+    /// index's condition, and the enqueue's lookup).
+    static let keyHolder = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running') AND cancel_reason IS NULL"
+
+    // A running operation whose cancel was requested takes no new callers: it leaves the key's
+    // index when the cancel is requested, and the next add under the key stores a fresh
+    // operation, which holds the key beside the doomed one until that one ends.
+    static let version5: [String] = [
+        "DROP INDEX durable_operations_key",
+        "CREATE UNIQUE INDEX durable_operations_key ON durable_operations (queue, key) WHERE \(keyHolder)",
+        enqueueFunction(create: "CREATE OR REPLACE FUNCTION", dependencyLock: "FOR KEY SHARE", keyHolder: keyHolder),
+    ]
 
     // A batch's successes release their dependents together: one update of each dependent's
     // counter per batch, in the order of their ids, instead of one per finished dependency.
@@ -30,7 +137,7 @@ enum PostgresSchema {
     static let version4: [String] = [
         finishAttemptFunction(
             create: "CREATE OR REPLACE FUNCTION",
-            delayIndex: "o.attempt - (o.max_attempts - 1 - coalesce(array_length(o.retry_delays, 1), 0))",
+            delay: "coalesce(o.retry_delays[o.attempt - (o.max_attempts - 1 - coalesce(array_length(o.retry_delays, 1), 0))], 0)",
             settlesSuccess: false),
         """
         CREATE FUNCTION durable_settle_successes(p_ids bigint[]) RETURNS void
@@ -117,7 +224,7 @@ enum PostgresSchema {
         enqueueFunction(create: "CREATE OR REPLACE FUNCTION", dependencyLock: "FOR KEY SHARE"),
         finishAttemptFunction(
             create: "CREATE OR REPLACE FUNCTION",
-            delayIndex: "o.attempt - (o.max_attempts - 1 - coalesce(array_length(o.retry_delays, 1), 0))"),
+            delay: "coalesce(o.retry_delays[o.attempt - (o.max_attempts - 1 - coalesce(array_length(o.retry_delays, 1), 0))], 0)"),
         "CREATE INDEX durable_edges_dependent ON durable_edges (dependent)",
     ]
 
@@ -225,7 +332,7 @@ enum PostgresSchema {
             columns: "operation_id bigint, kind text, input text, attempt integer",
             select: "c.id, c.kind, c.input, c.attempt"),
         // Ends an attempt: succeeded, retried (while attempts remain), failed, or cancelled.
-        finishAttemptFunction(create: "CREATE FUNCTION", delayIndex: "o.attempt"),
+        finishAttemptFunction(create: "CREATE FUNCTION", delay: "coalesce(o.retry_delays[o.attempt], 0)"),
         completeFunction(create: "CREATE FUNCTION", settlesSuccessesTogether: false),
         """
         CREATE FUNCTION durable_heartbeat(p_worker text, p_queues text[], p_kinds text[], p_held bigint[], p_lease double precision)

@@ -271,5 +271,6 @@ extension SQLiteRow {
         return Date(timeIntervalSince1970: seconds)
     }
     func bool(_ name: String) -> Bool { (column(name)?.integer ?? 0) != 0 }
+    func double(_ name: String) -> Double { column(name)?.double ?? 0 }
 }
 #endif

@@ -80,11 +80,9 @@ extension SQLiteOperationStore {
             try await transaction.notify(.finished(id))
             try await settleDependents(of: id, success: true, reason: nil, in: transaction)
         case .failed where operation.attempt < operation.maximumAttempts:
-            // The delay of this failure's number: attempts given back (each raised the maximum
-            // by one, past the delays stored for the original maximum) are not failures.
-            let givenBack = operation.maximumAttempts - 1 - operation.retryDelays.count
-            let failure = operation.attempt - givenBack
-            let delay = operation.retryDelays.indices.contains(failure - 1) ? operation.retryDelays[failure - 1] : 0
+            // The delay of this failure's number: attempts given back are not failures.
+            let delay = operation.retryBackoff.seconds(
+                afterFailure: operation.attempt - operation.givenBack, listed: operation.retryDelays)
             try await transaction.rows(
                 "UPDATE durable_operations SET state = 'ready', error = ?, worker = NULL, lease_until = NULL, not_before = ? WHERE id = ?",
                 [.text(value), .date(now.addingTimeInterval(delay)), .id(id)])
@@ -158,18 +156,28 @@ struct StoredOperation {
     var attempt: Int
     var maximumAttempts: Int
     var retryDelays: [Double]
+    var retryBackoff: DurableBackoff
+    var givenBack: Int
     var worker: String?
     var cancelReason: String?
 
     static func read(_ id: DurableOperationID, in transaction: SQLiteTransaction) async throws -> StoredOperation? {
         guard let row = try await transaction.rows(
-            "SELECT id, queue, kind, state, attempt, max_attempts, retry_delays, worker, cancel_reason FROM durable_operations WHERE id = ?",
+            """
+            SELECT id, queue, kind, state, attempt, max_attempts, retry_delays, retry_initial, retry_multiplier, retry_maximum,
+                retry_jittered, given_back, worker, cancel_reason
+            FROM durable_operations WHERE id = ?
+            """,
             [.id(id)]
         ).first else { return nil }
         return StoredOperation(
             id: id, queue: row.text("queue"), kind: row.text("kind"), state: DurableState(rawValue: row.text("state")) ?? .waiting,
             attempt: row.int("attempt"), maximumAttempts: row.int("max_attempts"),
             retryDelays: (try? JSONDecoder().decode([Double].self, from: Data(row.text("retry_delays").utf8))) ?? [],
+            retryBackoff: DurableBackoff(
+                initial: row.double("retry_initial"), multiplier: row.double("retry_multiplier"),
+                maximum: row.double("retry_maximum"), jittered: row.bool("retry_jittered")),
+            givenBack: row.int("given_back"),
             worker: row.optionalText("worker"), cancelReason: row.optionalText("cancel_reason"))
     }
 }

@@ -24,7 +24,7 @@ extension SQLiteOperationStore {
     private func enqueue(_ request: DurableEnqueueRequest, in transaction: SQLiteTransaction) async throws -> DurableEnqueueResult {
         if let key = request.key,
             let existing = try await transaction.rows(
-                "SELECT id, kind FROM durable_operations WHERE queue = ? AND key = ? AND state IN ('waiting', 'ready', 'running')",
+                "SELECT id, kind FROM durable_operations WHERE queue = ? AND key = ? AND \(SQLiteSchema.keyHolder)",
                 [.text(request.queue), .text(key)]
             ).first
         {
@@ -62,13 +62,16 @@ extension SQLiteOperationStore {
         let inserted = try await transaction.rows(
             """
             INSERT INTO durable_operations (queue, kind, input, state, priority, key, not_before, pending_dependencies,
-                runs_anyway, max_attempts, retry_delays, cancel_reason, created_at, finished_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
+                runs_anyway, max_attempts, retry_delays, retry_initial, retry_multiplier, retry_maximum, retry_jittered,
+                cancel_reason, created_at, finished_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id
             """,
             [
                 .text(request.queue), .text(request.kind), .text(request.input), .text(state.rawValue), .int(request.priority),
                 .optionalText(request.key), .date(request.notBefore ?? now), .int(pending), .int(request.runsAnyway ? 1 : 0),
-                .int(request.maximumAttempts), .text(delays), .optionalText(cancelReason), .date(now),
+                .int(request.maximumAttempts), .text(delays), .float(request.retryBackoff.initial),
+                .float(request.retryBackoff.multiplier), .float(request.retryBackoff.maximum),
+                .int(request.retryBackoff.jittered ? 1 : 0), .optionalText(cancelReason), .date(now),
                 cancelReason != nil ? .date(now) : .null,
             ])
         let id = DurableOperationID(rawValue: Int64(inserted[0].int("id")))
@@ -194,7 +197,11 @@ extension SQLiteOperationStore {
                     [.now, .text(reason), .id(id), .int(operation.attempt)])
                 // Given back, not failed: the attempt does not count against the maximum.
                 try await transaction.rows(
-                    "UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL, max_attempts = max_attempts + 1 WHERE id = ?",
+                    """
+                    UPDATE durable_operations SET state = 'ready', worker = NULL, lease_until = NULL, given_back = given_back + 1,
+                        max_attempts = CASE WHEN max_attempts < 9223372036854775807 THEN max_attempts + 1 ELSE max_attempts END
+                    WHERE id = ?
+                    """,
                     [.id(id)])
                 try await transaction.notify(.workAvailable(queue: operation.queue))
             }

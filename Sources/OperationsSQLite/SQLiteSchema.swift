@@ -15,7 +15,35 @@ enum SQLiteSchema {
             version INTEGER NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1]
+    static let migrations: [[String]] = [version1, version2, version3]
+
+    /// What holds a key: an unfinished operation whose cancel was not requested. A running
+    /// operation whose cancel was requested takes no new callers, so the next add under its
+    /// key stores a fresh operation beside it.
+    static let keyHolder = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running') AND cancel_reason IS NULL"
+
+    // Retries are stored as the strategy's parameters (`DurableBackoff`), which the store
+    // evaluates when an attempt fails, after the waits listed when it was added: what is
+    // stored does not grow with the maximum. A give-back counts itself (`given_back`): the
+    // failure whose wait is taken is the attempt less the attempts given back, which the
+    // listed waits' count no longer tells. Rows stored before were given back
+    // `max_attempts - 1 - json_array_length(retry_delays)` times.
+    static let version3: [String] = [
+        "ALTER TABLE durable_operations ADD COLUMN retry_initial REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE durable_operations ADD COLUMN retry_multiplier REAL NOT NULL DEFAULT 1",
+        "ALTER TABLE durable_operations ADD COLUMN retry_maximum REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE durable_operations ADD COLUMN retry_jittered INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE durable_operations ADD COLUMN given_back INTEGER NOT NULL DEFAULT 0",
+        """
+        UPDATE durable_operations SET given_back = max(0, max_attempts - 1 - json_array_length(retry_delays))
+        WHERE finished_at IS NULL
+        """,
+    ]
+
+    static let version2: [String] = [
+        "DROP INDEX durable_operations_key",
+        "CREATE UNIQUE INDEX durable_operations_key ON durable_operations (queue, key) WHERE \(keyHolder)",
+    ]
 
     static let version1: [String] = [
         """

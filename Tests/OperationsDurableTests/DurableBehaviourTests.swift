@@ -96,6 +96,38 @@ struct DurableBehaviourTests {
         }
     }
 
+    @Test(
+        "a running operation whose cancel was requested takes no new callers: the key's next add is a fresh operation, and both coexist",
+        arguments: StoreKind.all)
+    func keyOfDoomedOperationTakesNoCallers(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let doomed = try await queue.add(Echo.self, input: 1, key: "report-3")
+            // Claimed by a worker that runs nothing: the operation stays running, its cancel
+            // requested, until that worker reports.
+            let claims = try await store.claim(queue: "default", kinds: [Echo.kind], worker: "w", limit: 1, lease: .seconds(600))
+            #expect(claims.map(\.id) == [doomed.id])
+            try await doomed.cancel(reason: "superseded")
+            let record = try #require(try await store.record(of: doomed.id, includingAttempts: false))
+            #expect(record.state == .running && record.cancelReason == "superseded")
+
+            let fresh = try await queue.add(Echo.self, input: 2, key: "report-3")
+            #expect(fresh.id != doomed.id, "a doomed operation takes no new callers")
+            #expect(try await fresh.state == .ready)
+            #expect(try await queue.add(Echo.self, input: 3, key: "report-3").id == fresh.id, "the fresh one holds the key")
+
+            // The doomed one ends; the fresh one keeps the key and runs.
+            try await store.complete(
+                [DurableCompletion(id: doomed.id, attempt: 1, result: .cancelled(reason: "superseded"))], worker: "w")
+            #expect(try await doomed.outcome == .cancelled("superseded"))
+            #expect(try await queue.add(Echo.self, input: 4, key: "report-3").id == fresh.id)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the fresh operation") { try await fresh.value }
+            }
+            #expect(value == 2)
+        }
+    }
+
     @Test("adding a key that a pending operation of another kind holds is refused, naming both kinds", arguments: StoreKind.all)
     func keyOfAnotherKindIsRefused(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
@@ -154,6 +186,99 @@ struct DurableBehaviourTests {
             #expect(try await exhausted.outcome == .failed("flaky attempt 2 failed"))
             #expect(try await exhausted.attempts.count == 2)
         }
+    }
+
+    @Test("an operation retried forever (maximumAttempts .max) is added, and a failure waits its strategy's delay", arguments: StoreKind.all)
+    func retriesForever(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            // An hour after the first failure, two after the second: told apart without waiting.
+            let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: .max)
+            let operation = try await queue.add(Flaky.self, input: .max, retry: retry)
+            #expect(try await store.record(of: operation.id, includingAttempts: false)?.maximumAttempts == .max)
+            let claims = try await store.claim(queue: "default", kinds: [Flaky.kind], worker: "w", limit: 1, lease: .seconds(600))
+            #expect(claims.map(\.id) == [operation.id])
+            try await store.complete(
+                [DurableCompletion(id: operation.id, attempt: 1, result: .failed(error: "first"))], worker: "w")
+            let record = try #require(try await store.record(of: operation.id, includingAttempts: false))
+            #expect(record.state == .ready, "retried")
+            let wait = record.notBefore.timeIntervalSinceNow
+            #expect(wait > 1_800 && wait < 5_400, "waits the first delay (3,600 s): \(wait) s")
+        }
+    }
+
+    @Test(
+        "the wait after failure n follows the strategy at any n: it grows, then stays at the maximum, never trapping",
+        arguments: StoreKind.all)
+    func retryWaitAtAnyFailure(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: .max)
+            let expectations: [(failure: Int, wait: Double)] = [
+                (1, 3_600), (2, 7_200), (3, 14_400), (5, 57_600), (6, 100_000), (1_100, 100_000), (2_000_000_000, 100_000),
+            ]
+            for (failure, expected) in expectations {
+                let operation = try await queue.add(Flaky.self, input: .max, retry: retry)
+                let claims = try await store.claim(queue: "default", kinds: [Flaky.kind], worker: "w", limit: 1, lease: .seconds(600))
+                #expect(claims.map(\.id) == [operation.id])
+                // As if the attempts before had failed: the running attempt is failure number `failure`.
+                try await executeDirectly(
+                    "UPDATE durable_operations SET attempt = \(failure) WHERE id = \(operation.id.rawValue)", in: store)
+                try await store.complete(
+                    [DurableCompletion(id: operation.id, attempt: failure, result: .failed(error: "failure \(failure)"))], worker: "w")
+                let record = try #require(try await store.record(of: operation.id, includingAttempts: false))
+                #expect(record.state == .ready, "failure \(failure) is retried")
+                let wait = record.notBefore.timeIntervalSinceNow
+                #expect(abs(wait - expected) < 600, "failure \(failure): waits \(wait) s, not \(expected) s")
+            }
+        }
+    }
+
+    @Test("what add stores of a retry does not grow with its maximum")
+    func storedRetryDoesNotGrowWithTheMaximum() async throws {
+        try await withStore(.sqlite) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let few = try queue.request(
+                Echo.self, input: 0, retry: DurableRetry(.exponential(initial: .seconds(1), maximum: .seconds(60)), maximumAttempts: 3))
+            let many = try queue.request(
+                Echo.self, input: 0,
+                retry: DurableRetry(.exponential(initial: .seconds(1), maximum: .seconds(60)), maximumAttempts: 2_000_000))
+            #expect(many.maximumAttempts == 2_000_000)
+            #expect(
+                many.retryDelays.count == few.retryDelays.count,
+                "stored waits: \(few.retryDelays.count) and \(many.retryDelays.count)")
+            #expect(many.retryBackoff == few.retryBackoff)
+            #expect(many.retryBackoff == DurableBackoff(initial: 1, multiplier: 2, maximum: 60, jittered: false))
+        }
+    }
+
+    @Test("a retry strategy given by a closure is listed when added, and refused beyond the listing limit")
+    func closureRetryIsListedOrRefused() async throws {
+        try await withStore(.sqlite) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let limit = DurableRetry.listedRetryLimit
+            let listed = try queue.request(
+                Echo.self, input: 0, retry: DurableRetry(.init { .seconds($0) }, maximumAttempts: limit + 1))
+            #expect(listed.retryDelays.count == limit && listed.retryDelays.last == Double(limit))
+            #expect(listed.retryBackoff == .none)
+            #expect {
+                try queue.request(Echo.self, input: 0, retry: DurableRetry(.init { .seconds($0) }, maximumAttempts: limit + 2))
+            } throws: { ($0 as? DurableError)?.code == .invalidArgument }
+        }
+    }
+
+    @Test("a stored backoff's wait after failure n saturates at any n, and a jittered one is a fraction of it")
+    func backoffWaitSaturates() {
+        let doubling = DurableBackoff(initial: 1, multiplier: 2, maximum: 60, jittered: false)
+        #expect([1, 2, 3, 6, 7].map { doubling.seconds(afterFailure: $0, listed: []) } == [1, 2, 4, 32, 60])
+        #expect(doubling.seconds(afterFailure: .max, listed: []) == 60)
+        #expect(doubling.seconds(afterFailure: 2, listed: [5, 6]) == 6, "a listed wait first")
+        #expect(doubling.seconds(afterFailure: 3, listed: [5, 6]) == 4, "then the formula")
+        let unbounded = DurableBackoff(initial: 1, multiplier: 10, maximum: .greatestFiniteMagnitude, jittered: false)
+        #expect(unbounded.seconds(afterFailure: .max, listed: []) == DurableBackoff.longestWait)
+        let jittered = DurableBackoff(initial: 1, multiplier: 2, maximum: 60, jittered: true)
+        #expect(jittered.seconds(afterFailure: 3, listed: [], fraction: { 0.5 }) == 2)
+        #expect(jittered.seconds(afterFailure: .max, listed: [], fraction: { 7 }) == 60, "a fraction above 1 counts as 1")
     }
 
     @Test("cancelling a pending operation is immediate and reaches its dependents", arguments: StoreKind.all)

@@ -28,15 +28,26 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 4)
+        #expect(try rows.first?.decode(Int.self) == 6)
     }
 
     @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
     func upgradeFromVersion1() async throws {
         let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
-        // What version 1 left: the same tables, without the index on edges by dependent and
-        // without the functions of versions 3 and 4.
+        // What version 1 left: the same tables, without the index on edges by dependent, the
+        // functions of versions 3, 4 and 6, and the retry's columns of version 6.
+        try await store.client.query(
+            """
+            DROP FUNCTION durable_enqueue(text, text, text, integer, text, timestamptz, bigint, double precision[],
+                double precision, double precision, double precision, boolean, bigint[], boolean)
+            """)
+        try await store.client.query("DROP FUNCTION durable_retry_wait")
+        try await store.client.query(
+            """
+            ALTER TABLE durable_operations DROP COLUMN given_back, DROP COLUMN retry_initial, DROP COLUMN retry_multiplier,
+                DROP COLUMN retry_maximum, DROP COLUMN retry_jittered, ALTER COLUMN max_attempts TYPE integer
+            """)
         try await store.client.query("DROP INDEX durable_edges_dependent")
         try await store.client.query("DROP FUNCTION durable_claim_operations")
         try await store.client.query("DROP FUNCTION durable_give_back_attempts")
@@ -44,7 +55,7 @@ struct PostgresStoreTests {
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()
-        #expect(try version.first?.decode(Int.self) == 4)
+        #expect(try version.first?.decode(Int.self) == 6)
         let index = try await store.client.query(
             "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
         #expect(try index.first?.decode(Int.self) == 1)

@@ -7,6 +7,7 @@ import Foundation
 import OperationsDurable
 import OperationsPostgres
 import OperationsSQLite
+import PostgresNIO
 import Testing
 
 /// The sizes of the tests with worker processes are divided by this under a sanitizer
@@ -80,6 +81,18 @@ func withStore<T>(_ kind: StoreKind, _ body: (any DurableOperationStore) async t
     } catch {
         await shutdown()
         throw error
+    }
+}
+
+/// Runs one statement on the store's database directly: for a test that puts a row in a
+/// state the store's methods reach only after a long history.
+func executeDirectly(_ sql: String, in store: any DurableOperationStore) async throws {
+    if let store = store as? PostgresOperationStore {
+        try await store.client.query(PostgresQuery(unsafeSQL: sql))
+    } else if let store = store as? SQLiteOperationStore {
+        try await rawExecute(store.path, sql)
+    } else {
+        Issue.record("no direct access to \(type(of: store))")
     }
 }
 
