@@ -266,9 +266,9 @@ final class ConditionGate: ExplainedGate, @unchecked Sendable {
             for task in round.tasks { task.cancel() }
             for (operation, hook) in round.hooks { operation._removeFinishHook(hook) }
         }
-        // Cancelled when nothing else waits for it either (no dependent).
-        Operation._cancelNotRunningFirst(
-            unneeded.filter { !$0._isFinishing && $0._liveDependents.allSatisfy { $0._isFinishing } }, reason: nil)
+        // Cancelled when nothing else wants it either (the wait graph: a dependent, another
+        // guarded operation, a blocked thread, an awaiting task).
+        Operation._cancelNotRunningFirst(unneeded.filter { !$0._isFinishing && !WaitGraph.isWanted($0) }, reason: nil)
     }
 
     /// The first condition not known to hold, and the contributed operation it waits for.

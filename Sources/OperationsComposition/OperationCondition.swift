@@ -62,6 +62,10 @@ extension OperationExtensions where Self: Operation {
         guard let gate = _gate(ConditionGate.self, orAdd: { ConditionGate() }) else {
             Misuse.fail("addCondition: \(_misuseName) is in a queue\(_groupClause), executing or finished; add conditions before adding it to a queue (or to a group)")
         }
-        gate.append(condition, contributed: condition.dependency(for: self))
+        let contributed = condition.dependency(for: self)
+        gate.append(condition, contributed: contributed)
+        // The guarded operation waits for it from now on, not only once its gate is
+        // consulted: the wait graph finds it here when it asks who still wants it.
+        contributed?._onFinish(for: .operation(WeakOperationReference(self))) { _ in }
     }
 }

@@ -116,7 +116,7 @@ extension OperationQueue {
             return nil
         }
         if let winner { return winner }
-        made._onFinish(for: .bookkeeping) { [weak self, weak made] _ in
+        made._onFinish(for: .caller) { [weak self, weak made] _ in
             guard let self else { return }
             let removed = self._keyed.entries.withLock { entries -> KeyedEntry? in
                 guard let entry = entries[key], entry.operation === made else { return nil }

@@ -13,6 +13,10 @@ extension GroupOperation: WaitGraphSource {
         let pending = children.filter { !$0._isFinishingFlag }
         return pending.isEmpty ? [] : [WaitEdge(.child, pending, isDormant: !opened)]
     }
+
+    package func waits(_ operation: Operation, for target: Operation) -> Bool {
+        operation === self && !target._isFinishingFlag && _isChild(target)
+    }
 }
 
 extension GroupChildQueue: WaitGraphSource {
@@ -26,10 +30,19 @@ extension GroupChildQueue: WaitGraphSource {
 }
 
 extension RetryOperation: WaitGraphSource {
-    /// A retry waits for its running attempt.
+    /// A retry waits for its running attempt, and before it finishes for whatever else its
+    /// attempts' queue still runs (what an attempt's condition contributed).
     package func waitEdges(of operation: Operation) -> [WaitEdge] {
-        guard operation === self, let attempt = _currentAttempt, !attempt._isFinishingFlag else { return [] }
-        return [WaitEdge(.attempt, [attempt])]
+        guard operation === self else { return [] }
+        var seen = Set<ObjectIdentifier>()
+        let pending = ([_currentAttempt].compactMap { $0 } + attemptQueue.operations)
+            .filter { !$0._isFinishingFlag && seen.insert(ObjectIdentifier($0)).inserted }
+        return pending.isEmpty ? [] : [WaitEdge(.attempt, pending)]
+    }
+
+    package func waits(_ operation: Operation, for target: Operation) -> Bool {
+        operation === self && !target._isFinishingFlag
+            && (_currentAttempt === target || target._queueWhileUnfinished === attemptQueue)
     }
 }
 
@@ -49,5 +62,9 @@ extension ConditionGate: WaitGraphSource {
     func waitEdges(of operation: Operation) -> [WaitEdge] {
         let contributed = _contributed.filter { !$0._isFinishingFlag }
         return contributed.isEmpty ? [] : [WaitEdge(.contributed, contributed)]
+    }
+
+    func waits(_ operation: Operation, for target: Operation) -> Bool {
+        !target._isFinishingFlag && _contributed.contains { $0 === target }
     }
 }

@@ -24,7 +24,9 @@ enum BlockedWaits {
     /// an operation) registered as blocked, waiting for `targets`.
     static func during(targets: () -> [Operation], _ wait: () -> Void) {
         guard let operation = WorkerContext.current?.operation else { return wait() }
-        let id = register(operation, targets: targets())
+        let waitedFor = targets()
+        raise(waitedFor, to: operation)
+        let id = register(operation, targets: waitedFor)
         wait()
         unregister(id)
     }
@@ -35,10 +37,19 @@ enum BlockedWaits {
         guard let context = OperationQueue._taskContext, let operation = context.operation,
             context.bodyTask != nil, withUnsafeCurrentTask(body: { $0?.hashValue }) == context.bodyTask
         else { return await wait() }
-        let id = register(operation, targets: targets())
+        let waitedFor = targets()
+        raise(waitedFor, to: operation)
+        let id = register(operation, targets: waitedFor)
         let result = await wait()
         unregister(id)
         return result
+    }
+
+    /// A wait that begins inside an escalated operation raises what it waits for: the
+    /// escalation's walk only reached the waits already made.
+    private static func raise(_ targets: [Operation], to operation: Operation) {
+        guard let raised = operation._escalatedQuality else { return }
+        for target in targets { target._escalate(to: raised) }
     }
 
     private static func register(_ operation: Operation, targets: [Operation]) -> UInt64 {
@@ -65,9 +76,11 @@ enum BlockedWaits {
 
     /// The operations of `queue` blocked in a wait (they hold its slots while they wait).
     static func blocked(in queue: OperationQueue) -> [Operation] {
-        let all = entries.withLock { Array($0.byID.values) }
+        // Retained under the lock: an entry's operation is alive only while its entry is
+        // listed (its wait is on the stack of a `start()` that has not returned).
+        let all = entries.withLock { entries in entries.byID.values.map { $0.operation } }
         var seen = Set<ObjectIdentifier>()
-        return all.map(\.operation).filter { $0._queue === queue && seen.insert(ObjectIdentifier($0)).inserted }
+        return all.filter { $0._queue === queue && seen.insert(ObjectIdentifier($0)).inserted }
     }
 }
 

@@ -56,6 +56,17 @@ package protocol WaitGraphSource: AnyObject {
     /// What `operation` waits for through this source now, unfinished operations only.
     /// Called with no lock of the library held.
     func waitEdges(of operation: Operation) -> [WaitEdge]
+
+    /// Whether `operation` waits for `target` through this source now: the same answer as
+    /// `waitEdges(of:)`, which a source with many edges gives without listing them (a
+    /// group asked about one child).
+    func waits(_ operation: Operation, for target: Operation) -> Bool
+}
+
+extension WaitGraphSource {
+    package func waits(_ operation: Operation, for target: Operation) -> Bool {
+        waitEdges(of: operation).contains { edge in edge.targets.contains { $0 === target } }
+    }
 }
 
 /// The wait graph, read on demand: an operation's edges are gathered from the engine's state
@@ -105,6 +116,34 @@ package enum WaitGraph {
         return edges
     }
 
+    /// Whether `operation` waits for `target` now, over every edge but slots: what
+    /// `targets(of:)` would say, asked of one edge at a time, so that the answer costs no
+    /// more than the edges that lead there (a group asked about one of thousands of
+    /// children reads one). `isDependency`: `target` is known to be a dependency or barrier
+    /// of `operation` (a dependents list said so).
+    package static func waits(_ operation: Operation, for target: Operation, isDependency: Bool) -> Bool {
+        guard !target._isFinishingFlag else { return false }
+        let (phase, cancelled) = operation._update { ($0.phase.kind, $0.cancellation.isCancelled) }
+        switch phase {
+        case .finishing, .announcing, .finished:
+            return false
+        case .idle, .waiting, .checking, .parked, .ready:
+            // A dependency holds it up unless it is cancelled; a barrier even then.
+            if isDependency, !cancelled || operation._update({ state in state.hiddenDependencies.contains { $0 === target } }) {
+                return true
+            }
+            if !cancelled {
+                for gate in operation._gates {
+                    if let source = gate as? any WaitGraphSource, source.waits(operation, for: target) { return true }
+                }
+            }
+        case .dispatched, .executing, .awaitingFinish:
+            if BlockedWaits.targets(of: operation)?.contains(where: { $0 === target }) == true { return true }
+        }
+        if let source = operation as? any WaitGraphSource, source.waits(operation, for: target) { return true }
+        return false
+    }
+
     /// The operations `operation` waits for, over every edge but slots, each once.
     package static func targets(of operation: Operation) -> [Operation] {
         var seen = Set<ObjectIdentifier>()
@@ -127,29 +166,28 @@ extension WaitGraph {
     /// something: a thread blocked on it, a caller awaiting it, or an operation that is
     /// neither cancelled nor finished and waits for it (a dependent, a pending barrier, a group
     /// for its child, a retry for its attempt, a guarded operation for what its condition
-    /// contributed). A hook the library keeps for itself (a timeout's timer, a key, an event
+    /// contributed). A hook the library keeps for itself (a timeout's timer, an event
     /// stream) wants nothing. (Getters read with no lock held.)
     package static func isWanted(_ operation: Operation) -> Bool {
-        let (waited, candidates) = operation._update { state -> (Bool, [Operation]) in
+        let (waited, dependents, owners) = operation._update { state -> (Bool, [Operation], [Operation]) in
             var waited = false
-            var candidates = DependentReference.retainedIfAlive(state.dependents)
+            var owners: [Operation] = []
             for waiter in state.finishWaiters {
                 switch waiter {
                 case .thread, .hook(_, .caller, _): waited = true
                 case .hook(_, .operation(let reference), _):
-                    if let owner = reference.operation { candidates.append(owner) }
+                    if let owner = reference.operation { owners.append(owner) }
                 case .hook(_, .bookkeeping, _): break
                 }
             }
-            return (waited, candidates)
+            return (waited, waited ? [] : DependentReference.retainedIfAlive(state.dependents), owners)
         }
         if waited { return true }
-        var seen = Set<ObjectIdentifier>()
-        return candidates.contains { candidate in
-            guard seen.insert(ObjectIdentifier(candidate)).inserted, !candidate.isCancelled, !candidate.isFinished
-            else { return false }
-            // Its edges, not the hook it left, decide: the same graph every reader follows.
-            return targets(of: candidate).contains { $0 === operation }
+        // Its edges, not the list or hook that named it, decide: the same graph every
+        // reader follows. (Getters read with no lock held.)
+        let wanting = { (candidate: Operation, isDependency: Bool) -> Bool in
+            !candidate.isCancelled && !candidate.isFinished && waits(candidate, for: operation, isDependency: isDependency)
         }
+        return dependents.contains { wanting($0, true) } || owners.contains { wanting($0, false) }
     }
 }

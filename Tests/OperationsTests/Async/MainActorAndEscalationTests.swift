@@ -114,6 +114,29 @@ struct MainActorAndEscalationTests {
         await awaiter.value
     }
 
+    @Test("a wait begun inside an escalated operation raises what it waits for")
+    func waitAfterEscalationIsRaised() {
+        let queue = OperationQueue()
+        let parked = OperationQueue()
+        parked.isSuspended = true
+        let go = Gate(), started = Gate()
+        let waited = BlockOperation {}
+        let waiting = BlockOperation {
+            started.open()
+            _ = go.wait()
+            waited.waitUntilFinished()
+        }
+        parked.addOperation(waited)
+        queue.addOperation(waiting)
+        #expect(started.wait())
+        waiting._escalate(to: .userInitiated)
+        go.open()
+        #expect(eventually { waiting._isBlockedInWait })
+        #expect(waited._escalatedQuality == .userInitiated)
+        parked.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
     @Test("awaiting a running body from a high-priority task raises its task's priority")
     func runningBodyEscalates() async throws {
         let queue = OperationQueue()

@@ -156,6 +156,22 @@ struct UpstreamCancellationTests {
         #expect(([first] + rest).allSatisfy { $0.isCancelled })
     }
 
+    @Test("an operation a key gave to two callers runs on when one caller's stage is cancelled")
+    func keyedInputWithAnotherCaller() async throws {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let first = queue.addOperation(forKey: "shared input") { ValueBlockOperation { 1 } }
+        let stage = first.then { $0 + 1 }
+        let second = queue.addOperation(forKey: "shared input") { ValueBlockOperation { 99 } }
+        #expect(first === second)
+        queue.addOperation(stage)
+        stage.cancel()
+        #expect(!second.isCancelled, "cancelled though the key's second caller may still want it")
+        queue.isSuspended = false
+        #expect(try await second.value == 1)
+        await queue.waitUntilAllOperationsAreFinished()
+    }
+
     /// The first value of a loop over the pipeline's stages, leaving the loop after it. (A
     /// function of its own: the loop's iterator goes away when it returns.)
     private func firstValue(of pipeline: Pipeline) async throws -> Int? {

@@ -353,4 +353,55 @@ struct CompositionLaneTests {
         queue.addOperation(delay)
         #expect(finished.wait(timeout: 10))
     }
+
+    @Test("an operation a condition contributed runs on when the guarded operation is cancelled while a thread waits for it")
+    func contributedWaitedForRunsOn() {
+        let queue = OperationQueue()
+        let release = Gate()
+        let signIn = BlockOperation { _ = release.wait() }
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition(name: "signed in", dependency: { _ in signIn }) { _ in true })
+        queue.addOperation(guarded)
+        #expect(eventually { signIn.isExecuting })
+        let waitsBefore = signIn._finishWaiterCount
+        let returned = Gate()
+        onNewThread {
+            signIn.waitUntilFinished()
+            returned.open()
+        }
+        #expect(eventually { signIn._finishWaiterCount > waitsBefore })
+        guarded.cancel()
+        #expect(!signIn.isCancelled, "cancelled though a thread waits for it")
+        release.open()
+        #expect(returned.wait())
+        queue.waitUntilAllOperationsAreFinished()
+    }
+
+    @Test("an operation two guarded operations' conditions contribute runs on when the first is cancelled before the second's conditions are consulted")
+    func sharedContributedRunsOnForTheSecond() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let other = OperationQueue()
+        let releaseAhead = Gate(), releaseDependency = Gate()
+        let ran = Shared<[String]>([])
+        let ahead = BlockOperation { _ = releaseAhead.wait() }
+        let dependency = BlockOperation { _ = releaseDependency.wait() }
+        let signIn = BlockOperation { ran.append("sign in") }
+        let first = BlockOperation { ran.append("first") }
+        let second = BlockOperation { ran.append("second") }
+        first.addCondition(BlockCondition(name: "first signed in", dependency: { _ in signIn }) { _ in true })
+        second.addCondition(BlockCondition(name: "second signed in", dependency: { _ in signIn }) { _ in true })
+        second.addDependency(dependency)
+        other.addOperation(dependency)
+        queue.addOperations([ahead, first, second], waitUntilFinished: false)
+        // The first guarded operation's conditions were consulted: the sign-in joined the queue.
+        #expect(eventually { signIn._queue != nil })
+        first.cancel()
+        #expect(!signIn.isCancelled, "cancelled though the second guarded operation still needs it")
+        releaseAhead.open()
+        releaseDependency.open()
+        queue.waitUntilAllOperationsAreFinished()
+        other.waitUntilAllOperationsAreFinished()
+        #expect(ran() == ["sign in", "second"])
+    }
 }

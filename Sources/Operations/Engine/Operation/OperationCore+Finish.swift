@@ -235,7 +235,7 @@ package enum FinishHookRole: Sendable {
     /// guarded operation for what its condition contributed): it wants it for as long as
     /// its own edges in the wait graph lead here.
     case operation(WeakOperationReference)
-    /// The library keeps track of the end (a timeout's timer, a key, an event stream):
+    /// The library keeps track of the end (a timeout's timer, an event stream):
     /// nobody waits for it.
     case bookkeeping
 }
