@@ -96,13 +96,7 @@ enum PostgresSchema {
             counts: givenBackCount),
         giveBackFunction(
             create: "CREATE OR REPLACE FUNCTION",
-            signature: "durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)",
-            selection: """
-                SELECT d.* FROM durable_operations d
-                JOIN unnest(p_ids, p_attempts) AS a(id, attempt) ON d.id = a.id AND d.attempt = a.attempt
-                WHERE d.worker = p_worker AND d.state = 'running'
-                ORDER BY d.id FOR UPDATE OF d
-                """,
+            signature: giveBackAttempts.signature, selection: giveBackAttempts.selection,
             counts: givenBackCount),
         claimFunction(
             create: "CREATE OR REPLACE FUNCTION", name: "durable_claim_operations",
@@ -113,6 +107,18 @@ enum PostgresSchema {
     ]
 
     /// A give-back does not count against the maximum (which saturates) and is counted.
+    /// The function that gives back chosen attempts: its signature and the rows it takes,
+    /// the same in every version that defines it.
+    static let giveBackAttempts = (
+        signature: "durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)",
+        selection: """
+            SELECT d.* FROM durable_operations d
+            JOIN unnest(p_ids, p_attempts) AS a(id, attempt) ON d.id = a.id AND d.attempt = a.attempt
+            WHERE d.worker = p_worker AND d.state = 'running'
+            ORDER BY d.id FOR UPDATE OF d
+            """
+    )
+
     static let givenBackCount =
         "max_attempts = CASE WHEN max_attempts < 9223372036854775807 THEN max_attempts + 1 ELSE max_attempts END, given_back = given_back + 1"
 
@@ -197,13 +203,7 @@ enum PostgresSchema {
         END $$
         """,
         giveBackFunction(
-            signature: "durable_give_back_attempts(p_worker text, p_ids bigint[], p_attempts integer[], p_reason text)",
-            selection: """
-                SELECT d.* FROM durable_operations d
-                JOIN unnest(p_ids, p_attempts) AS a(id, attempt) ON d.id = a.id AND d.attempt = a.attempt
-                WHERE d.worker = p_worker AND d.state = 'running'
-                ORDER BY d.id FOR UPDATE OF d
-                """),
+            signature: giveBackAttempts.signature, selection: giveBackAttempts.selection),
     ]
 
     // The dependencies' rows are locked FOR KEY SHARE instead of FOR SHARE. What the lock must
