@@ -714,4 +714,25 @@ struct StallReportTests {
         }
         #expect(capture.stalls.contains { $0.contains("\"held-category lonely\": it is in no queue") }, "\(capture.stalls)")
     }
+
+    @Test("a group holding the only slot while its child waits for work queued behind the group is reported as a deadlock")
+    func groupHoldingTheSlotForItsChildsWait() {
+        let capture = Capture(marker: "slot-group")
+        capture.during {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            let behind = BlockOperation {}.named("slot-group behind")
+            let child = BlockOperation { behind.waitUntilFinished() }.named("slot-group child")
+            let group = GroupOperation(operations: [child])
+            group.name = "slot-group"
+            queue.isSuspended = true
+            queue.addOperations([group, behind], waitUntilFinished: false)
+            queue.isSuspended = false
+            #expect(capture.reported.wait())
+            // A second slot ends it.
+            queue.maxConcurrentOperationCount = 2
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("slot-group child") }, "\(capture.stalls)")
+    }
 }

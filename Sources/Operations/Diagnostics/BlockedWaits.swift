@@ -73,15 +73,6 @@ enum BlockedWaits {
         }
         return found.isEmpty ? nil : found
     }
-
-    /// The operations of `queue` blocked in a wait (they hold its slots while they wait).
-    static func blocked(in queue: OperationQueue) -> [Operation] {
-        // Retained under the lock: an entry's operation is alive only while its entry is
-        // listed (its wait is on the stack of a `start()` that has not returned).
-        let all = entries.withLock { entries in entries.byID.values.map { $0.operation } }
-        var seen = Set<ObjectIdentifier>()
-        return all.filter { $0._queue === queue && seen.insert(ObjectIdentifier($0)).inserted }
-    }
 }
 
 extension Operation {

@@ -28,6 +28,7 @@ struct StallAnalysis {
     }
 
     private var nodes: [Node] = []
+    private let slotHolders = WaitGraph.SlotHolders()
     private var index: [ObjectIdentifier: Int] = [:]
 
     /// The operations of `targets` that cannot make progress, each with its cause.
@@ -71,7 +72,7 @@ struct StallAnalysis {
             guard !nodes[next].isDone, nodes[next].ownCause == nil else { continue }
             let operation = nodes[next].operation
             var edges: [(WaitEdge, [Int])] = []
-            for edge in WaitGraph.edges(of: operation, slots: .included) where !edge.isDormant {
+            for edge in WaitGraph.edges(of: operation, slots: .included(slotHolders)) where !edge.isDormant {
                 edges.append((edge, edge.targets.map { node(for: $0) }))
             }
             nodes[next].edges = edges

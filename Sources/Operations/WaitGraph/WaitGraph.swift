@@ -74,9 +74,37 @@ extension WaitGraphSource {
 /// pays nothing for it.
 package enum WaitGraph {
     /// Whether `edges(of:)` should include the any-of edge to the slot holders of a full queue
-    /// (the stall analysis does; escalation and upstream cancellation do not).
+    /// (the stall analysis does, with the holders it looked up; escalation and upstream
+    /// cancellation do not).
     package enum Slots {
-        case included, excluded
+        case included(SlotHolders)
+        case excluded
+    }
+
+    /// The operations holding each queue's slots, looked up once per queue by one reader of
+    /// the graph (a queue of many ready operations is listed once, not once for each).
+    package final class SlotHolders {
+        private var byQueue: [ObjectIdentifier: [Operation]] = [:]
+
+        package init() {}
+
+        /// The operations holding a slot of `queue` (claimed, executing, or waiting for an
+        /// asynchronous finish).
+        func of(_ queue: OperationQueue) -> [Operation] {
+            if let known = byQueue[ObjectIdentifier(queue)] { return known }
+            let members = queue.core.withLock { $0.members.all }
+            let holders = members.filter { member in
+                member._update { state in
+                    guard state.queue === queue else { return false }
+                    switch state.phase.kind {
+                    case .dispatched, .executing, .awaitingFinish: return true
+                    default: return false
+                    }
+                }
+            }
+            byQueue[ObjectIdentifier(queue)] = holders
+            return holders
+        }
     }
 
     /// Everything `operation` waits for now: its unfinished dependencies (unless it is
@@ -104,7 +132,9 @@ package enum WaitGraph {
             if !barriers.isEmpty { edges.append(WaitEdge(.barrier, barriers)) }
             if let queue = snapshot.queue {
                 if let source = queue as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
-                if slots == .included, snapshot.phase == .ready, let slot = slotEdge(in: queue) { edges.append(slot) }
+                if case .included(let holders) = slots, snapshot.phase == .ready, let slot = slotEdge(in: queue, holders: holders) {
+                    edges.append(slot)
+                }
             }
         case .dispatched, .executing, .awaitingFinish:
             if let targets = BlockedWaits.targets(of: operation) {
@@ -150,14 +180,14 @@ package enum WaitGraph {
         return edges(of: operation).flatMap(\.targets).filter { seen.insert(ObjectIdentifier($0)).inserted }
     }
 
-    /// A full queue's slot holders, when each of them is blocked in a wait; nil when one is
-    /// not (it ends by itself and frees its slot) or the queue has room.
-    private static func slotEdge(in queue: OperationQueue) -> WaitEdge? {
+    /// A full queue's slot holders, any of which frees a slot when it ends (each progresses
+    /// or not by its own edges: a wait inside its work, a group's children); nil when the
+    /// queue has room.
+    private static func slotEdge(in queue: OperationQueue, holders: SlotHolders) -> WaitEdge? {
         let (limit, executing) = queue.core.withLock { ($0.executionLimit, $0.executing) }
         guard limit > 0, executing >= limit else { return nil }
-        let holders = BlockedWaits.blocked(in: queue)
-        guard holders.count >= limit else { return nil }
-        return WaitEdge(.slot, holders)
+        let holding = holders.of(queue)
+        return holding.isEmpty ? nil : WaitEdge(.slot, holding)
     }
 }
 
