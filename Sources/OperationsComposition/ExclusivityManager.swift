@@ -90,17 +90,29 @@ struct ExclusivityState {
         })
     }
 
-    /// The operations holding a category that the waiting request `id` needs (none when it
-    /// was granted or left). Reads every request: for the wait graph, not the hot path.
+    /// What the waiting request `id` waits for (none when it was granted or left): the
+    /// operations holding a category it needs, and those whose requests wait ahead of it in
+    /// a line it is in (not deferred: they take the category first). Reads every request
+    /// and those lines: for the wait graph, not the hot path.
     func holders(blocking id: UInt64) -> [Operation] {
         guard let waiting = lookUp(id), !waiting.isGranted else { return [] }
         let needed = Set(waiting.needs.map(\.slot))
-        return requests.compactMap { entry in
+        var blocking = requests.compactMap { entry -> Operation? in
             guard let (otherID, other) = entry, otherID != id, other.isGranted,
                 other.needs.contains(where: { needed.contains($0.slot) })
             else { return nil }
             return other.grant.operation
         }
+        for slot in needed {
+            let line = categories[slot].line
+            for ahead in line.ids[line.head...] {
+                if ahead == id { break }
+                if let request = lookUp(ahead), !request.isGranted, !request.isDeferred {
+                    blocking.append(request.grant.operation)
+                }
+            }
+        }
+        return blocking
     }
 
     /// The ids of the requests not granted yet.

@@ -47,7 +47,8 @@ extension RetryOperation: WaitGraphSource {
 }
 
 extension ExclusivityGate: WaitGraphSource {
-    /// An operation in line for a category waits for the operations holding it.
+    /// An operation in line for a category waits for the operations holding it, and for
+    /// those in line ahead of it.
     func waitEdges(of operation: Operation) -> [WaitEdge] {
         let ids = _requestIDs
         guard !ids.isEmpty else { return [] }

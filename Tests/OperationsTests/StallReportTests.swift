@@ -735,4 +735,32 @@ struct StallReportTests {
         }
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("slot-group child") }, "\(capture.stalls)")
     }
+
+    @Test("a wait for an operation in line for a category follows the requests ahead of it in the line")
+    func requestAheadInLineIsFollowed() {
+        let capture = Capture(marker: "line-ahead last")
+        capture.during {
+            let queue = OperationQueue()
+            let lonely = BlockOperation {}.named("line-ahead lonely")
+            let holder = BlockOperation { lonely.waitUntilFinished() }.named("line-ahead holder")
+            holder.addExclusivity("line-ahead y")
+            queue.addOperation(holder)
+            #expect(eventually { holder._isBlockedInWait })
+            // Needs both categories: waits for "y", and in the line of "x" too.
+            let ahead = BlockOperation {}.named("line-ahead first in line")
+            ahead.addExclusivity("line-ahead x")
+            ahead.addExclusivity("line-ahead y")
+            queue.addOperation(ahead)
+            // Nothing holds "x", but the request ahead takes it first.
+            let last = BlockOperation {}.named("line-ahead last")
+            last.addExclusivity("line-ahead x")
+            queue.addOperation(last)
+            let returned = waitInBackground { last.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            lonely.start()
+            #expect(returned.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("\"line-ahead lonely\": it is in no queue") }, "\(capture.stalls)")
+    }
 }
