@@ -352,7 +352,8 @@ struct GateTests {
     }
 
     /// A gate of the engine alone (no condition, no category) that keeps its passes for
-    /// the test to admit.
+    /// the test to admit, until their round ends (a pass holds its operation, which holds
+    /// the gate).
     /// - Note: `@unchecked Sendable`: its passes are in a `Shared`, which has a lock.
     private final class KeptPassGate: OperationGate, @unchecked Sendable {
         let passes = Shared<[GatePass]>([])
@@ -362,7 +363,9 @@ struct GateTests {
             passes.update { $0.append(pass) }
             consulted.open()
         }
-        func release(_ pass: GatePass, because reason: GateRelease) {}
+        func release(_ pass: GatePass, because reason: GateRelease) {
+            passes.update { $0.removeAll { $0.round == pass.round } }
+        }
     }
 
     @Test("a gate deciding when its queue is suspended can have the resumption call it back; in no suspended queue it is not deferred")
