@@ -691,30 +691,6 @@ struct StallReportTests {
         #expect(capture.stalls.first?.contains("is suspended") == true, "\(capture.stalls)")
     }
 
-    @Test("a wait for an operation in line for a category follows the category's holder to what holds it up")
-    func categoryHolderIsFollowed() {
-        // Only the wait for the operation in line is captured (the holder's own wait for
-        // "lonely" is reported too, by the holder's thread).
-        let capture = Capture(marker: "held-category in line")
-        capture.during {
-            let queue = OperationQueue()
-            let lonely = BlockOperation {}.named("held-category lonely")
-            let holder = BlockOperation { lonely.waitUntilFinished() }.named("held-category holder")
-            holder.addExclusivity("held-category")
-            let inLine = BlockOperation {}.named("held-category in line")
-            inLine.addExclusivity("held-category")
-            queue.addOperation(holder)
-            #expect(eventually { holder._isBlockedInWait })
-            queue.addOperation(inLine)
-            let returned = waitInBackground { inLine.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            lonely.start()
-            #expect(returned.wait())
-            queue.waitUntilAllOperationsAreFinished()
-        }
-        #expect(capture.stalls.contains { $0.contains("\"held-category lonely\": it is in no queue") }, "\(capture.stalls)")
-    }
-
     @Test("a group holding the only slot while its child waits for work queued behind the group is reported as a deadlock")
     func groupHoldingTheSlotForItsChildsWait() {
         let capture = Capture(marker: "slot-group")
@@ -736,16 +712,42 @@ struct StallReportTests {
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("slot-group child") }, "\(capture.stalls)")
     }
 
-    @Test("a wait for an operation in line for a category follows the requests ahead of it in the line")
-    func requestAheadInLineIsFollowed() {
-        let capture = Capture(marker: "line-ahead last")
+    /// `prefix holder` holds the category `prefix y` and waits, inside its work, for
+    /// `prefix lonely`, which is in no queue. `addWaiting` adds to the queue what ends in
+    /// line for a category and returns the operation to wait for: the wait (only its report
+    /// is captured; the holder's own wait is reported too) must name "lonely" as the cause.
+    func checkWaitInLineFollowsTo(prefix: String, waited waitedName: String, _ addWaiting: (OperationQueue) -> Operation) {
+        let capture = Capture(marker: "\(prefix) \(waitedName)")
         capture.during {
             let queue = OperationQueue()
-            let lonely = BlockOperation {}.named("line-ahead lonely")
-            let holder = BlockOperation { lonely.waitUntilFinished() }.named("line-ahead holder")
-            holder.addExclusivity("line-ahead y")
+            let lonely = BlockOperation {}.named("\(prefix) lonely")
+            let holder = BlockOperation { lonely.waitUntilFinished() }.named("\(prefix) holder")
+            holder.addExclusivity("\(prefix) y")
             queue.addOperation(holder)
             #expect(eventually { holder._isBlockedInWait })
+            let waited = addWaiting(queue)
+            let returned = waitInBackground { waited.waitUntilFinished() }
+            #expect(capture.reported.wait())
+            lonely.start()
+            #expect(returned.wait())
+            queue.waitUntilAllOperationsAreFinished()
+        }
+        #expect(capture.stalls.contains { $0.contains("\"\(prefix) lonely\": it is in no queue") }, "\(capture.stalls)")
+    }
+
+    @Test("a wait for an operation in line for a category follows the category's holder to what holds it up")
+    func categoryHolderIsFollowed() {
+        checkWaitInLineFollowsTo(prefix: "held-category", waited: "in line") { queue in
+            let inLine = BlockOperation {}.named("held-category in line")
+            inLine.addExclusivity("held-category y")
+            queue.addOperation(inLine)
+            return inLine
+        }
+    }
+
+    @Test("a wait for an operation in line for a category follows the requests ahead of it in the line")
+    func requestAheadInLineIsFollowed() {
+        checkWaitInLineFollowsTo(prefix: "line-ahead", waited: "last") { queue in
             // Needs both categories: waits for "y", and in the line of "x" too.
             let ahead = BlockOperation {}.named("line-ahead first in line")
             ahead.addExclusivity("line-ahead x")
@@ -755,12 +757,7 @@ struct StallReportTests {
             let last = BlockOperation {}.named("line-ahead last")
             last.addExclusivity("line-ahead x")
             queue.addOperation(last)
-            let returned = waitInBackground { last.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            lonely.start()
-            #expect(returned.wait())
-            queue.waitUntilAllOperationsAreFinished()
+            return last
         }
-        #expect(capture.stalls.contains { $0.contains("\"line-ahead lonely\": it is in no queue") }, "\(capture.stalls)")
     }
 }
