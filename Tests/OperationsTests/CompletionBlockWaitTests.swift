@@ -18,6 +18,26 @@ struct CompletionBlockWaitTests {
         queue.waitUntilAllOperationsAreFinished()
     }
 
+    /// Finishes in its own `start()` (the base one), then waits for itself there: the
+    /// completion block runs only after this `start()` returns.
+    private final class WaitsForItselfAfterFinishing: BlockOperation, @unchecked Sendable {
+        // `@unchecked Sendable`: no state of its own.
+        override func start() {
+            super.start()
+            waitUntilFinished()
+        }
+    }
+
+    @Test("waitUntilFinished() of its own operation, inside the start() that finished it, returns")
+    func waitForItselfInsideStart() {
+        let queue = OperationQueue()
+        let blockRan = Gate()
+        let operation = WaitsForItselfAfterFinishing {}
+        operation.completionBlock = { blockRan.open() }
+        queue.addOperation(operation)
+        #expect(blockRan.wait(), "the wait inside start() never returned, so the completion block never ran")
+    }
+
     @Test("waitUntilFinished() from the completion block of an operation started by hand returns")
     func waitForItselfStartedByHand() {
         let returned = Shared(false)

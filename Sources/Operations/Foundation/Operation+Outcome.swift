@@ -80,7 +80,10 @@ extension Operation {
 
     /// Blocks until finished, reporting a stall once through `report`.
     final func _waitUntilFinished(report: inout StallReport, targets: () -> [Operation]) {
-        if CompletionBlockScope.isRunning(for: self) { return }
+        // From its own completion block, or from the start() that finished it (whose worker
+        // runs the block once that start() returns): it has finished, and the rest waits for
+        // this very thread.
+        if CompletionBlockScope.isRunning(for: self) || WorkerContext.keepsFinishAfterStart(of: self) { return }
         let semaphore = _update { state in
             state.addFinishWaiter {
                 let semaphore = DispatchSemaphore(value: 0)

@@ -87,6 +87,15 @@ final class WorkerContext: @unchecked Sendable {
         }
     }
 
+    /// Whether this thread's worker is inside `start()` of `operation` and keeps the rest of
+    /// its finish for after that `start()`: a wait for it there would wait for itself.
+    static func keepsFinishAfterStart(of operation: Operation) -> Bool {
+        guard let pointer = OperationQueue._current.value else { return false }
+        return Unmanaged<WorkerContext>.fromOpaque(pointer)._withUnsafeGuaranteedRef { context in
+            context.operation === operation && context.afterStart != nil
+        }
+    }
+
     /// The context of the worker running on this thread, if any.
     static var current: WorkerContext? {
         OperationQueue._current.value.map { Unmanaged<WorkerContext>.fromOpaque($0).takeUnretainedValue() }
