@@ -25,6 +25,28 @@ struct ThreadQualityOfServiceTests {
         #expect(Self.threadQuality(on: queue, operationQuality: nil) == .utility)
     }
 
+    #if os(Linux)
+    /// The nice value of the thread that runs an operation of `queue` (per thread on Linux).
+    static func niceValue(on queue: OperationQueue) -> Int32 {
+        let seen = Shared<Int32>(0)
+        queue.addOperation(BlockOperation { seen.update { $0 = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) } })
+        queue.waitUntilAllOperationsAreFinished()
+        return seen()
+    }
+
+    @Test("a queue nobody gave a quality of service runs its operations at the default thread priority, though its getter reads .background")
+    func unsetQueueRunsAtDefaultPriority() {
+        let baseline = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        let unset = OperationQueue()
+        #expect(unset.qualityOfService == .background)
+        #expect(Self.niceValue(on: unset) == baseline)
+        #expect(Self.threadQuality(on: unset, operationQuality: nil) == .default)
+        let background = OperationQueue()
+        background.qualityOfService = .background
+        #expect(Self.niceValue(on: background) > baseline, "a quality of service the user set still lowers the thread")
+    }
+    #endif
+
     @Test("a later change of the queue's quality of service reaches later operations")
     func queueChange() {
         let queue = OperationQueue()

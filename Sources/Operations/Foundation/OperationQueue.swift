@@ -29,7 +29,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     let taskScopes = Locked(TaskScopes())
     let hasTaskScopes = Atomic<Bool>(false)
     /// `qualityOfService`'s raw value, for workers to read without the lock.
-    let _threadQualityRawValue = Atomic<Int>(QualityOfService.background.rawValue)
+    /// What the queue's threads run at (`QueueCore.threadQualityOfService`), read without
+    /// the lock on every start.
+    let _threadQualityRawValue = Atomic<Int>(QualityOfService.default.rawValue)
     /// Values the layers above keep with the queue, by type (made on first use).
     private let layerValues = Locked<[ObjectIdentifier: AnyObject]>([:])
 
@@ -138,14 +140,14 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         set { _change("name") { $0.setName(newValue) } }
     }
 
-    /// Defaults to `.background` for queues you create and `.userInteractive` for
-    /// ``main``. An operation's own quality of service, when set, wins.
+    /// Reads `.background` for queues you create until set (Apple's documentation) and
+    /// `.userInteractive` for ``main``. An operation's own quality of service, when set, wins.
     ///
-    /// - Note: On Linux, Dispatch runs threads of background quality of service at nice 10,
-    ///   and Swift runs background-priority tasks on a pool of their own, one thread per
-    ///   processor: on a busy machine such a queue's operations and `async` bodies get about
-    ///   a tenth of a normal thread's share of the processors. Set `.default` or higher for
-    ///   work that should not yield to the rest of the machine.
+    /// - Note: Until you set one, the queue's operations run at the default thread priority
+    ///   (nice 0 on Linux), as with Linux's Foundation: not at background priority, which
+    ///   Linux runs at nice 10 and which would give a server's queues a tenth of a normal
+    ///   thread's share of a busy machine. Set `.background` or `.utility` explicitly for
+    ///   work that should yield to the rest of the machine.
     open var qualityOfService: QualityOfService {
         get { core.withLock { $0.qualityOfService } }
         set {

@@ -39,7 +39,7 @@ extension QueueCore {
     private mutating func lane(_ slot: Int) -> DispatchQueue {
         if isMain { return DispatchQueue.main }
         if let underlyingQueue { return underlyingQueue }
-        return pool.lane(slot, quality: qualityOfService)
+        return pool.lane(slot, quality: threadQualityOfService)
     }
 
     /// Whether a worker may start another operation now; when not, it retires

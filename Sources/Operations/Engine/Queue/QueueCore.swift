@@ -53,6 +53,13 @@ struct QueueCore {
     private(set) var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
     private(set) var isQualityOfServiceSet = false
+
+    /// What the queue's threads run at: the quality of service set, else `.default` (the
+    /// getter reports `.background`, as Apple documents, but a queue nobody gave one runs at
+    /// the default thread priority: nice 0 on Linux, not 10).
+    var threadQualityOfService: QualityOfService {
+        isQualityOfServiceSet || isMain ? qualityOfService : .default
+    }
     private(set) var underlyingQueue: DispatchQueue?
 
     init(isMain: Bool) {
