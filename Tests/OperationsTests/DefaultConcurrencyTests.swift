@@ -195,20 +195,31 @@ struct DefaultConcurrencyTests {
                 if rendezvous.arriveAndWait() { met.increment() }
             }
         }
-        // Queued behind the blocked ones, so that the workers never all end: only the
-        // watchdog's looks, which find every worker computing, let the allowance fall back.
-        let inFlight = Shared(0), mostAmongLast = Shared(0)
-        for index in 0..<64 {
+        // Streams of CPU-bound operations, each adding the next when it ends, queued
+        // behind the blocked ones, so that the workers never all end: only the watchdog's
+        // looks, which find every worker computing, let the allowance fall back.
+        let computing = Shared(true), measuring = Shared(false)
+        let inFlight = Shared(0), mostWhileMeasured = Shared(0), measured = Shared(0)
+        @Sendable func compute() {
             queue.addOperation {
                 let now = inFlight.update { $0 += 1; return $0 }
-                if index >= 48 { mostAmongLast.update { $0 = max($0, now) } }
+                if measuring() { mostWhileMeasured.update { $0 = max($0, now) } }
                 Self.burnCPU(nanoseconds: 4_000_000)
                 inFlight.update { $0 -= 1 }
+                if measuring() { measured.increment() }
+                if computing() { compute() }
             }
         }
+        for _ in 0..<count { compute() }
+        #expect(eventually { met() == count }, "the blocked operations ran at once")
+        #expect(eventually { queue._workerAllowanceAndCount.allowance <= processors }, "the allowance never fell back while the queue computed")
+        // The workers beyond the allowance end with the operation they run.
+        #expect(eventually { queue._workerAllowanceAndCount.running <= processors })
+        measuring.update { $0 = true }
+        #expect(eventually { measured() >= 16 })
+        computing.update { $0 = false }
         queue.waitUntilAllOperationsAreFinished()
-        #expect(met() == count, "the blocked operations ran at once")
-        #expect(mostAmongLast() <= 2 * processors, "the last 16 ran with \(mostAmongLast()) at once on \(processors) processors")
+        #expect(mostWhileMeasured() <= 2 * processors, "\(mostWhileMeasured()) at once on \(processors) processors after the allowance fell back")
     }
 
     @Test("the workers added for blocked operations go once those ended, though an asynchronous operation still runs",

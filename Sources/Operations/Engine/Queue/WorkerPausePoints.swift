@@ -3,6 +3,14 @@ import Synchronization
 /// Points where a test stops a queue's worker or watchdog to force an interleaving
 /// (`package`: the package's tests only). Passed in debug builds only (unset, a point costs
 /// a relaxed load there); release builds skip them.
+extension OperationQueue {
+    /// How many workers the queue allows now, and how many run (`package`: for tests that
+    /// wait for the allowance to grow or fall back).
+    package final var _workerAllowanceAndCount: (allowance: Int, running: Int) {
+        core.withLock { ($0.pool.grownLimit, $0.pool.count) }
+    }
+}
+
 package enum WorkerPausePoints {
     /// Whether the engine passes the points (debug builds).
     package static var arePassed: Bool {
