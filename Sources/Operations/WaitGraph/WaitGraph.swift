@@ -124,17 +124,13 @@ package enum WaitGraph {
             if !snapshot.cancelled {
                 let pending = snapshot.dependencies.filter { !$0._isFinishingFlag }
                 if !pending.isEmpty { edges.append(WaitEdge(.dependency, pending)) }
-                for gate in operation._gates {
-                    if let source = gate as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
-                }
             }
             let barriers = snapshot.barriers.filter { !$0._isFinishingFlag }
             if !barriers.isEmpty { edges.append(WaitEdge(.barrier, barriers)) }
-            if let queue = snapshot.queue {
-                if let source = queue as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
-                if case .included(let holders) = slots, snapshot.phase == .ready, let slot = slotEdge(in: queue, holders: holders) {
-                    edges.append(slot)
-                }
+            if let queue = snapshot.queue, case .included(let holders) = slots, snapshot.phase == .ready,
+                let slot = slotEdge(in: queue, holders: holders)
+            {
+                edges.append(slot)
             }
         case .dispatched, .executing, .awaitingFinish:
             if let targets = BlockedWaits.targets(of: operation) {
@@ -142,8 +138,29 @@ package enum WaitGraph {
                 if !pending.isEmpty { edges.append(WaitEdge(.blockedWait, pending)) }
             }
         }
-        if let source = operation as? any WaitGraphSource { edges += source.waitEdges(of: operation) }
+        for source in sources(of: operation, phase: snapshot.phase, cancelled: snapshot.cancelled, queue: snapshot.queue) {
+            edges += source.waitEdges(of: operation)
+        }
         return edges
+    }
+
+    /// The sources that declare what `operation` waits for in `phase`: its gates while it
+    /// waits to start and is not cancelled (a cancelled operation passes them), its queue
+    /// while it waits to start (a queue held for its owner), and its own class. The one
+    /// list both `edges(of:)` and `waits(_:for:isDependency:)` ask.
+    private static func sources(
+        of operation: Operation, phase: OperationCore.Phase.Kind, cancelled: Bool, queue: OperationQueue?
+    ) -> [any WaitGraphSource] {
+        var sources: [any WaitGraphSource] = []
+        switch phase {
+        case .idle, .waiting, .checking, .parked, .ready:
+            if !cancelled { sources += operation._gates.compactMap { $0 as? any WaitGraphSource } }
+            if let source = queue as? any WaitGraphSource { sources.append(source) }
+        case .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished:
+            break
+        }
+        if let source = operation as? any WaitGraphSource { sources.append(source) }
+        return sources
     }
 
     /// Whether `operation` waits for `target` now, over every edge but slots: what
@@ -153,7 +170,7 @@ package enum WaitGraph {
     /// of `operation` (a dependents list said so).
     package static func waits(_ operation: Operation, for target: Operation, isDependency: Bool) -> Bool {
         guard !target._isFinishingFlag else { return false }
-        let (phase, cancelled) = operation._update { ($0.phase.kind, $0.cancellation.isCancelled) }
+        let (phase, cancelled, queue) = operation._update { ($0.phase.kind, $0.cancellation.isCancelled, $0.queue) }
         switch phase {
         case .finishing, .announcing, .finished:
             return false
@@ -162,16 +179,10 @@ package enum WaitGraph {
             if isDependency, !cancelled || operation._update({ state in state.hiddenDependencies.contains { $0 === target } }) {
                 return true
             }
-            if !cancelled {
-                for gate in operation._gates {
-                    if let source = gate as? any WaitGraphSource, source.waits(operation, for: target) { return true }
-                }
-            }
         case .dispatched, .executing, .awaitingFinish:
             if BlockedWaits.targets(of: operation)?.contains(where: { $0 === target }) == true { return true }
         }
-        if let source = operation as? any WaitGraphSource, source.waits(operation, for: target) { return true }
-        return false
+        return sources(of: operation, phase: phase, cancelled: cancelled, queue: queue).contains { $0.waits(operation, for: target) }
     }
 
     /// The operations `operation` waits for, over every edge but slots, each once.
