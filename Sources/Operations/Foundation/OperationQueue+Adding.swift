@@ -125,7 +125,7 @@ extension OperationQueue {
         let generation = operation._update { $0.readinessGeneration }
         return QueueCore.Reading(
             generation: generation, isReady: operation.isReady, isExecuting: operation.isExecuting,
-            isFinished: operation.isFinished)
+            isFinished: operation.isFinished, isAsynchronous: operation.isAsynchronous)
     }
 
     private func _refuse(_ operation: Operation, _ refusal: QueueCore.Refusal, call: String) -> Never {

@@ -131,15 +131,17 @@ extension OperationQueue {
     static let _inlineStarts = ThreadLocalPointer()
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
-        for (slot, lane) in wakeup.workers {
-            lane.async { self._runWorker(slot: slot) }
+        for worker in wakeup.workers {
+            let (slot, onSharedPool) = (worker.slot, worker.onSharedPool)
+            worker.queue.async { self._runWorker(slot: slot, onSharedPool: onSharedPool) }
         }
         if let stamp = wakeup.watchdog { _armWatchdog(stamp: stamp) }
     }
 
-    /// A worker: runs ready operations until there is none it may start.
-    private func _runWorker(slot: Int) {
-        let context = WorkerContext(queue: self, slot: slot)
+    /// A worker: runs ready operations until there is none it may start (on the shared
+    /// pool: none that starts promptly).
+    private func _runWorker(slot: Int, onSharedPool: Bool) {
+        let context = WorkerContext(queue: self, slot: slot, onSharedPool: onSharedPool)
         let previous = OperationQueue._current.value
         OperationQueue._current.set(Unmanaged.passUnretained(context).toOpaque())
         defer {
@@ -154,8 +156,12 @@ extension OperationQueue {
             let (operation, quality, watchdog, waiters, wakeup) = core.withLock { state in
                 if let probe { state.workerStarted(slot: slot, probe: probe) }
                 let waiters = finished.map { _departed($0, from: &state, releasesSlot: true, leaves: true) } ?? []
-                let (operation, quality, watchdog) = _nextOperation(in: &state, retiringSlot: slot, skipped: &skipped)
-                return (operation, quality, watchdog, waiters, finished == nil ? nil : state.wakeup())
+                let (operation, quality, watchdog) = _nextOperation(
+                    in: &state, retiringSlot: slot, onSharedPool: onSharedPool, skipped: &skipped)
+                // A worker on the shared pool that stops before an operation that may block
+                // asks for a lane's worker for it.
+                let handsOver = onSharedPool && operation == nil
+                return (operation, quality, watchdog, waiters, finished == nil && !handsOver ? nil : state.wakeup())
             }
             finished = nil
             probe = nil

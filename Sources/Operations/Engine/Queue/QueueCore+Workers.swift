@@ -6,11 +6,24 @@ import Dispatch
 extension QueueCore {
     // MARK: Workers
 
-    /// What the queue must do once its lock is released: start workers (each with its
-    /// slot and the lane it runs on) and arm the watchdog.
+    /// What the queue must do once its lock is released: start workers and arm the watchdog.
     struct Wakeup {
-        var workers: [(slot: Int, lane: DispatchQueue)] = []
+        var workers: [WorkerStart] = []
         var watchdog: UInt64?
+    }
+
+    /// A worker to start: its slot, and the Dispatch queue it runs on.
+    ///
+    /// A worker whose first operation starts promptly (an asynchronous one: its `start()`
+    /// launches work and returns) runs on Dispatch's shared pool (`onSharedPool`): capped
+    /// at the processors, where Swift's tasks run too, so the thread that finished the
+    /// previous operation (often a task's) takes the start next, without waking or making
+    /// a thread. Every other worker runs on its slot's lane, a serial queue with a thread
+    /// of its own, where an operation may block.
+    struct WorkerStart {
+        var slot: Int
+        var queue: DispatchQueue
+        var onSharedPool: Bool
     }
 
     /// Starts the workers the state allows; arms the watchdog when ready operations wait
@@ -28,12 +41,25 @@ extension QueueCore {
         let freeWorkers = max(pool.count - executing, 0)
         let backlog = maxConcurrent < 0 && !force ? ready.count - freeWorkers : ready.count
         let wanted = min(workerLimit - pool.count, backlog, executionLimit - executing)
-        for _ in 0..<max(wanted, 0) {
+        guard wanted > 0 else {
+            wakeup.watchdog = armWatchdogIfBlocked()
+            return wakeup
+        }
+        // Workers added for blocked ones (`force`) get threads of their own.
+        let shared = !force && startsOnSharedPool
+        for _ in 0..<wanted {
             guard let slot = pool.takeSlot() else { break }
-            wakeup.workers.append((slot, lane(slot)))
+            wakeup.workers.append(
+                WorkerStart(slot: slot, queue: shared ? WorkerPool.sharedPool(threadQualityOfService) : lane(slot), onSharedPool: shared))
         }
         wakeup.watchdog = armWatchdogIfBlocked()
         return wakeup
+    }
+
+    /// Whether the next worker starts on the shared pool (see `WorkerStart`): the first
+    /// ready operation starts promptly, and the queue has no Dispatch queue of its own.
+    private var startsOnSharedPool: Bool {
+        !isMain && underlyingQueue == nil && ready.peek()?._startsPromptly == true
     }
 
     private mutating func lane(_ slot: Int) -> DispatchQueue {
@@ -46,6 +72,10 @@ extension QueueCore {
     /// (`retire(slot:)`). The caller pops the next ready operation and claims it under its
     /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:skipped:)`).
     var mayStartAnother: Bool { !isSuspended && executing < executionLimit && pool.count <= workerLimit }
+
+    /// Whether a worker on the shared pool may start `operation`: only one that starts
+    /// promptly (an operation that may block in `start()` goes to a lane's worker).
+    func sharedPoolMayStart(_ operation: Operation) -> Bool { operation._startsPromptly }
 
     /// Whether an operation may be started now on the thread that freed a slot (one whose
     /// `start()` never blocks): not with an underlying queue, whose operations start there

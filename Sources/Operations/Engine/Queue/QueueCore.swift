@@ -154,9 +154,11 @@ struct QueueCore {
         var isReady: Bool
         var isExecuting: Bool
         var isFinished: Bool
+        /// What `isAsynchronous` said: its `start()` launches work and returns.
+        var isAsynchronous: Bool
 
         /// An operation the queue just made itself: nobody else has seen it.
-        static let fresh = Reading(generation: 0, isReady: true, isExecuting: false, isFinished: false)
+        static let fresh = Reading(generation: 0, isReady: true, isExecuting: false, isFinished: false, isAsynchronous: false)
     }
 
     enum Admission {

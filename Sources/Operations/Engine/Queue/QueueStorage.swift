@@ -22,6 +22,7 @@ extension OperationQueue {
         case .refused(let refusal):
             return .refused(refusal)
         case .joined(let priority):
+            operation._startsPromptly = reading.isAsynchronous || operation._startsWithoutBlocking
             return .admitted(delivered: state.admitted(operation, readyIn: priority, sequence: sequence))
         }
     }
@@ -70,13 +71,18 @@ extension OperationQueue {
     /// A worker's next operation: the first ready one that it claims (under the operation's
     /// lock), with the operation's own quality of service (nil when never set) and the stamp
     /// to arm the watchdog with. Nil after retiring the worker when there is none it may
-    /// start. Operations found not to be claimable go to `skipped`, for the caller to drop
-    /// after the lock.
+    /// start (`onSharedPool`: none that starts promptly; the caller then asks for the
+    /// workers the state wants, on lanes). Operations found not to be claimable go to
+    /// `skipped`, for the caller to drop after the lock.
     final func _nextOperation(
-        in state: inout QueueCore, retiringSlot slot: Int, skipped: inout [Operation]
+        in state: inout QueueCore, retiringSlot slot: Int, onSharedPool: Bool, skipped: inout [Operation]
     ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
         if state.mayStartAnother {
-            while let operation = state.popReady() {
+            while let front = state.peekReady() {
+                if onSharedPool && !state.sharedPoolMayStart(front) { break }
+                guard let operation = state.popReady(), operation === front else {
+                    preconditionFailure("Operations: the ready list's front changed between peek and pop")
+                }
                 let claim = operation._update { state -> QualityOfService?? in
                     state.claimForQueue() ? .some(state.threadQuality) : nil
                 }

@@ -15,6 +15,9 @@ final class WorkerContext: @unchecked Sendable {
     unowned(unsafe) let queue: OperationQueue
     /// The queue's worker slot this worker holds.
     let slot: Int
+    /// Whether the worker runs on Dispatch's shared pool, not on its slot's lane (see
+    /// `QueueCore.WorkerStart`).
+    let onSharedPool: Bool
     /// The operation whose `start()` the worker is in (the worker holds it meanwhile).
     unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
@@ -32,9 +35,10 @@ final class WorkerContext: @unchecked Sendable {
 
     var isInOperation: Bool { inOperation.load(ordering: .relaxed) }
 
-    init(queue: OperationQueue, slot: Int) {
+    init(queue: OperationQueue, slot: Int, onSharedPool: Bool) {
         self.queue = queue
         self.slot = slot
+        self.onSharedPool = onSharedPool
     }
 
     /// Starts `operation` on this thread, at its quality of service: its own (`own`, read
@@ -100,6 +104,12 @@ final class WorkerContext: @unchecked Sendable {
     static var current: WorkerContext? {
         OperationQueue._current.value.map { Unmanaged<WorkerContext>.fromOpaque($0).takeUnretainedValue() }
     }
+}
+
+extension OperationQueue {
+    /// Whether this thread runs a queue's worker on Dispatch's shared pool (true) or on a
+    /// lane (false); nil outside workers. For tests.
+    package static var _workerIsOnSharedPool: Bool? { WorkerContext.current?.onSharedPool }
 }
 
 extension QualityOfService {

@@ -55,6 +55,26 @@ struct WorkerPool {
         }
     }
 
+    /// Dispatch's shared (global, concurrent) queue for `quality` (looked up once: each
+    /// `DispatchQueue.global(qos:)` makes a new wrapper object).
+    static func sharedPool(_ quality: QualityOfService) -> DispatchQueue {
+        switch quality {
+        case .userInteractive: sharedPools.userInteractive
+        case .userInitiated: sharedPools.userInitiated
+        case .utility: sharedPools.utility
+        case .background: sharedPools.background
+        default: sharedPools.default
+        }
+    }
+
+    private static let sharedPools = (
+        userInteractive: DispatchQueue.global(qos: .userInteractive),
+        userInitiated: DispatchQueue.global(qos: .userInitiated),
+        default: DispatchQueue.global(qos: .default),
+        utility: DispatchQueue.global(qos: .utility),
+        background: DispatchQueue.global(qos: .background)
+    )
+
     /// The queue's quality of service changed: new workers run on new lanes.
     mutating func dropLanes() {
         lanes = []
