@@ -44,7 +44,6 @@ enum AsyncWorkloads {
         try blocking {
             let queue = Operations.OperationQueue()
             queue.maxConcurrentOperationCount = limit
-            queue.qualityOfService = .default
             let inFlight = InFlight()
             let start = now()
             for _ in 0..<n { queue.addOperation { await body(inFlight) } }
@@ -55,13 +54,27 @@ enum AsyncWorkloads {
         }
     }
 
+    /// N async closures as a user writes them outside async code: an `AsyncBlockOperation`
+    /// added one at a time from a thread, a queue whose quality of service was never set,
+    /// and the thread waiting for the queue.
+    static func queueLimitedFromThread(_ n: Int) throws -> UInt64 {
+        let queue = Operations.OperationQueue()
+        queue.maxConcurrentOperationCount = limit
+        let inFlight = InFlight()
+        let start = now()
+        for _ in 0..<n { queue.addOperation(AsyncBlockOperation { await body(inFlight) }) }
+        queue.waitUntilAllOperationsAreFinished()
+        let elapsed = now() - start
+        try check(inFlight.most <= limit, "queue limit 4 from a thread: \(inFlight.most) bodies at once")
+        return elapsed
+    }
+
     /// N `AsyncBlockOperation`s made first, then added in one batch to a queue with limit 4
     /// (the queue's side of the limiter: the body is the same).
     static func queueLimitedBatch(_ n: Int) throws -> UInt64 {
         try blocking {
             let queue = Operations.OperationQueue()
             queue.maxConcurrentOperationCount = limit
-            queue.qualityOfService = .default
             let inFlight = InFlight()
             let start = now()
             let operations = (0..<n).map { _ in AsyncBlockOperation { await body(inFlight) } }
