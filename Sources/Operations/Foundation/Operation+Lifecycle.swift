@@ -12,6 +12,15 @@ extension Operation {
     /// `isFinished` getter reads true: at once unless a subclass overrides it, and then when
     /// the subclass announces it (`didChangeValue(forKey:)`).
     package final func _finish(wasExecuting: Bool) {
+        #if !canImport(ObjectiveC)
+        if wasExecuting, _isWatchedByNoOne, let quiet = _update({ core -> OperationCore.QuietFinish? in
+            // Events recorded for the queue take the full path.
+            if core.queue?.hasEventHandlers.load(ordering: .relaxed) == true { return nil }
+            return core.finishQuietly()
+        }) {
+            return _departQuietly(quiet)
+        }
+        #endif
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
         let changed = _update { $0.baseFinish() }
@@ -25,6 +34,23 @@ extension Operation {
         // Refused, the base finish only announces (and waits for a finish being processed).
         _processFinishThenAnnounce(.announce("isFinished"), mayFinish: changed)
         #endif
+    }
+
+    /// Nobody can see this finish but its queue: a `BlockOperation` itself (whose `isFinished`
+    /// is the base one), without observers, attachments or gates. Its finish may take the
+    /// quiet path (`OperationCore.finishQuietly()`).
+    private var _isWatchedByNoOne: Bool {
+        ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self)
+            && !_hasObservers && !_hasExtras && !_visibleGated
+    }
+
+    /// After a quiet finish: the blocks go, and the operation leaves its queue, freeing its
+    /// slot; the waits for the queue that this ends are woken.
+    private func _departQuietly(_ quiet: OperationCore.QuietFinish) {
+        _releaseWork()
+        guard let queue = quiet.queue else { return }
+        let waiters = queue._operationFinished(self, releasesSlot: quiet.releasesSlot, leaves: true)
+        for waiter in waiters { waiter.wake() }
     }
 
     /// The one way a finish is announced, by the base class or by a subclass (directly or

@@ -36,6 +36,32 @@ extension OperationCore {
         apply(.baseFinish)
     }
 
+    /// What a quiet finish leaves to do after the lock: free the slot in `queue` and leave it.
+    struct QuietFinish {
+        var queue: OperationQueue?
+        var releasesSlot: Bool
+    }
+
+    /// The base finish of an operation that has nothing to hand over — no dependents, no
+    /// waiters, no completion block, nothing attached, not cancelled — taken through every
+    /// step (`baseFinish`, `finish`, `processed`, `complete`) in this one section: it
+    /// succeeded and is finished. Nil, and nothing changed, for any other operation (the
+    /// caller takes the full path).
+    mutating func finishQuietly() -> QuietFinish? {
+        guard case .executing = phase, extras == nil, dependents.isEmpty, finishWaiters.isEmpty,
+            !cancellation.isCancelled
+        else { return nil }
+        mustApply(.baseFinish)
+        guard case .finishing(let byQueue, _)? = phase.after(.finish) else {
+            preconditionFailure("Operations: a quiet finish found phase \(phase.kind) after the base finish")
+        }
+        phase = .finishing(byQueue: byQueue, .succeeded)
+        mustApply(.processed)
+        mustApply(.complete)
+        defer { queue = nil }
+        return QuietFinish(queue: queue, releasesSlot: byQueue)
+    }
+
     /// What finishing hands over to be done once the lock is released.
     struct Finish {
         var outcome: OutcomeKind
