@@ -1,3 +1,4 @@
+import Dispatch
 import Operations
 import OperationsTestSupport
 import Testing
@@ -11,7 +12,8 @@ struct WorkerPlacementTests {
     @Test("asynchronous operations finished on other threads are started from the shared pool")
     func asynchronousStartsOnSharedPool() {
         let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 2
+        queue._keepUnbegunSharedWorkersForTests()
+        queue.maxConcurrentOperationCount = 1
         let placements = Shared<[Bool?]>([])
         let operations = (0..<8).map { _ in
             DeferredOperation { operation in
@@ -27,6 +29,7 @@ struct WorkerPlacementTests {
     @Test("an operation that may block in start() runs on a lane, also right after an asynchronous one")
     func blockingWorkRunsOnLane() {
         let queue = OperationQueue()
+        queue._keepUnbegunSharedWorkersForTests()
         queue.maxConcurrentOperationCount = 1
         let placements = Shared<[String]>([])
         let first = DeferredOperation { operation in
@@ -55,5 +58,61 @@ struct WorkerPlacementTests {
         let operation = Synchronous()
         queue.addOperations([operation], waitUntilFinished: true)
         #expect(operation.placement() == false)
+    }
+
+    @Test("blocking operations behind one that starts promptly all run at once, up to the queue's limit")
+    func blockingOperationsOverlapBehindAsynchronousOne() {
+        let queue = OperationQueue()
+        let count = 6
+        queue.maxConcurrentOperationCount = count
+        let everyone = Rendezvous(count: count)
+        let met = Shared(0)
+        let brief = DeferredOperation { $0.finish() }
+        let blocking = (0..<count).map { _ in
+            BlockOperation { if everyone.arriveAndWait() { met.increment() } }
+        }
+        // Suspended, so that one wakeup sees the asynchronous operation first.
+        queue.isSuspended = true
+        queue.addOperations([brief] + blocking, waitUntilFinished: false)
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(met() == count, "\(met()) of \(count) were running at once")
+    }
+
+    @Test("a worker the shared pool does not begin is replaced by a lane's worker, and touches nothing when it begins later")
+    func workerTheSharedPoolDoesNotBeginIsReplaced() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        // A pool that never begins what is queued on it, until the end of the test.
+        let stuckPool = DispatchQueue(label: "a pool that does not run", attributes: .concurrent)
+        stuckPool.suspend()
+        queue._useSharedPoolForTests(stuckPool)
+        let placements = Shared<[String]>([])
+        let ran = Shared(0)
+        let first = DeferredOperation { operation in
+            placements.append("async \(String(describing: OperationQueue._workerIsOnSharedPool))")
+            onNewThread { operation.finish() }
+        }
+        let second = BlockOperation { ran.increment() }
+        let done = Gate()
+        second.completionBlock = { done.open() }
+        queue.addOperations([first, second], waitUntilFinished: false)
+        let progressed = done.wait()
+        #expect(progressed, "the queue waited for a pool that does not begin its worker")
+        guard progressed else {
+            stuckPool.resume()
+            return
+        }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(placements() == ["async Optional(false)"])
+        // The replaced worker begins now, and must leave the queue's slots alone.
+        stuckPool.resume()
+        stuckPool.sync(flags: .barrier) {}
+        queue._useSharedPoolForTests(nil)
+        let later = (0..<4).map { _ in DeferredOperation { operation in onNewThread { operation.finish() } } }
+        queue.addOperations(later + [BlockOperation { ran.increment() }], waitUntilFinished: true)
+        #expect(ran() == 2)
+        #expect(queue.operationCount == 0)
+        #expect(later.allSatisfy { $0.isFinished })
     }
 }

@@ -132,15 +132,26 @@ extension OperationQueue {
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
         for worker in wakeup.workers {
-            let (slot, onSharedPool) = (worker.slot, worker.onSharedPool)
-            worker.queue.async { self._runWorker(slot: slot, onSharedPool: onSharedPool) }
+            let (slot, token) = (worker.slot, worker.sharedToken)
+            worker.queue.async { self._runWorker(slot: slot, sharedToken: token) }
         }
         if let stamp = wakeup.watchdog { _armWatchdog(stamp: stamp) }
+        if wakeup.sharedWorkerCheck { _armSharedWorkerCheck() }
+    }
+
+    /// In a watchdog tick, checks that the queue's worker on the shared pool began and
+    /// progresses (see `SharedPoolWorker`).
+    private func _armSharedWorkerCheck() {
+        Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
+            self._perform(self.core.withLock { $0.sharedWorkerCheckFired() })
+        }
     }
 
     /// A worker: runs ready operations until there is none it may start (on the shared
-    /// pool: none that starts promptly).
-    private func _runWorker(slot: Int, onSharedPool: Bool) {
+    /// pool, `sharedToken` set: none that starts promptly).
+    private func _runWorker(slot: Int, sharedToken: UInt64?) {
+        let onSharedPool = sharedToken != nil
+        var beginning = sharedToken
         let context = WorkerContext(queue: self, slot: slot, onSharedPool: onSharedPool)
         let previous = OperationQueue._current.value
         OperationQueue._current.set(Unmanaged.passUnretained(context).toOpaque())
@@ -153,7 +164,10 @@ extension OperationQueue {
         var finished: Operation?
         var skipped: [Operation] = []
         while true {
-            let (operation, quality, watchdog, waiters, wakeup) = core.withLock { state in
+            let step = core.withLock { state -> WorkerStep? in
+                // Replaced by a lane's worker while it waited for the shared pool: the slot
+                // is not its own any more.
+                if let token = beginning, !state.sharedWorkerBegins(token: token) { return nil }
                 if let probe { state.workerStarted(slot: slot, probe: probe) }
                 let waiters = finished.map { _departed($0, from: &state, releasesSlot: true, leaves: true) } ?? []
                 let (operation, quality, watchdog) = _nextOperation(
@@ -161,16 +175,20 @@ extension OperationQueue {
                 // A worker on the shared pool that stops before an operation that may block
                 // asks for a lane's worker for it.
                 let handsOver = onSharedPool && operation == nil
-                return (operation, quality, watchdog, waiters, finished == nil && !handsOver ? nil : state.wakeup())
+                return WorkerStep(
+                    operation: operation, quality: quality, watchdog: watchdog, waiters: waiters,
+                    wakeup: finished == nil && !handsOver ? nil : state.wakeup())
             }
+            guard let step else { return }
+            beginning = nil
             finished = nil
             probe = nil
             // Dropped after the lock: an operation skipped there may have no other reference.
             if !skipped.isEmpty { skipped.removeAll() }
-            if let wakeup { _perform(wakeup) }
-            for waiter in waiters { waiter.wake() }
-            if let watchdog { _armWatchdog(stamp: watchdog) }
-            guard let operation else {
+            if let wakeup = step.wakeup { _perform(wakeup) }
+            for waiter in step.waiters { waiter.wake() }
+            if let watchdog = step.watchdog { _armWatchdog(stamp: watchdog) }
+            guard let operation = step.operation else {
                 #if DEBUG
                 if WorkerPausePoints.workerEnded.hasActions {
                     WorkerPausePoints.workerEnded.pass(self, core.withLock { $0.pool.count })
@@ -185,7 +203,7 @@ extension OperationQueue {
                 }
                 _deliverEvents()
             }
-            context.runOperation(operation, own: quality, queueQuality: _threadQuality)
+            context.runOperation(operation, own: step.quality, queueQuality: _threadQuality)
             if context.finishedHere {
                 context.finishedHere = false
                 finished = operation
@@ -252,6 +270,17 @@ extension OperationQueue {
     /// The watchdog's own serial queue: it must tick even when the global queues are
     /// saturated (that is when it is needed).
     private static let _watchdogTimer = DispatchQueue(label: "swift-operations.watchdog", qos: .userInteractive)
+}
+
+/// What a worker's lock section decided: the operation to start next (nil: the worker
+/// ends), its own quality of service, the watchdog's stamp to arm, and the waits and the
+/// workers the finish it recorded calls for.
+private struct WorkerStep {
+    var operation: Operation?
+    var quality: QualityOfService?
+    var watchdog: UInt64?
+    var waiters: [QueueWaiter]
+    var wakeup: QueueCore.Wakeup?
 }
 
 /// Operations claimed for inline starts while one was already running on this thread (on

@@ -6,24 +6,30 @@ import Dispatch
 extension QueueCore {
     // MARK: Workers
 
-    /// What the queue must do once its lock is released: start workers and arm the watchdog.
+    /// What the queue must do once its lock is released: start workers, arm the watchdog,
+    /// and arm the check on the worker on the shared pool (`SharedPoolWorker`).
     struct Wakeup {
         var workers: [WorkerStart] = []
         var watchdog: UInt64?
+        var sharedWorkerCheck = false
     }
 
     /// A worker to start: its slot, and the Dispatch queue it runs on.
     ///
     /// A worker whose first operation starts promptly (an asynchronous one: its `start()`
-    /// launches work and returns) runs on Dispatch's shared pool (`onSharedPool`): capped
+    /// launches work and returns) runs on Dispatch's shared pool (`sharedToken` set): capped
     /// at the processors, where Swift's tasks run too, so the thread that finished the
     /// previous operation (often a task's) takes the start next, without waking or making
     /// a thread. Every other worker runs on its slot's lane, a serial queue with a thread
     /// of its own, where an operation may block.
+    ///
+    /// The queue never waits for that pool (see `SharedPoolWorker`), and a worker there
+    /// hands an operation that may block to a lane's worker.
     struct WorkerStart {
         var slot: Int
         var queue: DispatchQueue
-        var onSharedPool: Bool
+        /// Set for the worker on the shared pool: it names it when it begins.
+        var sharedToken: UInt64?
     }
 
     /// Starts the workers the state allows; arms the watchdog when ready operations wait
@@ -35,7 +41,7 @@ extension QueueCore {
     /// by few workers that do not contend for the lock, a worker busy with a long
     /// operation does not keep the next one from a free processor, and the watchdog adds
     /// workers beyond the processors when the running ones are blocked.
-    mutating func wakeup(force: Bool = false) -> Wakeup {
+    mutating func wakeup(force: Bool = false, sharedPoolAllowed: Bool = true) -> Wakeup {
         var wakeup = Wakeup()
         guard !isSuspended, ready.count > 0 else { return wakeup }
         let freeWorkers = max(pool.count - executing, 0)
@@ -46,11 +52,24 @@ extension QueueCore {
             return wakeup
         }
         // Workers added for blocked ones (`force`) get threads of their own.
-        let shared = !force && startsOnSharedPool
+        var shared = !force && sharedPoolAllowed && startsOnSharedPool
+        if shared && pool.shared.takesPromptOperations {
+            // The worker there has a lock section to come: it takes the operation.
+            wakeup.sharedWorkerCheck = pool.shared.armCheck()
+            wakeup.watchdog = armWatchdogIfBlocked()
+            return wakeup
+        }
+        shared = shared && !pool.shared.isPresent
         for _ in 0..<wanted {
             guard let slot = pool.takeSlot() else { break }
-            wakeup.workers.append(
-                WorkerStart(slot: slot, queue: shared ? WorkerPool.sharedPool(threadQualityOfService) : lane(slot), onSharedPool: shared))
+            guard shared else {
+                wakeup.workers.append(WorkerStart(slot: slot, queue: lane(slot)))
+                continue
+            }
+            shared = false
+            let token = pool.shared.queued(slot: slot)
+            wakeup.workers.append(WorkerStart(slot: slot, queue: sharedPoolQueue, sharedToken: token))
+            if pool.shared.armCheck() { wakeup.sharedWorkerCheck = true }
         }
         wakeup.watchdog = armWatchdogIfBlocked()
         return wakeup
@@ -60,6 +79,36 @@ extension QueueCore {
     /// ready operation starts promptly, and the queue has no Dispatch queue of its own.
     private var startsOnSharedPool: Bool {
         !isMain && underlyingQueue == nil && ready.peek()?._startsPromptly == true
+    }
+
+    /// The shared pool for the queue's quality of service (or the one a test put in its place).
+    private var sharedPoolQueue: DispatchQueue {
+        sharedPoolForTests ?? WorkerPool.sharedPool(threadQualityOfService)
+    }
+
+    /// The worker on the shared pool named `token` begins: false when it was replaced
+    /// meanwhile (its slot is another worker's now: it ends at once, touching nothing).
+    mutating func sharedWorkerBegins(token: UInt64) -> Bool {
+        pool.shared.begins(token: token)
+    }
+
+    /// The check on the shared pool's worker fired (see `SharedPoolWorker`): when that
+    /// worker was replaced or is stuck, the workers the state wants start on lanes.
+    mutating func sharedWorkerCheckFired() -> Wakeup {
+        let outcome = pool.shared.checkFired(operationsWait: !isSuspended && ready.count > 0)
+        switch outcome {
+        case .replaced(let slot):
+            pool.retire(slot: slot)
+            return wakeup(sharedPoolAllowed: false)
+        case .stuck:
+            return wakeup(sharedPoolAllowed: false)
+        case .checkAgain:
+            var wakeup = Wakeup()
+            wakeup.sharedWorkerCheck = true
+            return wakeup
+        case .done:
+            return Wakeup()
+        }
     }
 
     private mutating func lane(_ slot: Int) -> DispatchQueue {

@@ -61,6 +61,9 @@ struct QueueCore {
         isQualityOfServiceSet || isMain ? qualityOfService : .default
     }
     private(set) var underlyingQueue: DispatchQueue?
+    /// Where the worker for the shared pool is queued instead of Dispatch's pool (tests
+    /// put a suspended queue here to see what happens when the pool never begins it).
+    var sharedPoolForTests: DispatchQueue?
 
     init(isMain: Bool) {
         self.isMain = isMain

@@ -90,6 +90,7 @@ extension OperationQueue {
                     skipped.append(operation)
                     continue
                 }
+                if onSharedPool { state.pool.shared.claimed() }
                 return (operation, quality, state.operationClaimed())
             }
         }

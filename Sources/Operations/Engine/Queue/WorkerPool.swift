@@ -27,6 +27,8 @@ struct WorkerPool {
     static let ticksBeforeLockWaitsCount = 25
     /// The serial Dispatch queues workers run on, by slot, made on first use.
     private var lanes: [DispatchQueue?] = []
+    /// The worker on Dispatch's shared pool, if any (see `SharedPoolWorker`).
+    var shared = SharedPoolWorker()
 
     /// Takes the lowest free slot for a new worker; nil when all are busy.
     mutating func takeSlot() -> Int? {
@@ -41,6 +43,7 @@ struct WorkerPool {
     /// worker any more: the allowance falls back to the processor count (the queue may still
     /// have asynchronous operations running, which hold no worker).
     mutating func retire(slot: Int) {
+        shared.retired(slot: slot)
         count -= 1
         busySlots &= ~(1 << UInt64(slot))
         if slot < probes.count { probes[slot] = nil }
