@@ -115,4 +115,29 @@ struct WorkerPlacementTests {
         #expect(queue.operationCount == 0)
         #expect(later.allSatisfy { $0.isFinished })
     }
+
+    @Test("an asynchronous operation whose start() blocks does not hold back the next ones")
+    func blockingStartOnSharedPoolDoesNotHoldTheQueue() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 2
+        let entered = Gate(), secondStarted = Gate()
+        let sawSecond = Shared<Bool?>(nil)
+        // Says isAsynchronous, yet blocks in start() until the next operation has started.
+        let first = DeferredOperation { operation in
+            entered.open()
+            sawSecond.update { $0 = secondStarted.wait() }
+            operation.finish()
+        }
+        queue.addOperation(first)
+        #expect(entered.wait())
+        // Added while the worker that started the first is inside its start().
+        let second = DeferredOperation { operation in
+            secondStarted.open()
+            onNewThread { operation.finish() }
+        }
+        queue.addOperation(second)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(sawSecond() == true, "the second waited for the first's start() to return")
+    }
 }
+
