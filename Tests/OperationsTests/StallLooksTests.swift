@@ -48,6 +48,10 @@ struct StallLooksTests {
         queue.maxConcurrentOperationCount = 1
         let before = StallReport.Call.waitUntilAllOperationsAreFinished(queue).progressMark
         queue.addOperations([BlockOperation {}, BlockOperation {}], waitUntilFinished: true)
+        // The batch's wait returns once both finished; their worker may record the second
+        // one's departure (what the count counts) just after. The queue's own wait returns
+        // once it has.
+        queue.waitUntilAllOperationsAreFinished()
         let after = StallReport.Call.waitUntilAllOperationsAreFinished(queue).progressMark
         #expect(before != nil)
         #expect(after.map { $0 &- (before ?? 0) } == 2)

@@ -36,10 +36,6 @@ open class Operation: NSObject, @unchecked Sendable {
     final var _previousMember: Unmanaged<Operation>?
     /// Where it is in the queue's ready list, while it is there (see `ReadyPlace`).
     final var _readyPlace = ReadyPlace.first
-    /// Its `start()` launches work and returns (it said `isAsynchronous` when added, or its
-    /// body is a task): a worker on Dispatch's shared pool may start it (see
-    /// `QueueCore.WorkerStart`). Set when it joins the queue.
-    final var _startsPromptly = false
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
     package final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)

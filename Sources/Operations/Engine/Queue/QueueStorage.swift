@@ -78,11 +78,10 @@ extension OperationQueue {
         in state: inout QueueCore, retiringSlot slot: Int, onSharedPool: Bool, skipped: inout [Operation]
     ) -> (operation: Operation?, quality: QualityOfService?, watchdog: UInt64?) {
         if state.mayStartAnother {
-            while let front = state.peekReady() {
-                if onSharedPool && !state.sharedPoolMayStart(front) { break }
-                guard let operation = state.popReady(), operation === front else {
-                    preconditionFailure("Operations: the ready list's front changed between peek and pop")
-                }
+            while true {
+                // A worker on the shared pool leaves an operation that may block to a lane's.
+                if onSharedPool, let front = state.peekReady(), !state.sharedPoolMayStart(front) { break }
+                guard let operation = state.popReady() else { break }
                 let claim = operation._update { state -> QualityOfService?? in
                     state.claimForQueue() ? .some(state.threadQuality) : nil
                 }

@@ -212,15 +212,23 @@ extension Operation {
     /// The number the operation's queue gave it when it was added: operations added
     /// earlier have smaller numbers. Guarded by that queue's lock.
     ///
-    /// 47 bits, stored in two fields that fill the padding after `visible` (pending memory
-    /// is a target): it wraps after 2⁴⁷ operations added to one queue, some four years of
-    /// a million a second. The high field's top bit is `_isFiledReady`.
+    /// 46 bits, stored in two fields that fill the padding after `visible` (pending memory
+    /// is a target): it wraps after 2⁴⁶ operations added to one queue, some two years of
+    /// a million a second. The high field's top bits are `_isFiledReady` and `_startsPromptly`.
     var _addSequence: UInt64 {
-        @inline(__always) get { UInt64(_addSequenceHigh & 0x7FFF) << 32 | UInt64(_addSequenceLow) }
+        @inline(__always) get { UInt64(_addSequenceHigh & 0x3FFF) << 32 | UInt64(_addSequenceLow) }
         @inline(__always) set {
-            _addSequenceHigh = _addSequenceHigh & 0x8000 | UInt16(truncatingIfNeeded: newValue >> 32) & 0x7FFF
+            _addSequenceHigh = _addSequenceHigh & 0xC000 | UInt16(truncatingIfNeeded: newValue >> 32) & 0x3FFF
             _addSequenceLow = UInt32(truncatingIfNeeded: newValue)
         }
+    }
+
+    /// Its `start()` launches work and returns (it said `isAsynchronous` when added, or its
+    /// body is a task): a worker on Dispatch's shared pool may start it (see
+    /// `QueueCore.WorkerStart`). Set when it joins its queue; guarded by that queue's lock.
+    var _startsPromptly: Bool {
+        @inline(__always) get { _addSequenceHigh & 0x4000 != 0 }
+        @inline(__always) set { _addSequenceHigh = newValue ? _addSequenceHigh | 0x4000 : _addSequenceHigh & ~0x4000 }
     }
 
     /// Whether the operation has a live entry in its queue's ready list (set by `push`,
