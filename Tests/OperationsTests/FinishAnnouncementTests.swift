@@ -412,4 +412,31 @@ struct FinishAnnouncementTests {
         #expect(startedWhenTold() == false)
         token.invalidate()
     }
+
+    @Test("an observer of isFinished that registers while a BlockOperation finishes unwatched is told it finished")
+    func observerRegisteredDuringQuietFinishIsTold() {
+        let queue = OperationQueue()
+        let operation = BlockOperation {}
+        let seen = Shared<[Bool]>([])
+        let token = Shared<NSKeyValueObservation?>(nil)
+        let countWhenTold = Shared<Int?>(nil)
+        // Forced: the observer registers after the worker found nobody watching the
+        // operation, before it finishes it; its initial value reads false.
+        let id = WorkerPausePoints.quietFinishChosen.add { pausedQueue, finishing in
+            guard pausedQueue === queue, finishing === operation else { return }
+            token.update {
+                $0 = operation.observe(\.isFinished, options: [.initial, .new]) { _, change in
+                    seen.update { $0.append(change.newValue ?? false) }
+                    if change.newValue == true { countWhenTold.update { $0 = queue.operationCount } }
+                }
+            }
+        }
+        defer { WorkerPausePoints.quietFinishChosen.remove(id) }
+        queue.addOperation(operation)
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(seen().first == false, "the observer registered before the finish: \(seen())")
+        #expect(seen().last == true, "the observer was never told the operation finished: \(seen())")
+        #expect(countWhenTold() == 0, "told while the queue still counted the operation")
+        token.update { $0?.invalidate() }
+    }
 }

@@ -139,5 +139,31 @@ struct WorkerPlacementTests {
         queue.waitUntilAllOperationsAreFinished()
         #expect(sawSecond() == true, "the second waited for the first's start() to return")
     }
+
+    @Test("asynchronous starts that take a while overlap up to the limit when added one at a time")
+    func slowAsynchronousStartsOverlap() {
+        let queue = OperationQueue()
+        // Without the tick's check, so that only the rule that a worker inside a start() is
+        // not counted on lets the others start.
+        queue._keepUnbegunSharedWorkersForTests()
+        let count = 3
+        queue.maxConcurrentOperationCount = count
+        let everyone = Rendezvous(count: count)
+        let met = Shared(0)
+        let firstEntered = Gate()
+        let operations = (0..<count).map { index in
+            DeferredOperation { operation in
+                if index == 0 { firstEntered.open() }
+                // Each start() stays until all of them are inside theirs.
+                if everyone.arriveAndWait() { met.increment() }
+                operation.finish()
+            }
+        }
+        queue.addOperation(operations[0])
+        #expect(firstEntered.wait())
+        for operation in operations.dropFirst() { queue.addOperation(operation) }
+        queue.waitUntilAllOperationsAreFinished()
+        #expect(met() == count, "\(met()) of \(count) start()s ran at once")
+    }
 }
 

@@ -13,12 +13,19 @@ extension Operation {
     /// the subclass announces it (`didChangeValue(forKey:)`).
     package final func _finish(wasExecuting: Bool) {
         #if !canImport(ObjectiveC)
-        if wasExecuting, _isWatchedByNoOne, let quiet = _update({ core -> OperationCore.QuietFinish? in
-            // Events recorded for the queue take the full path.
-            if core.queue?.hasEventHandlers.load(ordering: .relaxed) == true { return nil }
-            return core.finishQuietly()
-        }) {
-            return _departQuietly(quiet)
+        if wasExecuting, _isWatchedByNoOne {
+            #if DEBUG
+            if WorkerPausePoints.quietFinishChosen.hasActions, let queue = WorkerContext.current?.queue {
+                WorkerPausePoints.quietFinishChosen.pass(queue, self)
+            }
+            #endif
+            if let quiet = _update({ core -> OperationCore.QuietFinish? in
+                // Events recorded for the queue take the full path.
+                if core.queue?.hasEventHandlers.load(ordering: .relaxed) == true { return nil }
+                return core.finishQuietly()
+            }) {
+                return _departQuietly(quiet)
+            }
         }
         #endif
         if wasExecuting { _announceWillChange("isExecuting") }
@@ -46,10 +53,22 @@ extension Operation {
 
     /// After a quiet finish: the blocks go, and the operation leaves its queue, freeing its
     /// slot; the waits for the queue that this ends are woken.
+    ///
+    /// An observer may have registered between the look that found nobody watching and the
+    /// finish, reading `isFinished` false: then the operation leaves its queue at once (not
+    /// with its worker's next section) and the observers are told, as after a full finish.
     private func _departQuietly(_ quiet: OperationCore.QuietFinish) {
         _releaseWork()
-        guard let queue = quiet.queue else { return }
-        let waiters = queue._operationFinished(self, releasesSlot: quiet.releasesSlot, leaves: true)
+        let lateObservers = _hasObservers
+        let waiters = quiet.queue?._operationFinished(
+            self, releasesSlot: quiet.releasesSlot, leaves: true, deferrable: !lateObservers) ?? []
+        if lateObservers {
+            // Told before the queue's waits that this finish ends return.
+            _announceWillChange("isExecuting")
+            _announceWillChange("isFinished")
+            _announceDidChange("isExecuting")
+            _announceDidChange("isFinished")
+        }
         for waiter in waiters { waiter.wake() }
     }
 

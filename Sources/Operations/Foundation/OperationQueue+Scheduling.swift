@@ -168,6 +168,7 @@ extension OperationQueue {
                 // Replaced by a lane's worker while it waited for the shared pool: the slot
                 // is not its own any more.
                 if let token = beginning, !state.sharedWorkerBegins(token: token) { return nil }
+                if onSharedPool { state.pool.shared.betweenOperations() }
                 if let probe { state.workerStarted(slot: slot, probe: probe) }
                 let waiters = finished.map { _departed($0, from: &state, releasesSlot: true, leaves: true) } ?? []
                 let (operation, quality, watchdog) = _nextOperation(

@@ -53,14 +53,19 @@ extension QueueCore {
         }
         // Workers added for blocked ones (`force`) get threads of their own.
         var shared = !force && sharedPoolAllowed && startsOnSharedPool
+        var toStart = wanted
         if shared && pool.shared.takesPromptOperations {
-            // The worker there has a lock section to come: it takes the operation.
+            // The worker there has a lock section to come: it takes one operation (the
+            // others, if any, get lanes' workers, so that starts that take a while overlap).
             wakeup.sharedWorkerCheck = pool.shared.armCheck()
-            wakeup.watchdog = armWatchdogIfBlocked()
-            return wakeup
+            toStart -= 1
+            guard toStart > 0 else {
+                wakeup.watchdog = armWatchdogIfBlocked()
+                return wakeup
+            }
         }
         shared = shared && !pool.shared.isPresent
-        for _ in 0..<wanted {
+        for _ in 0..<toStart {
             guard let slot = pool.takeSlot() else { break }
             guard shared else {
                 wakeup.workers.append(WorkerStart(slot: slot, queue: lane(slot)))

@@ -7,7 +7,9 @@
 /// must never wait for that pool, whose threads Swift's tasks share and which grows only
 /// slowly while they block. So:
 /// - at most one of the queue's workers is there at a time, and while it is (queued or
-///   running) it takes the prompt operations that become ready: no second worker is woken;
+///   running) it takes the next prompt operation that becomes ready: no worker is woken
+///   for that one (others ready at the same time get lanes' workers, so that starts that
+///   take a while still overlap);
 /// - a check, armed whenever the queue counts on that worker, fires a watchdog tick later.
 ///   A worker still queued then is replaced (its slot goes to a lane's worker, and it ends
 ///   at once when it begins); one that has begun but started nothing since while
@@ -17,9 +19,10 @@ struct SharedPoolWorker {
     enum State {
         case none
         case queued(slot: Int, token: UInt64)
-        /// `claims` counts the operations it claimed; `stuck` when the check found it
-        /// starting nothing while operations waited.
-        case running(slot: Int, token: UInt64, claims: UInt64, stuck: Bool)
+        /// `claims` counts the operations it claimed; `inStart` while it runs the `start()`
+        /// of the last one; `stuck` when the check found it starting nothing while
+        /// operations waited.
+        case running(slot: Int, token: UInt64, claims: UInt64, inStart: Bool, stuck: Bool)
     }
 
     private(set) var state = State.none
@@ -41,13 +44,14 @@ struct SharedPoolWorker {
         case done
     }
 
-    /// Whether a worker is there (queued or running) and the queue may count on it to take
-    /// the prompt operations that become ready.
+    /// Whether a worker is there and the queue may count on it to take the next prompt
+    /// operation that becomes ready: queued, or running between two operations (one inside
+    /// a `start()` may be there for long: that `start()` may compute or block).
     var takesPromptOperations: Bool {
         switch state {
         case .none: false
         case .queued: true
-        case .running(_, _, _, let stuck): !stuck
+        case .running(_, _, _, let inStart, let stuck): !inStart && !stuck
         }
     }
 
@@ -69,22 +73,28 @@ struct SharedPoolWorker {
     /// another worker's now: it ends at once, touching nothing).
     mutating func begins(token: UInt64) -> Bool {
         guard case .queued(let slot, token) = state else { return false }
-        state = .running(slot: slot, token: token, claims: 0, stuck: false)
+        state = .running(slot: slot, token: token, claims: 0, inStart: false, stuck: false)
         return true
+    }
+
+    /// The running worker is back from a `start()`, in its next lock section.
+    mutating func betweenOperations() {
+        guard case .running(let slot, let token, let claims, _, let stuck) = state else { return }
+        state = .running(slot: slot, token: token, claims: claims, inStart: false, stuck: stuck)
     }
 
     /// The running worker claimed an operation to start (a stuck one is no longer).
     mutating func claimed() {
-        guard case .running(let slot, let token, let claims, _) = state else {
+        guard case .running(let slot, let token, let claims, _, _) = state else {
             preconditionFailure("Operations: a claim by the shared pool's worker in state \(state)")
         }
-        state = .running(slot: slot, token: token, claims: claims &+ 1, stuck: false)
+        state = .running(slot: slot, token: token, claims: claims &+ 1, inStart: true, stuck: false)
     }
 
     /// The worker of `slot` retired: if it is this one, none is there any more.
     mutating func retired(slot: Int) {
         switch state {
-        case .queued(slot, _), .running(slot, _, _, _): state = .none
+        case .queued(slot, _), .running(slot, _, _, _, _): state = .none
         default: break
         }
     }
@@ -117,9 +127,9 @@ struct SharedPoolWorker {
         case .queued(let slot, _):
             state = .none
             return .replaced(slot: slot)
-        case .running(let slot, let token, let claims, let stuck):
+        case .running(let slot, let token, let claims, let inStart, let stuck):
             guard operationsWait, !stuck else { return .done }
-            state = .running(slot: slot, token: token, claims: claims, stuck: true)
+            state = .running(slot: slot, token: token, claims: claims, inStart: inStart, stuck: true)
             return .stuck
         }
     }
@@ -129,7 +139,7 @@ struct SharedPoolWorker {
         switch state {
         case .none: nil
         case .queued(_, let token): (token, 0)
-        case .running(_, let token, let claims, _): (token, claims)
+        case .running(_, let token, let claims, _, _): (token, claims)
         }
     }
 }

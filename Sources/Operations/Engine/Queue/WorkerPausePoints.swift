@@ -28,6 +28,9 @@ package enum WorkerPausePoints {
     package static let watchdogDecided = PausePoint<Int>()
     /// A worker of a queue ended; the value is the number of its workers still running.
     package static let workerEnded = PausePoint<Int>()
+    /// An operation its worker runs found nobody watching its finish, and is about to
+    /// finish quietly (`OperationCore.finishQuietly()`); the value is the operation.
+    package static let quietFinishChosen = PausePoint<Operation>()
 }
 
 /// One pause point: the actions tests added (tests run in parallel, each filtering for its
