@@ -127,9 +127,6 @@ extension QueueCore {
     /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:skipped:)`).
     var mayStartAnother: Bool { !isSuspended && executing < executionLimit && pool.count <= workerLimit }
 
-    /// Whether a worker on the shared pool may start `operation`: only one that starts
-    /// promptly (an operation that may block in `start()` goes to a lane's worker).
-    func sharedPoolMayStart(_ operation: Operation) -> Bool { operation._startsPromptly }
 
     /// Whether an operation may be started now on the thread that freed a slot (one whose
     /// `start()` never blocks): not with an underlying queue, whose operations start there

@@ -80,7 +80,7 @@ extension OperationQueue {
         if state.mayStartAnother {
             while true {
                 // A worker on the shared pool leaves an operation that may block to a lane's.
-                if onSharedPool, let front = state.peekReady(), !state.sharedPoolMayStart(front) { break }
+                if onSharedPool, let front = state.peekReady(), !front._startsPromptly { break }
                 guard let operation = state.popReady() else { break }
                 let claim = operation._update { state -> QualityOfService?? in
                     state.claimForQueue() ? .some(state.threadQuality) : nil
