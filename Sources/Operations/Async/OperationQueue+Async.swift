@@ -10,12 +10,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
     public func waitUntilAllOperationsAreFinished() async {
         let signal = AsyncSignal<Bool>()
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
-        let waiting = core.withLock { state -> Bool in
-            guard state.membersForWaits > 0 else { return false }
-            state.addWaiter(.hook(id: id) { signal.resume(with: true) }, allBut: 0)
-            return true
-        }
-        guard waiting else { return }
+        guard _waitForEmptiness(allBut: 0, { (.hook(id: id) { signal.resume(with: true) }, ()) }) != nil else { return }
         let finished = await BlockedWaits.during(awaiting: operations) {
             let watched = AsyncStallWatch.shared.begin(.awaitWaitUntilAllOperationsAreFinished(self))
             let finished = await signal.value(orOnCancel: false)
@@ -24,7 +19,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
         }
         if finished { return }
         // Cancelled: take the hook out (dropped after the lock).
-        let removed = core.withLock { $0.removeWaiter(id: id) }
+        let removed = _stopWaitingForEmptiness(id: id)
         _ = removed
     }
 

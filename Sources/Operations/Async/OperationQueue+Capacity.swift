@@ -11,12 +11,12 @@ extension OperationQueueExtensions where Self: OperationQueue {
     /// what they add counts.
     /// - Important: A capacity below 1 is a programmer error.
     public var capacity: Int? {
-        get { core.withLock { $0.capacity } }
+        get { _snapshot.capacity }
         set {
             if let newValue, newValue < 1 {
                 Misuse.fail("capacity of \(_misuseName) set to \(newValue); it must be at least 1, or nil for no bound")
             }
-            let admitted = core.withLock { $0.setCapacity(newValue) }
+            let admitted = _setCapacity(newValue)
             for producer in admitted { producer.wake() }
         }
     }
@@ -56,11 +56,7 @@ extension OperationQueue {
     fileprivate func _waitForPlace() async throws {
         let signal = AsyncSignal<Bool>()
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
-        let placed = core.withLock { state -> Bool in
-            if state.takePlace() { return true }
-            state.producerWaits(.hook(id: id) { signal.resume(with: true) })
-            return false
-        }
+        let placed = _takePlace(orWait: .hook(id: id) { signal.resume(with: true) })
         if placed { return }
         // Room comes only as the queue's operations finish.
         let watched = AsyncStallWatch.shared.begin(.awaitEnqueue(self))
@@ -68,9 +64,8 @@ extension OperationQueue {
         AsyncStallWatch.shared.end(watched)
         if roomCame { return }
         // Cancelled: leave the line, or give back the place that came meanwhile.
-        let (removed, admitted) = core.withLock { $0.producerLeft(id: id) }
-        _ = removed
-        for producer in admitted { producer.wake() }
+        let departure = _producerLeft(id: id)
+        for producer in departure.admitted { producer.wake() }
         throw CancellationError()
     }
 }

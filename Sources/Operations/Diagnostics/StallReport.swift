@@ -39,7 +39,7 @@ struct StallReport {
             case .waitUntilFinished(let operation), .awaitOperation(let operation): [operation]
             case .waitUntilAllOperationsAreFinished(let queue), .awaitWaitUntilAllOperationsAreFinished(let queue),
                 .awaitEnqueue(let queue):
-                queue.core.withLock { $0.members.all }
+                queue._members
             case .addOperations, .awaitResults: []
             }
         }
@@ -56,7 +56,7 @@ struct StallReport {
                     queue
                 case .awaitResults(let queue, _): queue
                 }
-            return queue?.core.withLock { $0.progressStamp }
+            return queue?._snapshot.progressStamp
         }
 
         static func operations(_ count: Int) -> String {

@@ -101,7 +101,8 @@ extension OperationExtensions where Self: Operation {
             reasons.append(.notInQueue)
             return reasons
         }
-        let (suspended, limit, executing) = queue.core.withLock { ($0.isSuspended, $0.executionLimit, $0.executing) }
+        let state = queue._snapshot
+        let (suspended, limit, executing) = (state.isSuspended, state.limit.executions, state.executing)
         if suspended { reasons.append(.queueSuspended(queue)) }
         if reasons.isEmpty {
             reasons.append(executing >= limit ? .concurrencyLimit(queue, limit: limit) : .waitingForWorker(queue))

@@ -22,6 +22,9 @@ protocol OperationLayerHooks: AnyObject {
     /// The operation's gates let it go: tell whoever observes its readiness. Called with no
     /// lock held, before the engine rechecks the readiness.
     func _gatesOpened()
+
+    /// Whether anything observes the operation's keys now (no lock).
+    var _hasObservers: Bool { get }
 }
 
 extension Operation: OperationLayerHooks {}
@@ -37,3 +40,31 @@ protocol OperationLayerState: AnyObject {
         with outcome: @autoclosure () -> Operation.Outcome?
     ) -> (toTell: Bool, unused: [@Sendable () -> Void])
 }
+
+/// What the engine asks of a queue's observation layer. `OperationQueue` conforms (here);
+/// the observation layer implements the requirements.
+protocol QueueLayerHooks: AnyObject {
+    /// Whether anything observes the queue's keys now (no lock).
+    var _hasObservers: Bool { get }
+
+    /// The queue's `operations` and `operationCount` are about to change (no lock held).
+    func _membershipWillChange()
+
+    /// The queue's `operations` and `operationCount` changed (no lock held).
+    func _membershipDidChange()
+
+    /// The queue's `key` (a setting) is about to change, or changed (no lock held).
+    func _settingWillChange(_ key: String)
+    func _settingDidChange(_ key: String)
+
+    /// A worker of the queue (in `slot`; nil: the thread that freed a slot) starts
+    /// `operation`. Called under the operation's lock, only while the queue has event
+    /// handlers: record it, run nothing.
+    func _starts(_ operation: Operation, slot: Int?)
+
+    /// Events were recorded under locks now released: deliver them to the queue's
+    /// handlers (no lock held; nothing when it has none).
+    func _eventsRecorded()
+}
+
+extension OperationQueue: QueueLayerHooks {}

@@ -1,11 +1,6 @@
 // Admission: validating and adding operations, all or nothing.
 
 extension OperationQueue {
-    private enum AddOutcome {
-        case added(barrier: Operation?, undelivered: [Operation], wakeup: QueueCore.Wakeup)
-        case refused(Operation, QueueCore.Refusal)
-    }
-
     /// Adds operations, all or none. `inheritQoS` gives them the queue's quality of service
     /// (for the ones the queue made from blocks).
     final func _add(
@@ -14,56 +9,19 @@ extension OperationQueue {
     ) {
         _runEnqueueHooks(operations)
         let observed = _hasObservers
-        if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        if observed { _membershipWillChange() }
         // Read readiness before the lock (the getter may be user code), so that a ready
         // operation goes straight into the ready list under the one lock acquisition.
         let single = operations.count == 1 ? Self._reading(of: operations.first!) : nil
         let readings = single == nil ? operations.map(Self._reading(of:)) : []
-        let outcome = core.withLock { state -> AddOutcome in
-            // Validate everything before changing anything: all or nothing. (A single
-            // operation is validated by `_admit` itself.)
-            if operations.count > 1 {
-                for (index, operation) in operations.enumerated() {
-                    if let refusal = _refusal(of: operation, reading: readings[index]) {
-                        return .refused(operation, refusal)
-                    }
-                }
-            }
-            // A prerequisite goes ahead of any barrier: its guarded operation is in the queue
-            // already, before any barrier that is pending now.
-            let barrier = guarded == nil ? state.pendingBarrier : nil
-            let sequence = guarded.map { $0._addSequence }
-            var undelivered: [Operation] = []
-            var admitted: [(Operation, delivered: Bool)] = []
-            for (index, operation) in operations.enumerated() {
-                let reading = single ?? readings[index]
-                let operationBarrier = barrier === operation ? nil : barrier
-                switch _admit(
-                    operation, to: &state, waitsFor: operationBarrier, inheritQoS: inheritQoS, reading: reading,
-                    sequence: sequence)
-                {
-                case .refused(let refusal):
-                    // Listed twice in one batch (or refused alone): undo, then refuse.
-                    for (earlier, delivered) in admitted.reversed() {
-                        _unadmit(
-                            earlier, from: &state, waitedForBarrier: barrier != nil && earlier !== barrier,
-                            wasDelivered: delivered)
-                    }
-                    return .refused(operation, operations.count > 1 ? .twiceInBatch : refusal)
-                case .admitted(let delivered):
-                    if operations.count > 1 { admitted.append((operation, delivered)) }
-                    if !delivered { undelivered.append(operation) }
-                }
-            }
-            // `enqueue` took a place under the capacity before adding.
-            if usingReservedPlace { state.reservedPlaceUsed() }
-            return .added(barrier: barrier, undelivered: undelivered, wakeup: state.wakeup())
-        }
+        let outcome = _admitAll(
+            operations, single: single, readings: readings, inheritQoS: inheritQoS,
+            usingReservedPlace: usingReservedPlace, prerequisiteOf: guarded)
         switch outcome {
         case .refused(let operation, let refusal):
             _refuse(operation, refusal, call: call)
         case .added(let barrier, let undelivered, let wakeup):
-            if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+            if observed { _membershipDidChange() }
             _deliverEvents()
             if let barrier {
                 for operation in operations where operation !== barrier { operation._registerHiddenEdge(from: barrier) }
@@ -87,7 +45,7 @@ extension OperationQueue {
     @usableFromInline
     final func _addMade(_ operation: Operation) {
         guard type(of: self) == OperationQueue.self else {
-            if let quality = core.withLock({ $0.isQualityOfServiceSet ? $0.qualityOfService : nil }) {
+            if let quality = _qualityOfServiceSet {
                 operation.qualityOfService = quality
             }
             addOperation(operation)
@@ -103,29 +61,13 @@ extension OperationQueue {
     final func _addFresh(_ operation: Operation, usingReservedPlace: Bool = false) {
         _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
-        if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        let (barrier, delivered, wakeup) = core.withLock { state -> (Operation?, Bool, QueueCore.Wakeup) in
-            let barrier = state.pendingBarrier
-            let admission = _admit(operation, to: &state, waitsFor: barrier, inheritQoS: true, reading: .fresh)
-            guard case .admitted(let delivered) = admission else {
-                preconditionFailure("Operations: an operation the queue just made was refused (\(admission))")
-            }
-            if usingReservedPlace { state.reservedPlaceUsed() }
-            return (barrier, delivered, state.wakeup())
-        }
-        if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+        if observed { _membershipWillChange() }
+        let (barrier, delivered, wakeup) = _admitMade(operation, usingReservedPlace: usingReservedPlace)
+        if observed { _membershipDidChange() }
         _deliverEvents()
         if let barrier { operation._registerHiddenEdge(from: barrier) }
         if !delivered { operation._readinessChanged() }
         _perform(wakeup)
-    }
-
-    /// Reads an operation's (possibly overridden) getters, before the lock.
-    private static func _reading(of operation: Operation) -> QueueCore.Reading {
-        let generation = operation._update { $0.readinessGeneration }
-        return QueueCore.Reading(
-            generation: generation, isReady: operation.isReady, isExecuting: operation.isExecuting,
-            isFinished: operation.isFinished, isAsynchronous: operation.isAsynchronous)
     }
 
     private func _refuse(_ operation: Operation, _ refusal: QueueCore.Refusal, call: String) -> Never {

@@ -95,9 +95,9 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         let operation = BlockOperation(block: barrier)
         _runEnqueueHooks(CollectionOfOne(operation))
         let observed = _hasObservers
-        if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
-        let earlier = core.withLock { _admitBarrier(operation, to: &$0) }
-        if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+        if observed { _membershipWillChange() }
+        let earlier = _admitBarrier(operation)
+        if observed { _membershipDidChange() }
         _deliverEvents()
         for member in earlier {
             operation._addEdge(from: member, visible: false)
@@ -113,21 +113,20 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     /// ready operations). A change affects only operations not yet started.
     /// - Important: A negative value other than −1 is a programmer error.
     open var maxConcurrentOperationCount: Int {
-        get { core.withLock { $0.maxConcurrent } }
+        get { _snapshot.limit.maxConcurrentOperationCount }
         set {
-            if newValue < -1 {
+            guard let limit = ConcurrencyLimit(maxConcurrentOperationCount: newValue) else {
                 Misuse.fail("maxConcurrentOperationCount of \(_misuseName) set to \(newValue); it must be at least 0, or -1 (defaultMaxConcurrentOperationCount)")
             }
-            _change("maxConcurrentOperationCount") { $0.setMaxConcurrent(newValue) }
+            _change(.limit(limit))
         }
     }
 
     /// While true, no operation starts; running ones continue.
     open var isSuspended: Bool {
-        get { core.withLock { $0.isSuspended } }
+        get { _isSuspendedNow }
         set {
-            var resumption = QueueCore.Resumption()
-            _change("isSuspended") { resumption = $0.setSuspended(newValue) }
+            let resumption = _change(.suspended(newValue))
             // Left for the resumption: gates that were deciding, then gates that were due.
             for action in resumption.actions { action() }
             for operation in resumption.gated { operation._consultGatesIfDue() }
@@ -136,8 +135,8 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
 
     /// Defaults to `"NSOperationQueue 0x…"`.
     open var name: String? {
-        get { core.withLock { $0.name } ?? "NSOperationQueue \(_address)" }
-        set { _change("name") { $0.setName(newValue) } }
+        get { _snapshot.name ?? "NSOperationQueue \(_address)" }
+        set { _change(.name(newValue)) }
     }
 
     /// Reads `.background` for queues you create until set (Apple's documentation) and
@@ -149,43 +148,35 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
     ///   thread's share of a busy machine. Set `.background` or `.utility` explicitly for
     ///   work that should yield to the rest of the machine.
     open var qualityOfService: QualityOfService {
-        get { core.withLock { $0.qualityOfService } }
-        set {
-            _change("qualityOfService") { state in
-                state.setQualityOfService(newValue)
-                self._threadQualityRawValue.store(newValue.rawValue, ordering: .relaxed)
-            }
-        }
+        get { _snapshot.qualityOfService }
+        set { _change(.qualityOfService(newValue)) }
     }
 
     /// Whether ``qualityOfService`` was set (for groups, which give their queue their own).
-    package final var _isQualityOfServiceSet: Bool { core.withLock { $0.isQualityOfServiceSet } }
+    package final var _isQualityOfServiceSet: Bool { _qualityOfServiceSet != nil }
 
     /// The Dispatch queue the operations run on; nil means the queue's own threads.
     /// - Important: Setting it while the queue has operations, or to the main dispatch
     ///   queue, is a programmer error.
     open var underlyingQueue: DispatchQueue? {
-        get { core.withLock { $0.isMain ? DispatchQueue.main : $0.underlyingQueue } }
+        get {
+            let state = _snapshot
+            return state.isMain ? DispatchQueue.main : state.underlyingQueue
+        }
         set {
             if let newValue, newValue.label == DispatchQueue.main.label {
                 Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be the main dispatch queue; use OperationQueue.main")
             }
-            let refusal: String? = core.withLock { state in
-                if state.isMain { return "the main queue's underlyingQueue cannot be changed" }
-                if state.members.count > 0 { return "it has \(state.members.count) operations; set it only while the queue is empty" }
-                state.setUnderlyingQueue(newValue)
-                return nil
-            }
-            if let refusal { Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be set: \(refusal)") }
+            if let refusal = _setUnderlyingQueue(newValue) { Misuse.fail("underlyingQueue of queue \"\(name ?? "?")\" cannot be set: \(refusal)") }
         }
     }
 
     /// The operations that have not finished yet, in the order added.
     /// - Note: Racy by nature, as on Darwin, where it is deprecated.
-    open var operations: [Operation] { core.withLock { $0.members.all } }
+    open var operations: [Operation] { _members }
 
     /// The number of operations that have not finished yet.
-    open var operationCount: Int { core.withLock { $0.members.count } }
+    open var operationCount: Int { _memberCount }
 
     /// Reports nothing until `totalUnitCount` is set; then every operation that finishes
     /// adds one completed unit.
@@ -233,28 +224,14 @@ open class OperationQueue: NSObject, ProgressReporting, @unchecked Sendable {
         // Called from completion blocks of this queue's operations: those operations leave
         // the queue only when their blocks return, so the wait is for all the others.
         let ownCompletionBlocks = CompletionBlockScope.count(in: self)
-        let semaphore: DispatchSemaphore? = core.withLock { state in
-            guard state.membersForWaits > ownCompletionBlocks else { return nil }
+        let semaphore = _waitForEmptiness(allBut: ownCompletionBlocks) { () -> (QueueWaiter, DispatchSemaphore) in
             let semaphore = DispatchSemaphore(value: 0)
-            state.addWaiter(.thread(semaphore), allBut: ownCompletionBlocks)
-            return semaphore
+            return (.thread(semaphore), semaphore)
         }
         guard let semaphore else { return }
         var report = StallReport(call: .waitUntilAllOperationsAreFinished(self))
         // Every member: a wait held up by one names it.
-        report.wait(on: semaphore) { self.core.withLock { $0.members.all } }
-    }
-
-    /// Changes the state under the lock, announcing `key` around it, and starts workers
-    /// the change allows.
-    fileprivate func _change(_ key: String, _ body: (inout QueueCore) -> Void) {
-        _announceWillChange(key)
-        let wakeup = core.withLock { state in
-            body(&state)
-            return state.wakeup()
-        }
-        _announceDidChange(key)
-        _perform(wakeup)
+        report.wait(on: semaphore) { self._members }
     }
 
     #if !canImport(ObjectiveC)

@@ -92,7 +92,7 @@ package enum WaitGraph {
         /// asynchronous finish).
         func of(_ queue: OperationQueue) -> [Operation] {
             if let known = byQueue[ObjectIdentifier(queue)] { return known }
-            let members = queue.core.withLock { $0.members.all }
+            let members = queue._members
             let holders = members.filter { member in
                 member._update { state in
                     guard state.queue === queue else { return false }
@@ -195,7 +195,8 @@ package enum WaitGraph {
     /// or not by its own edges: a wait inside its work, a group's children); nil when the
     /// queue has room.
     private static func slotEdge(in queue: OperationQueue, holders: SlotHolders) -> WaitEdge? {
-        let (limit, executing) = queue.core.withLock { ($0.executionLimit, $0.executing) }
+        let state = queue._snapshot
+        let (limit, executing) = (state.limit.executions, state.executing)
         guard limit > 0, executing >= limit else { return nil }
         let holding = holders.of(queue)
         return holding.isEmpty ? nil : WaitEdge(.slot, holding)

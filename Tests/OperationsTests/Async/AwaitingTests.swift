@@ -69,10 +69,10 @@ struct AwaitingTests {
         let release = TestGate()
         queue.addOperation { await release.waitIgnoringCancellation() }
         let waiter = Task { await queue.waitUntilAllOperationsAreFinished() }
-        #expect(await eventuallyAsync { queue.core.withLock { $0.waiters.count } == 1 })
+        #expect(await eventuallyAsync { queue.core.withLock { $0.waits.count } == 1 })
         waiter.cancel()
         await waiter.value
-        #expect(queue.core.withLock { $0.waiters.count } == 0)
+        #expect(queue.core.withLock { $0.waits.count } == 0)
         #expect(queue.operationCount == 1)
         release.open()
         await queue.waitUntilAllOperationsAreFinished()

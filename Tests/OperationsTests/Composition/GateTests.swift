@@ -345,7 +345,7 @@ struct GateTests {
         for dependency in dependencies { guarded.addDependency(dependency) }
         queue.addOperation(guarded)
         OperationQueue().addOperations(dependencies, waitUntilFinished: true)
-        let held = queue.core.withLock { $0.gatedWhileSuspended.count }
+        let held = queue.core.withLock { $0.suspension.gatedCount }
         #expect(held <= 1, "gatedWhileSuspended holds \(held) entries for one operation")
         queue.isSuspended = false
         guarded.waitUntilFinished()

@@ -28,6 +28,7 @@ struct ProducerAdmission {
     /// A producer that had a place reserved (by `takePlace` or `producersToAdmit`) added
     /// its operation, which now counts among the members instead.
     mutating func reservedPlaceUsed() {
+        precondition(reservedPlaces > 0, "Operations: a producer used a reserved place (event: reservedPlaceUsed) while none was reserved")
         reservedPlaces -= 1
     }
 
@@ -37,15 +38,23 @@ struct ProducerAdmission {
     }
 
     /// A producer that waited gave up (its task was cancelled). If it had been admitted
-    /// meanwhile, its place goes to the next ones. Returns the producers to wake.
-    mutating func producerLeft(id: UInt64, members: Int) -> (removed: [QueueWaiter], admitted: [QueueWaiter]) {
+    /// meanwhile, its place goes to the next ones.
+    mutating func producerLeft(id: UInt64, members: Int) -> Departure {
         let removed = waiters.filter { $0.hasID(id) }
         guard removed.isEmpty else {
             waiters.removeAll { $0.hasID(id) }
-            return (removed, [])
+            return Departure(removed: removed)
         }
+        precondition(reservedPlaces > 0, "Operations: a producer that was admitted left (event: producerLeft) while no place was reserved")
         reservedPlaces -= 1
-        return ([], producersToAdmit(members: members))
+        return Departure(admitted: producersToAdmit(members: members))
+    }
+
+    /// What a producer's leaving leaves to do after the lock: drop its hook (`removed`),
+    /// or wake the producers its place admits (`admitted`).
+    struct Departure {
+        var removed: [QueueWaiter] = []
+        var admitted: [QueueWaiter] = []
     }
 
     /// The producers the room now admits, oldest first; each gets a place reserved.

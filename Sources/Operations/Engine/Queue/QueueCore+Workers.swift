@@ -45,8 +45,8 @@ extension QueueCore {
         var wakeup = Wakeup()
         guard !isSuspended, ready.count > 0 else { return wakeup }
         let freeWorkers = max(pool.count - executing, 0)
-        let backlog = maxConcurrent < 0 && !force ? ready.count - freeWorkers : ready.count
-        let wanted = min(workerLimit - pool.count, backlog, executionLimit - executing)
+        let backlog = limit.growsWhenBlocked && !force ? ready.count - freeWorkers : ready.count
+        let wanted = min(workerLimit - pool.count, backlog, limit.executions - executing)
         guard wanted > 0 else {
             wakeup.watchdog = armWatchdogIfBlocked()
             return wakeup
@@ -125,31 +125,34 @@ extension QueueCore {
     /// Whether a worker may start another operation now; when not, it retires
     /// (`retire(slot:)`). The caller pops the next ready operation and claims it under its
     /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:skipped:)`).
-    var mayStartAnother: Bool { !isSuspended && executing < executionLimit && pool.count <= workerLimit }
+    var mayStartAnother: Bool { !isSuspended && executing < limit.executions && pool.count <= workerLimit }
 
 
     /// Whether an operation may be started now on the thread that freed a slot (one whose
     /// `start()` never blocks): not with an underlying queue, whose operations start there
     /// as its owner asked.
-    var mayStartInline: Bool { underlyingQueue == nil && !isSuspended && executing < executionLimit }
+    var mayStartInline: Bool { underlyingQueue == nil && !isSuspended && executing < limit.executions }
 
     /// A worker found nothing it may start: it ends, and its slot is free.
     mutating func retire(slot: Int) {
         pool.retire(slot: slot)
     }
 
+    /// Whether the watchdog adds workers for blocked ones: the default limit, not the main queue.
+    var growsWhenBlocked: Bool { limit.growsWhenBlocked && !isMain }
+
     /// With the default limit, operations may block (sleep, wait for I/O). While ready
     /// operations wait and every worker is busy, check again shortly; if no operation
     /// started meanwhile, the workers are blocked and one more is allowed.
     mutating func armWatchdogIfBlocked() -> UInt64? {
-        guard maxConcurrent < 0, !isMain, ready.count > 0, pool.count < WorkerPool.maximum, pool.armWatchdog()
+        guard growsWhenBlocked, ready.count > 0, pool.count < WorkerPool.maximum, pool.armWatchdog()
         else { return nil }
         return progressStamp
     }
 
     /// A worker of a queue with the default limit starts on the thread `probe` reads.
     mutating func workerStarted(slot: Int, probe: WorkerThreadProbe) {
-        guard maxConcurrent < 0, !isMain else { return }
+        guard growsWhenBlocked else { return }
         pool.started(slot: slot, probe: probe)
     }
 
@@ -172,7 +175,7 @@ extension QueueCore {
     mutating func watchdogFired(stamp: UInt64, blockedSlots: UInt64, waitingForLockSlots: UInt64) -> Wakeup {
         let stalled = pool.ticked(progressed: stamp != progressStamp) >= WorkerPool.ticksBeforeLockWaitsCount
         let confirmed = pool.watchdogFired(blockedSlots: stalled ? blockedSlots | waitingForLockSlots : blockedSlots)
-        guard maxConcurrent < 0, !isSuspended, ready.count > 0 else { return Wakeup() }
+        guard growsWhenBlocked, !isSuspended, ready.count > 0 else { return Wakeup() }
         // Operations finished meanwhile: the workers progress.
         guard stamp == progressStamp else { return wakeup() }
         let blocked = confirmed.nonzeroBitCount

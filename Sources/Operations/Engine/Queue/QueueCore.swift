@@ -11,44 +11,25 @@ struct QueueCore {
     // their own fields `private(set)` and change them through their own methods.
     private(set) var ready = ReadyList()
     private(set) var members = MemberList()
+    /// Operations started and not finished: what `limit` bounds.
     private(set) var executing = 0
     /// The workers, their slots and lanes, and the watchdog's view of them.
     var pool = WorkerPool()
-    private(set) var maxConcurrent: Int
-    private(set) var isSuspended = false
+    private(set) var limit: ConcurrencyLimit
+    private(set) var suspension = QueueSuspension.running
     let isMain: Bool
     /// Counts operations finishing; the watchdog compares it to see whether workers progress
     /// (starts do not count: a worker that just started an operation may block in it).
     private(set) var progressStamp: UInt64 = 0
-    /// Waiting for the queue to become empty (`waitUntilAllOperationsAreFinished`).
-    private(set) var waiters: [QueueWaiter] = []
-    /// Operations that left and whose `isFinished` observers are being told: until they
-    /// have been, the queue is not empty for its waits (a wait returns after the observers).
-    private(set) var finishesBeingAnnounced = 0
-    /// Waiting for all but `remaining` members to leave (a wait from completion blocks of
-    /// members, which leave only when their blocks return).
-    private(set) var waitersForAllBut: [(remaining: Int, waiter: QueueWaiter)] = []
+    /// Who waits for the queue to become empty.
+    private(set) var waits = EmptinessWaits()
     /// The bound on unfinished operations that `enqueue` respects (back-pressure), and the
     /// producers waiting under it.
     private(set) var producers = ProducerAdmission()
-    /// The newest barrier not yet finished: operations added after it wait for it.
-    private(set) var pendingBarrier: Operation?
+    /// The barriers not yet finished, and the operations they hold back.
+    private(set) var barriers = QueueBarriers()
     /// The number the next operation added gets (``Operation/_addSequence``).
     private(set) var nextSequence: UInt64 = 0
-    /// The barriers not yet finished, oldest first (see `BarrierGate`).
-    private(set) var barrierGates: [BarrierGate] = []
-    /// Operations that became ready (cancelled ones) while a barrier added before them had
-    /// not run: they go to the ready list once it has, in the band they have then.
-    private(set) var heldBehindBarrier: [Operation] = []
-    /// Operations whose gates were due while the queue was suspended: consulted when it
-    /// resumes (a category is not taken, nor a condition evaluated, for work that cannot start).
-    private(set) var gatedWhileSuspended: [Operation] = []
-    /// The identities in `gatedWhileSuspended`: each is kept once, however many times its
-    /// gates were found due.
-    private(set) var gatedWhileSuspendedIDs: Set<ObjectIdentifier> = []
-    /// What gates asked to be told of the resumption, having found the queue suspended
-    /// while they were deciding (`deferUntilResumed`): run when it resumes, in that order.
-    private(set) var actionsOnResumption: [@Sendable () -> Void] = []
     private(set) var name: String?
     private(set) var qualityOfService: QualityOfService
     /// Whether `qualityOfService` was set: only then do operations made from blocks take it.
@@ -67,11 +48,14 @@ struct QueueCore {
 
     init(isMain: Bool) {
         self.isMain = isMain
-        maxConcurrent = isMain ? 1 : OperationQueue.defaultMaxConcurrentOperationCount
+        limit = isMain ? .exactly(1) : .systemDefault
         qualityOfService = isMain ? .userInteractive : .background
     }
 
-    var executionLimit: Int { maxConcurrent < 0 ? Int.max : maxConcurrent }
+    var isSuspended: Bool { suspension.isSuspended }
+
+    /// The newest barrier not yet finished: operations added after it wait for it.
+    var pendingBarrier: Operation? { barriers.pending }
 
     // MARK: Settings
 
@@ -80,46 +64,30 @@ struct QueueCore {
     }
 
     /// A change affects only operations not yet started.
-    mutating func setMaxConcurrent(_ limit: Int) {
-        maxConcurrent = limit
-    }
-
-    /// What a resumption leaves to do after the lock.
-    struct Resumption {
-        /// The actions of gates that were deciding when the queue was suspended, to run first.
-        var actions: [@Sendable () -> Void] = []
-        /// The operations whose gates were due meanwhile, to consult.
-        var gated: [Operation] = []
+    mutating func setLimit(_ limit: ConcurrencyLimit) {
+        self.limit = limit
     }
 
     /// Returns, on resuming, what was left for the resumption: the caller runs and
     /// consults it after the lock.
-    mutating func setSuspended(_ suspended: Bool) -> Resumption {
-        isSuspended = suspended
-        guard !suspended else { return Resumption() }
-        let resumption = Resumption(actions: actionsOnResumption, gated: gatedWhileSuspended)
-        actionsOnResumption = []
-        gatedWhileSuspended = []
-        gatedWhileSuspendedIDs = []
-        return resumption
+    mutating func setSuspended(_ suspended: Bool) -> QueueSuspension.LeftForResumption {
+        guard !suspended else {
+            suspension.suspend()
+            return QueueSuspension.LeftForResumption()
+        }
+        return suspension.resume()
     }
 
     /// Whether the queue is suspended; if it is, `action` is kept for the resumption
     /// (`setSuspended`).
     mutating func deferUntilResumed(_ action: @escaping @Sendable () -> Void) -> Bool {
-        guard isSuspended else { return false }
-        actionsOnResumption.append(action)
-        return true
+        suspension.deferUntilResumed(action)
     }
 
     /// Whether `operation`'s gates may be consulted now: not while the queue is suspended;
     /// then it is kept (once) for the resumption (`setSuspended`).
     mutating func mayConsultGates(of operation: Operation) -> Bool {
-        guard isSuspended else { return true }
-        if gatedWhileSuspendedIDs.insert(ObjectIdentifier(operation)).inserted {
-            gatedWhileSuspended.append(operation)
-        }
-        return false
+        !suspension.keepGated(operation)
     }
 
     /// Operations made from blocks take it from now on; new workers run on lanes of it.
@@ -135,8 +103,10 @@ struct QueueCore {
 
     var workerLimit: Int {
         if isMain { return 1 }
-        if maxConcurrent < 0 { return pool.grownLimit }
-        return min(maxConcurrent, WorkerPool.maximum)
+        switch limit {
+        case .systemDefault: return pool.grownLimit
+        case .exactly(let count): return min(count, WorkerPool.maximum)
+        }
     }
 
     // MARK: Admission
@@ -196,24 +166,15 @@ struct QueueCore {
     /// undone by `OperationCore.unjoin`).
     mutating func unadmitted(_ operation: Operation, wasDelivered: Bool) {
         members.remove(operation)
-        if wasDelivered, !ready.remove(operation) {
-            heldBehindBarrier.removeAll { $0 === operation }
+        if wasDelivered, !ready.remove(operation), !barriers.release(operation) {
+            preconditionFailure("Operations: \(operation) was undone (event: unadmitted) as delivered but was neither ready nor held behind a barrier")
         }
     }
 
     /// A serial queue: priorities do not come from quality of service there.
-    var isSerial: Bool { isMain || maxConcurrent == 1 }
+    var isSerial: Bool { isMain || limit.isSerial }
 
     // MARK: Ready operations and barriers
-
-    /// A barrier that has not finished, and where it stands in the order added: every
-    /// operation numbered from `firstSequenceAfter` on, but the barrier, was added after it.
-    /// (Numbered when the barrier was announced, before it was added: an operation added
-    /// by another thread in between waits for the barrier too.)
-    struct BarrierGate {
-        var barrier: ObjectIdentifier
-        var firstSequenceAfter: UInt64
-    }
 
     /// `addBarrierBlock`: `barrier` was admitted (held: one dependency more, until the
     /// caller has made it wait for the members before it) and becomes the one that
@@ -221,37 +182,17 @@ struct QueueCore {
     /// so that nothing added by another thread can come between (an operation or a
     /// barrier added in between would order the two barriers both ways: a cycle).
     mutating func barrierAdmitted(_ barrier: Operation) {
-        pendingBarrier = barrier
-        barrierGates.append(BarrierGate(barrier: ObjectIdentifier(barrier), firstSequenceAfter: nextSequence))
-    }
-
-    /// Whether `operation` was added after a barrier that has not finished.
-    ///
-    /// Only a cancelled operation can be ready then (the others wait for the barrier as a
-    /// dependency, which a cancelled one ignores): it does not start, not even for its
-    /// cancelled pass through `start()`, until the barrier has run.
-    private func isBehindBarrier(_ operation: Operation) -> Bool {
-        guard let gate = barrierGates.first else { return false }
-        return operation._addSequence >= gate.firstSequenceAfter && ObjectIdentifier(operation) != gate.barrier
+        barriers.admitted(barrier, firstSequenceAfter: nextSequence)
     }
 
     /// Puts an operation that became ready into the ready list, or holds it while a barrier
     /// added before it has not run.
     mutating func deliver(_ operation: Operation, priority: Operation.QueuePriority) {
-        if !barrierGates.isEmpty, isBehindBarrier(operation) {
-            heldBehindBarrier.append(operation)
+        if !barriers.isEmpty, barriers.holdsBack(operation) {
+            barriers.hold(operation)
         } else {
             ready.push(operation, priority: priority)
         }
-    }
-
-    /// `operation` finished: if it is a barrier, returns the operations it held back, for
-    /// the caller to `deliver` in the bands they have now (read under their locks).
-    private mutating func barrierMayHaveFinished(_ operation: Operation) -> [Operation] {
-        guard let index = barrierGates.firstIndex(where: { $0.barrier == ObjectIdentifier(operation) }) else { return [] }
-        barrierGates.remove(at: index)
-        defer { heldBehindBarrier = [] }
-        return heldBehindBarrier
     }
 
     // MARK: Claims
@@ -284,7 +225,7 @@ struct QueueCore {
     /// Returns the workers the freed slot allows (the claim may have been for a start on
     /// the thread that freed a slot, which no worker follows).
     mutating func claimedOperationParked() -> Wakeup {
-        executing -= 1
+        slotFreed(by: "claimedOperationParked")
         return wakeup()
     }
 
@@ -317,7 +258,7 @@ struct QueueCore {
     mutating func producerWaits(_ waiter: QueueWaiter) { producers.producerWaits(waiter) }
 
     /// A producer that waited gave up (see `ProducerAdmission.producerLeft`).
-    mutating func producerLeft(id: UInt64) -> (removed: [QueueWaiter], admitted: [QueueWaiter]) {
+    mutating func producerLeft(id: UInt64) -> ProducerAdmission.Departure {
         producers.producerLeft(id: id, members: members.count)
     }
 
@@ -338,14 +279,14 @@ struct QueueCore {
     ) -> Departure {
         var departure = Departure()
         if releasesSlot {
-            executing -= 1
+            slotFreed(by: "operationFinished")
             progressStamp &+= 1
         }
-        if !barrierGates.isEmpty { departure.released = barrierMayHaveFinished(operation) }
+        if !barriers.isEmpty { departure.released = barriers.finished(operation) }
         if leaves {
             members.remove(operation)
-            if operation === pendingBarrier { pendingBarrier = nil }
-            if announcing { finishesBeingAnnounced += 1 }
+            barriers.left(operation)
+            if announcing { waits.announcementBegan() }
             departure.waiters = waitsForEmptiness()
             if !producers.waiters.isEmpty { departure.waiters += producers.producersToAdmit(members: members.count) }
         }
@@ -358,46 +299,36 @@ struct QueueCore {
         if executing == 0 && ready.count == 0 { pool.resetGrowth() }
     }
 
+    /// One executing operation fewer (`event`: what freed its slot).
+    private mutating func slotFreed(by event: StaticString) {
+        precondition(executing > 0, "Operations: a queue freed a slot (event: \(event)) while no operation was executing")
+        executing -= 1
+    }
+
     /// The members that count for the waits: the operations in the queue, and those that
     /// left whose `isFinished` observers are being told.
-    var membersForWaits: Int { members.count + finishesBeingAnnounced }
+    var membersForWaits: Int { members.count + waits.finishesBeingAnnounced }
 
     /// The waits that end now that fewer operations count for them.
     private mutating func waitsForEmptiness() -> [QueueWaiter] {
-        var waitersToWake: [QueueWaiter] = []
-        let count = membersForWaits
-        if count == 0 {
-            waitersToWake = waiters
-            waiters = []
-        }
-        if !waitersForAllBut.isEmpty {
-            waitersToWake += waitersForAllBut.lazy.filter { count <= $0.remaining }.map(\.waiter)
-            waitersForAllBut.removeAll { count <= $0.remaining }
-        }
-        return waitersToWake
+        waits.due(count: membersForWaits)
     }
 
     /// `waiter` waits until at most `remaining` operations count for the waits (see
     /// `membersForWaits`): 0 to wait for the queue to become empty.
     mutating func addWaiter(_ waiter: QueueWaiter, allBut remaining: Int) {
-        if remaining == 0 {
-            waiters.append(waiter)
-        } else {
-            waitersForAllBut.append((remaining, waiter))
-        }
+        waits.add(waiter, allBut: remaining)
     }
 
     /// A task waiting for the queue to become empty was cancelled: returns its hook, for
     /// the caller to drop after the lock.
     mutating func removeWaiter(id: UInt64) -> [QueueWaiter] {
-        let removed = waiters.filter { $0.hasID(id) }
-        waiters.removeAll { $0.hasID(id) }
-        return removed
+        waits.remove(id: id)
     }
 
     /// The observers of an operation that left announcing its finish were told.
     mutating func finishAnnounced() -> [QueueWaiter] {
-        finishesBeingAnnounced -= 1
+        waits.announcementEnded()
         return waitsForEmptiness()
     }
 }

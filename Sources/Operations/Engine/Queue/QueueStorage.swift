@@ -4,6 +4,90 @@
 // way round, and perform what the two decided.
 
 extension OperationQueue {
+    /// What adding a batch came to.
+    enum BatchAdmission {
+        /// Added: the barrier the operations wait for, those not delivered to the ready
+        /// list (to check their readiness after the lock), and the workers to start.
+        case added(barrier: Operation?, undelivered: [Operation], wakeup: QueueCore.Wakeup)
+        /// Nothing added: `Operation` was refused.
+        case refused(Operation, QueueCore.Refusal)
+    }
+
+    /// Adds `operations`, all or none, in one section of the queue's lock (`readings`: what
+    /// their getters said before it, or `single` for one operation). `inheritQoS` gives them
+    /// the queue's quality of service; `usingReservedPlace`: a producer's place under the
+    /// capacity; `guarded`: they are prerequisites of it (see `_addPrerequisite`).
+    final func _admitAll(
+        _ operations: some Collection<Operation>, single: QueueCore.Reading?, readings: [QueueCore.Reading],
+        inheritQoS: Bool, usingReservedPlace: Bool, prerequisiteOf guarded: Operation?
+    ) -> BatchAdmission {
+        core.withLock { state -> BatchAdmission in
+            // Validate everything before changing anything: all or nothing. (A single
+            // operation is validated by `_admit` itself.)
+            if operations.count > 1 {
+                for (index, operation) in operations.enumerated() {
+                    if let refusal = _refusal(of: operation, reading: readings[index]) {
+                        return .refused(operation, refusal)
+                    }
+                }
+            }
+            // A prerequisite goes ahead of any barrier: its guarded operation is in the queue
+            // already, before any barrier that is pending now.
+            let barrier = guarded == nil ? state.pendingBarrier : nil
+            let sequence = guarded.map { $0._addSequence }
+            var undelivered: [Operation] = []
+            var admitted: [(Operation, delivered: Bool)] = []
+            for (index, operation) in operations.enumerated() {
+                let reading = single ?? readings[index]
+                let operationBarrier = barrier === operation ? nil : barrier
+                switch _admit(
+                    operation, to: &state, waitsFor: operationBarrier, inheritQoS: inheritQoS, reading: reading,
+                    sequence: sequence)
+                {
+                case .refused(let refusal):
+                    // Listed twice in one batch (or refused alone): undo, then refuse.
+                    for (earlier, delivered) in admitted.reversed() {
+                        _unadmit(
+                            earlier, from: &state, waitedForBarrier: barrier != nil && earlier !== barrier,
+                            wasDelivered: delivered)
+                    }
+                    return .refused(operation, operations.count > 1 ? .twiceInBatch : refusal)
+                case .admitted(let delivered):
+                    if operations.count > 1 { admitted.append((operation, delivered)) }
+                    if !delivered { undelivered.append(operation) }
+                }
+            }
+            // `enqueue` took a place under the capacity before adding.
+            if usingReservedPlace { state.reservedPlaceUsed() }
+            return .added(barrier: barrier, undelivered: undelivered, wakeup: state.wakeup())
+        }
+    }
+
+    /// Adds one operation the queue just made itself (nobody else has seen it, so it is
+    /// not refused, and it is ready). Returns the barrier it waits for, whether it was
+    /// delivered to the ready list, and the workers to start.
+    final func _admitMade(
+        _ operation: Operation, usingReservedPlace: Bool
+    ) -> (barrier: Operation?, delivered: Bool, wakeup: QueueCore.Wakeup) {
+        core.withLock { state in
+            let barrier = state.pendingBarrier
+            let admission = _admit(operation, to: &state, waitsFor: barrier, inheritQoS: true, reading: .fresh)
+            guard case .admitted(let delivered) = admission else {
+                preconditionFailure("Operations: an operation the queue just made was refused (\(admission))")
+            }
+            if usingReservedPlace { state.reservedPlaceUsed() }
+            return (barrier, delivered, state.wakeup())
+        }
+    }
+
+    /// Reads an operation's (possibly overridden) getters, before the lock.
+    static func _reading(of operation: Operation) -> QueueCore.Reading {
+        let generation = operation._update { $0.readinessGeneration }
+        return QueueCore.Reading(
+            generation: generation, isReady: operation.isReady, isExecuting: operation.isExecuting,
+            isFinished: operation.isFinished, isAsynchronous: operation.isAsynchronous)
+    }
+
     /// Adds `operation` under the queue's lock (`state`): it joins under its own lock
     /// (`OperationCore.join`), then the queue numbers it, lists it and files it when it is
     /// ready. Refused, nothing changes.
@@ -43,15 +127,17 @@ extension OperationQueue {
 
     /// `addBarrierBlock`: admits `barrier`, held until the caller has made it wait for the
     /// members before it (returned), and makes it the barrier that operations added from
-    /// now on wait for, in one lock section.
-    final func _admitBarrier(_ barrier: Operation, to state: inout QueueCore) -> [Operation] {
-        let earlier = state.members.all
-        guard case .admitted = _admit(barrier, to: &state, waitsFor: nil, inheritQoS: true, reading: .fresh, held: true)
-        else {
-            preconditionFailure("Operations: a barrier the queue just made was refused")
+    /// now on wait for, in one section of the queue's lock.
+    final func _admitBarrier(_ barrier: Operation) -> [Operation] {
+        core.withLock { state in
+            let earlier = state.members.all
+            guard case .admitted = _admit(barrier, to: &state, waitsFor: nil, inheritQoS: true, reading: .fresh, held: true)
+            else {
+                preconditionFailure("Operations: a barrier the queue just made was refused")
+            }
+            state.barrierAdmitted(barrier)
+            return earlier
         }
-        state.barrierAdmitted(barrier)
-        return earlier
     }
 
     /// An operation of this queue finished (`QueueCore.operationFinished`); operations a

@@ -1,5 +1,5 @@
-// How a queue runs its operations: ready operations go into the ready list; workers on
-// Dispatch drain it; finished operations free their slot and leave.
+// How a queue runs its operations, as the holder of its lock: ready operations go into the
+// ready list; workers on Dispatch drain it; finished operations free their slot and leave.
 
 extension OperationQueue {
     /// Called (no lock held) when one of this queue's operations becomes ready.
@@ -44,7 +44,7 @@ extension OperationQueue {
         {
             return []
         }
-        if observed { _announceWillChange("operationCount"); _announceWillChange("operations") }
+        if observed { _membershipWillChange() }
         // An operation whose start() never blocks (an async body's task) frees its slot on
         // the thread its body ended on: that thread starts the next such operation itself,
         // instead of a hop to a worker and back.
@@ -57,7 +57,7 @@ extension OperationQueue {
             return (waiters, state.wakeup(), next)
         }
         if !skipped.isEmpty { skipped.removeAll() }
-        if observed { _announceDidChange("operationCount"); _announceDidChange("operations") }
+        if observed { _membershipDidChange() }
         _perform(wakeup)
         if let next { _startInline(next) }
         return waiters
@@ -68,67 +68,6 @@ extension OperationQueue {
     final func _finishAnnounced() -> [QueueWaiter] {
         core.withLock { $0.finishAnnounced() }
     }
-
-    /// Starts, on this thread, an operation claimed for a slot by `_operationFinished`.
-    ///
-    /// Such a start may finish at once (a cancelled operation, or one whose input failed),
-    /// and that finish claims the next one: started from inside the first, a chain of them
-    /// would nest one stack frame group per operation. So only the outermost start on a
-    /// thread runs; nested ones are handed to its loop.
-    private func _startInline(_ operation: Operation) {
-        if let outer = OperationQueue._inlineStarts.value {
-            outer.assumingMemoryBound(to: InlineStarts.self).pointee.pending.append((self, operation))
-            return
-        }
-        // On this thread's stack (this is every async operation's path: no allocation).
-        var starts = InlineStarts()
-        withUnsafeMutablePointer(to: &starts) { starts in
-            OperationQueue._inlineStarts.set(UnsafeMutableRawPointer(starts))
-            defer { OperationQueue._inlineStarts.set(nil) }
-            var next: (OperationQueue, Operation)? = (self, operation)
-            var index = 0
-            while let (queue, operation) = next {
-                starts.pointee.starting = queue
-                queue._startClaimed(operation)
-                starts.pointee.starting = nil
-                if index < starts.pointee.pending.count {
-                    next = starts.pointee.pending[index]
-                    index += 1
-                } else {
-                    next = nil
-                }
-                // Started ones are let go as the loop goes (a chain can be long).
-                if index == starts.pointee.pending.count {
-                    starts.pointee.pending.removeAll(keepingCapacity: true)
-                    index = 0
-                }
-            }
-        }
-    }
-
-    /// Starts a claimed operation on this thread, as its queue's worker would: confirms
-    /// `isReady`, records the started event, and runs `start()` with the queue current.
-    private func _startClaimed(_ operation: Operation) {
-        guard _confirmReady(operation) else { return }
-        if hasEventHandlers.load(ordering: .relaxed) {
-            operation._update { state in
-                if case .dispatched = state.phase { self._record(.started, operation) }
-            }
-            _deliverEvents()
-        }
-        operation.start()
-    }
-
-    /// The queue starting an operation on this thread outside its workers (`_startInline`):
-    /// the current queue meanwhile, and a start by a queue for `TaskOperation`. A thread-local
-    /// value, not a task-local one: binding a task-local costs more than the rest of a start.
-    static var _startingInline: OperationQueue? {
-        guard let starts = _inlineStarts.value else { return nil }
-        return starts.assumingMemoryBound(to: InlineStarts.self).pointee.starting
-    }
-
-    /// The inline starts waiting for the outermost one on this thread (`_startInline`).
-    static let _inlineStarts = ThreadLocalPointer()
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
         for worker in wakeup.workers {
@@ -198,12 +137,7 @@ extension OperationQueue {
                 return
             }
             guard _confirmReady(operation) else { continue }
-            if hasEventHandlers.load(ordering: .relaxed) {
-                operation._update { state in
-                    if case .dispatched = state.phase { self._record(.started, operation, slot: slot) }
-                }
-                _deliverEvents()
-            }
+            if hasEventHandlers.load(ordering: .relaxed) { _recordStart(of: operation, slot: slot) }
             context.runOperation(operation, own: step.quality, queueQuality: _threadQuality)
             if context.finishedHere {
                 context.finishedHere = false
@@ -213,6 +147,15 @@ extension OperationQueue {
             WorkerPausePoints.betweenOperations.pass(self, ())
             #endif
         }
+    }
+
+    /// `operation`, claimed, starts now (in `slot`; nil: on the thread that freed a slot):
+    /// its `started` event, unless something finished it meanwhile.
+    func _recordStart(of operation: Operation, slot: Int?) {
+        operation._update { state in
+            if case .dispatched = state.phase { self._starts(operation, slot: slot) }
+        }
+        _eventsRecorded()
     }
 
     /// The queue's quality of service, for the threads that run its operations (read
@@ -227,7 +170,7 @@ extension OperationQueue {
     /// The readiness generation, read before the getter, makes sure an announcement that
     /// arrives meanwhile is not lost. An operation that finished or was cancelled meanwhile
     /// is the worker's to start (its `start()` finishes or ignores it).
-    private func _confirmReady(_ operation: Operation) -> Bool {
+    func _confirmReady(_ operation: Operation) -> Bool {
         // The common case, without a lock.
         if operation.isReady { return !operation._isFinishingFlag }
         while true {
@@ -282,13 +225,4 @@ private struct WorkerStep {
     var watchdog: UInt64?
     var waiters: [QueueWaiter]
     var wakeup: QueueCore.Wakeup?
-}
-
-/// Operations claimed for inline starts while one was already running on this thread (on
-/// the stack of the outermost start; only that thread reaches it).
-struct InlineStarts {
-    var pending: [(OperationQueue, Operation)] = []
-    /// The queue whose operation is being started (unretained: `pending` or the caller
-    /// holds it meanwhile).
-    unowned(unsafe) var starting: OperationQueue?
 }
