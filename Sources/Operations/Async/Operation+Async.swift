@@ -21,7 +21,7 @@ extension Operation {
     /// Waits for the outcome; nil when the waiting task was cancelled first. The finish
     /// hook is removed when the wait ends early, so nothing is left behind.
     package final func _outcome() async -> Outcome? {
-        if _isFinishingFlag, let outcome = _update({ state -> Outcome? in
+        if _isFinishingFlag, let outcome = _readState({ state -> Outcome? in
             if case .finished = state.phase { return state.outcome }
             return nil
         }) {
@@ -60,7 +60,7 @@ extension Operation {
     /// Escalates the operation when a task of higher priority than it runs at waits for it.
     final func _escalate(toPriorityOf priority: TaskPriority) {
         let quality = QualityOfService(priority)
-        let current = _update { $0.threadQuality } ?? .default
+        let current = _readState { $0.threadQuality } ?? .default
         if quality.rank > current.rank { _escalate(to: quality) }
     }
 }

@@ -60,11 +60,11 @@ open class TaskOperation<Success: Sendable>: ValueOperation<Success>, @unchecked
     /// Where the body's nonisolated code runs; nil for the global concurrent executor.
     var _preferredExecutor: (any TaskExecutor)? {
         guard _hasExtras else { return nil }
-        return _update { $0.attachments?.preferredExecutor }
+        return _readState { $0.attachments?.preferredExecutor }
     }
 
     override func _runWork() {
-        let (queue, ownQuality) = _update { ($0.queue, $0.threadQuality) }
+        let (queue, ownQuality) = _readState { ($0.queue, $0.threadQuality) }
         let onMain = queue === OperationQueue._main
         let priority = TaskPriority(_startQuality(own: ownQuality, queue: queue))
         let scopes = queue?._currentTaskScopes ?? []

@@ -68,14 +68,14 @@ extension OperationExtensions where Self: Operation {
     /// matter. Empty only for an operation that could start by hand right now.
     /// - Note: A snapshot: by the time it is read, things may have moved on.
     public var waitReasons: [Operation.WaitReason] {
-        let snapshot = _update { state in
+        let snapshot = _readState { state in
             (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
              dependencies: state.dependencies, hidden: state.hiddenDependencies, gate: state.gateWaiting())
         }
         switch snapshot.phase {
         case .dispatched, .executing, .awaitingFinish:
             // An overridden getter that says finished while the engine never heard of it.
-            if isFinished, !(_update { $0.phase.isFinishingOrFinished }) { return [.finishedWithoutAnnouncement] }
+            if isFinished, !(_readState { $0.phase.isFinishingOrFinished }) { return [.finishedWithoutAnnouncement] }
         default: break
         }
         switch snapshot.phase {
@@ -89,7 +89,7 @@ extension OperationExtensions where Self: Operation {
         var reasons: [Operation.WaitReason] = []
         if !snapshot.cancelled {
             for dependency in snapshot.dependencies {
-                let (done, queued) = dependency._update { ($0.phase.isFinishingOrFinished, $0.queue != nil) }
+                let (done, queued) = dependency._readState { ($0.phase.isFinishingOrFinished, $0.queue != nil) }
                 if !done { reasons.append(.dependency(dependency, isInQueue: queued)) }
             }
         }

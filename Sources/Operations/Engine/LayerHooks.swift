@@ -25,6 +25,14 @@ protocol OperationLayerHooks: AnyObject {
 
     /// Whether anything observes the operation's keys now (no lock).
     var _hasObservers: Bool { get }
+
+    /// An operation that runs at `quality` waits for this one (a new dependency edge): raise
+    /// it and what it waits for (the wait graph's walk). No lock held.
+    func _escalate(to quality: QualityOfService)
+
+    /// Tells the observers of `key` that it is about to change, or changed (no lock held).
+    func _announceWillChange(_ key: String)
+    func _announceDidChange(_ key: String)
 }
 
 extension Operation: OperationLayerHooks {}
@@ -39,6 +47,12 @@ protocol OperationLayerState: AnyObject {
     func operationFinished(
         with outcome: @autoclosure () -> Operation.Outcome?
     ) -> (toTell: Bool, unused: [@Sendable () -> Void])
+
+    /// The operation's work starts (under its lock, in the section that decided it).
+    func operationStarted()
+
+    /// The operation was cancelled with `reason` (under its lock, in the section that decided it).
+    func operationCancelled(reason: (any Error)?)
 }
 
 /// What the engine asks of a queue's observation layer. `OperationQueue` conforms (here);
@@ -61,6 +75,15 @@ protocol QueueLayerHooks: AnyObject {
     /// `operation`. Called under the operation's lock, only while the queue has event
     /// handlers: record it, run nothing.
     func _starts(_ operation: Operation, slot: Int?)
+
+    /// `operation` was cancelled. Called under the operation's lock, only when it is in this
+    /// queue: record it, run nothing.
+    func _cancelled(_ operation: Operation)
+
+    /// `operation` finished (cancelled, completing a cancellation first when
+    /// `completedCancellation`). Called under the operation's lock, only when it is in this
+    /// queue: record it, run nothing.
+    func _finished(_ operation: Operation, completedCancellation: Bool, wasCancelled: Bool)
 
     /// Events were recorded under locks now released: deliver them to the queue's
     /// handlers (no lock held; nothing when it has none).

@@ -51,14 +51,9 @@ open class BlockOperation: Operation, @unchecked Sendable {
     open func addExecutionBlock(_ block: @escaping @Sendable () -> Void) {
         // Checked and appended under the operation's lock, which `start()` takes to begin:
         // the block either runs or is refused, never dropped.
-        let started = _update { state -> Bool in
-            switch state.phase {
-            case .executing, .awaitingFinish, .finishing, .announcing, .finished: return true
-            default:
-                blocks.withLock { $0.append(block) }
-                hasBlocks.store(true, ordering: .releasing)
-                return false
-            }
+        let started = !_unlessStarted {
+            blocks.withLock { $0.append(block) }
+            hasBlocks.store(true, ordering: .releasing)
         }
         if started {
             Misuse.fail("addExecutionBlock: \(_misuseName) has already started; blocks can only be added before it starts")

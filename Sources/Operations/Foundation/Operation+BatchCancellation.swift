@@ -47,7 +47,7 @@ extension Operation {
     /// How far the operation is towards running. A claimed one whose `isExecuting` reads
     /// true is an asynchronous subclass's, started (the getter is read with no lock held).
     private var _startStage: OperationCore.Phase.StartStage {
-        let stage = _update { $0.phase.startStage }
+        let stage = _readState { $0.phase.startStage }
         return stage == .claimed && isExecuting ? .started : stage
     }
 }

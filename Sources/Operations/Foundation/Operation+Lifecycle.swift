@@ -19,18 +19,14 @@ extension Operation {
                 WorkerPausePoints.quietFinishChosen.pass(queue, self)
             }
             #endif
-            if let quiet = _update({ core -> OperationCore.QuietFinish? in
-                // Events recorded for the queue take the full path.
-                if core.queue?.hasEventHandlers.load(ordering: .relaxed) == true { return nil }
-                return core.finishQuietly()
-            }) {
+            if let quiet = _finishQuietly() {
                 return _departQuietly(quiet)
             }
         }
         #endif
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
-        let changed = _update { $0.baseFinish() }
+        let changed = _baseFinish()
         if wasExecuting { _announceDidChange("isExecuting") }
         #if canImport(ObjectiveC)
         // Goes through `didChangeValue(forKey:)`, which processes the finish before KVO
@@ -91,18 +87,14 @@ extension Operation {
     final func _processFinishThenAnnounce(_ announcement: FinishAnnouncement, mayFinish: Bool = true) {
         let taken = _take(announcement)
         let finished = isFinished
-        guard finished, mayFinish, var finish = _update({ core in
-            core.finish().map { finish in
-                // Observed: announcements made on this thread while it finishes the operation
-                // are made at once, never handed over to itself.
-                if taken != nil { core.finishes(on: OperationEvent.currentThread) }
-                return self._recordFinish(finish)
-            }
-        }) else {
+        // Observed: announcements made on this thread while it finishes the operation are
+        // made at once, never handed over to itself.
+        guard finished, mayFinish, var finish = _finishFinally(announcingOn: taken == nil ? nil : OperationEvent.currentThread)
+        else {
             // Not a finish this announcement makes: it is made now, or, while another thread
             // processes or announces the finish, by that thread.
             guard let taken else { return }
-            if finished, let later = _later(taken), _update({ $0.handOver(later, from: OperationEvent.currentThread) }) {
+            if finished, let later = _later(taken), _handOver(later, from: OperationEvent.currentThread) {
                 return
             }
             return _make(taken)
@@ -134,7 +126,7 @@ extension Operation {
         _ taken: TakenAnnouncement?, _ queueWaiters: [QueueWaiter], in finishQueue: OperationQueue?,
         announcing: Bool, observed: Bool
     ) {
-        let completion = _update { $0.complete(observersToTell: observed) }
+        let completion = _complete(observersToTell: observed)
         if !completion.hiddenDependencies.isEmpty {
             // A cancelled operation may finish before a barrier it waited for: off its list.
             _leaveDependentsLists(of: completion.hiddenDependencies)
@@ -157,7 +149,7 @@ extension Operation {
         NestedAnnouncements.run { [self] in
             CompletionBlockScope.run({
                 _tellAndWake(taken, wakeups, announcedIn: queue, settling: true)
-                while let more = _update({ $0.settle() }) {
+                while let more = _settle() {
                     for announcement in more.announcements { announcement() }
                     for waiter in more.waiters {
                         _makeHandedOver()
@@ -205,7 +197,7 @@ extension Operation {
 
     /// Makes the announcements other threads handed over, until none is left.
     private func _makeHandedOver() {
-        while case let handedOver = _update({ $0.takeHandedOverAnnouncements() }), !handedOver.isEmpty {
+        while case let handedOver = _takeHandedOverAnnouncements(), !handedOver.isEmpty {
             for made in handedOver { made() }
         }
     }
@@ -250,74 +242,12 @@ extension Operation {
         #endif
     }
 
-    /// Records the events of a finish in the queue's order (called under the lock, so that
-    /// no event of this operation can come between).
-    private func _recordFinish(_ finish: OperationCore.Finish) -> OperationCore.Finish {
-        guard let queue = finish.queue else { return finish }
-        if finish.completedCancellation { queue._record(.cancelled, self) }
-        queue._record(.finished(wasCancelled: finish.outcome.isCancelled), self)
-        return finish
-    }
-
     /// Whether its finish, once its queue slot is freed, runs no user code and wakes nothing
     /// that could wait for the next operation: no completion block, no observers, no
     /// lifecycle taps or hooks, nobody waiting for it. (Read before the finish; a `BodySlot`
     /// hands its task to the next body only after such a finish.)
     final var _finishesQuietly: Bool {
-        !_hasObservers && !_hasExtras && _update { $0.completionBlock == nil && $0.finishWaiters.isEmpty }
-    }
-
-    /// Something that may change readiness happened: check `isReady` (user code, no lock
-    /// held) and hand the operation to its queue when it reads true. A change announced
-    /// while a check is under way makes that check run again, so none is lost.
-    final func _readinessChanged() {
-        if _visibleGated { _consultGatesIfDue() }
-        _checkReadiness(from: _update { $0.readinessTrigger() })
-    }
-
-    /// The check `_readinessChanged()` runs once its trigger (`OperationCore.readinessTrigger()`)
-    /// returned `trigger`: nil when there is nothing to check.
-    private func _checkReadiness(from trigger: UInt32?) {
-        guard var generation = trigger else { return }
-        while true {
-            let ready = isReady
-            switch _update({ $0.readinessChecked(generation: generation, isReady: ready) }) {
-            case .done:
-                return
-            case .retry(let next):
-                generation = next
-            case .deliver(let queue, let priority):
-                queue._operationBecameReady(self, priority: priority)
-                return
-            }
-        }
-    }
-
-    /// One of this operation's dependencies finished (`finished`: it leaves the hidden list,
-    /// if it is on it), or the edge was removed, or a barrier's own hold went.
-    final func _dependencyFinished(_ finished: Operation? = nil) {
-        let leaving = finished.map(ObjectIdentifier.init)
-        // No observer of `isReady` to tell between the count and the check: one lock
-        // section counts the dependency out and, without gates, starts the check.
-        guard _hasObservers else {
-            let (followUp, left) = _update { state in
-                (state.loseDependencyTriggeringReadiness(), leaving.flatMap { state.hiddenDependencyFinished($0) })
-            }
-            // The list's reference is dropped here, after the lock.
-            _ = consume left
-            switch followUp {
-            case .consultGates: return _readinessChanged()
-            case .check(let trigger): return _checkReadiness(from: trigger)
-            }
-        }
-        _announceWillChange("isReady")
-        let left = _update { state in
-            state.loseDependency()
-            return leaving.flatMap { state.hiddenDependencyFinished($0) }
-        }
-        _ = consume left
-        _announceDidChange("isReady")
-        _readinessChanged()
+        !_hasObservers && !_hasExtras && _readState { $0.completionBlock == nil && $0.finishWaiters.isEmpty }
     }
 
     /// The first of the work done exactly once when the operation finishes: release

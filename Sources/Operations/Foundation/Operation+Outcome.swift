@@ -50,7 +50,7 @@ extension OperationExtensions where Self: Operation {
     /// How the operation ended; nil until it has finished.
     ///
     /// A cancellation that happened before the finish wins over a reported failure.
-    public var outcome: Operation.Outcome? { _update { $0.outcome } }
+    public var outcome: Operation.Outcome? { _readState { $0.outcome } }
 
     /// Cancels the operation, recording `reason` as the cause (see ``Operation/Outcome``);
     /// with `nil`, a plain ``Operation/cancel()``.
@@ -59,11 +59,7 @@ extension OperationExtensions where Self: Operation {
     /// The first cancellation wins: a later call, or one after the finish, changes nothing.
     public func cancel(with reason: (any Error)?) {
         if let reason {
-            _update { state in
-                if state.cancellation == .none, state.offeredCancellationReason == nil {
-                    state.offeredCancellationReason = reason
-                }
-            }
+            _offerCancellationReason(reason)
         }
         cancel()
     }
@@ -73,9 +69,7 @@ extension Operation {
     /// Records the error the operation ends with; its outcome is ``Outcome/failed(_:)``
     /// unless it was cancelled. For layers above (an async body that threw).
     package final func _recordFailure(_ error: any Error) {
-        _update { state in
-            if !state.phase.isFinishingOrFinished, state.failure == nil { state.failure = error }
-        }
+        _offerFailure(error)
     }
 
     /// Blocks until finished, reporting a stall once through `report`.
@@ -84,11 +78,9 @@ extension Operation {
         // runs the block once that start() returns): it has finished, and the rest waits for
         // this very thread.
         if CompletionBlockScope.isRunning(for: self) || WorkerContext.keepsFinishAfterStart(of: self) { return }
-        let semaphore = _update { state in
-            state.addFinishWaiter {
-                let semaphore = DispatchSemaphore(value: 0)
-                return (.thread(semaphore), semaphore)
-            }
+        let semaphore = _addFinishWaiter { () -> (FinishWaiter, DispatchSemaphore) in
+            let semaphore = DispatchSemaphore(value: 0)
+            return (.thread(semaphore), semaphore)
         }
         guard let semaphore else { return }
         report.wait(on: semaphore, targets: targets)
@@ -103,9 +95,7 @@ extension Operation {
     @discardableResult
     package final func _onFinish(for role: FinishHookRole, _ hook: @escaping @Sendable (Outcome) -> Void) -> UInt64? {
         let id = Operation._nextHookID.add(1, ordering: .relaxed).newValue
-        let finished: Outcome? = _update { state in
-            state.addFinishWaiter { (.hook(id: id, role, hook), ()) } == nil ? state.outcome : nil
-        }
+        let finished = _addFinishWaiterOrReadOutcome { .hook(id: id, role, hook) }
         guard let finished else { return id }
         hook(finished)
         return nil
@@ -114,7 +104,7 @@ extension Operation {
     /// Removes a hook that has not run (a waiting task was cancelled). The hook is
     /// released after the lock.
     package final func _removeFinishHook(_ id: UInt64) {
-        let removed = _update { $0.removeFinishHook(id) }
+        let removed = _removeFinishWaiter(id)
         _ = removed
     }
 
@@ -122,5 +112,5 @@ extension Operation {
 
     /// How many waits (threads, tasks, hooks) wait for the operation to finish: for tests
     /// that must know a wait has begun.
-    package final var _finishWaiterCount: Int { _update { $0.finishWaiters.count } }
+    package final var _finishWaiterCount: Int { _readState { $0.finishWaiters.count } }
 }

@@ -11,12 +11,13 @@ import Synchronization
 ///   by its lock, except the queue links, which only the lock of the queue the operation
 ///   was added to guards.
 open class Operation: NSObject, @unchecked Sendable {
-    /// The state; reach it through `_update`, which publishes `visible`.
+    /// The state; reached only through the engine's `_update` (`Engine/Operation/OperationStorage.swift`),
+    /// which publishes `visible`, and read through `_readState`.
     let core = Locked(OperationCore())
     /// The state the base getters report (`OperationCore.VisibleFlags`), published under
     /// the lock at every change so that the getters need no lock: tutorial loops check
     /// `isCancelled` on every iteration.
-    private let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
+    let visible = Atomic<UInt8>(OperationCore.VisibleFlags.ready)
     /// Set in the `init` of an operation whose `main()` starts work that finishes it later
     /// (an async body's task, a group's children): `start()` is not done with it when `main()`
     /// returns. Fills the padding after `visible`; written only in `init` (so unchecked).
@@ -49,7 +50,7 @@ open class Operation: NSObject, @unchecked Sendable {
         // at every change of the state; nothing else can reach an object in its deinit.)
         guard visible.load(ordering: .acquiring) & OperationCore.VisibleFlags.holdsDependencies != 0 else { return }
         // Taken, not copied: the pool must hold the last reference.
-        let (dependencies, hidden) = _update { $0.takeDependencies() }
+        let (dependencies, hidden) = _takeDependencies()
         // Off the lists of dependencies that have not finished, before this object goes.
         _leaveDependentsLists(of: dependencies)
         _leaveDependentsLists(of: hidden)
@@ -87,8 +88,8 @@ open class Operation: NSObject, @unchecked Sendable {
 
     /// A name for debugging, timelines and misuse messages; nil by default.
     open var name: String? {
-        get { _update { $0.name } }
-        set { _update { $0.name = newValue } }
+        get { _readState { $0.name } }
+        set { _setName(newValue) }
     }
 
     /// The relative order among ready operations of one queue. Never overrides dependencies.
@@ -98,25 +99,25 @@ open class Operation: NSObject, @unchecked Sendable {
     /// `.veryHigh`, `.userInitiated` → `.high`, `.default` → `.normal`, `.utility` → `.low`,
     /// `.background` → `.veryLow`. Reads `.normal` until set.
     open var queuePriority: QueuePriority {
-        get { _update { $0.queuePriority } ?? .normal }
+        get { _readState { $0.queuePriority } ?? .normal }
         set {
             // An operation already in its queue's ready list moves to its new band (when the
             // band it runs in changed).
-            _update { $0.setQueuePriority(newValue) }?._refile(self)
+            _setQueuePriority(newValue)
         }
     }
 
     /// Defaults to `.default`; when set, it wins over the queue's, except that an
     /// operation below its queue's quality of service runs at the queue's.
     open var qualityOfService: QualityOfService {
-        get { _update { $0.qualityOfService } ?? .default }
-        set { _update { $0.setQualityOfService(newValue) } }
+        get { _readState { $0.qualityOfService } ?? .default }
+        set { _setQualityOfService(newValue) }
     }
 
     /// Deprecated; stored and reported, with no effect on scheduling.
     open var threadPriority: Double {
-        get { _update { $0.threadPriority } }
-        set { _update { $0.threadPriority = newValue } }
+        get { _readState { $0.threadPriority } }
+        set { _setThreadPriority(newValue) }
     }
 
     /// Runs once after the operation finishes (also when it was cancelled), on an
@@ -124,13 +125,10 @@ open class Operation: NSObject, @unchecked Sendable {
     /// the operation: a queue's worker runs it once `start()` returned, and otherwise it
     /// runs on another thread (see "Migrating from Foundation").
     open var completionBlock: (@Sendable () -> Void)? {
-        get { _update { $0.completionBlock } }
+        get { _readState { $0.completionBlock } }
         set {
             // The old block is released after the lock: its captures' deinit is user code.
-            let old = _update { state in
-                defer { state.completionBlock = newValue }
-                return state.completionBlock
-            }
+            let old = _swapCompletionBlock(newValue)
             _ = old
         }
     }
@@ -144,34 +142,8 @@ open class Operation: NSObject, @unchecked Sendable {
     /// - Important: Calling it on an executing operation, or by hand on one that is not
     ///   ready, is a programmer error.
     open func start() {
-        var action: OperationCore.StartAction?
-        if !_hasObservers {
-            // Started by a queue worker: it was ready when claimed; one lock decides.
-            action = _update { state in
-                guard case .dispatched = state.phase else { return nil }
-                return Self._start(&state, reportedReady: nil)
-            }
-            if action == nil {
-                let reportedReady: Bool? = isCancelled ? nil : isReady
-                action = _update { Self._start(&$0, reportedReady: reportedReady) }
-            }
-        } else {
-            // Observed: `isExecuting` is announced before the state changes (observers read
-            // the old value), and only when it will change: the decision is previewed on a
-            // copy first.
-            let byQueue = _update { if case .dispatched = $0.phase { true } else { false } }
-            let reportedReady: Bool? = byQueue || isCancelled ? nil : isReady
-            let preview = _update { state -> OperationCore.StartAction in
-                var copy = state
-                return copy.start(reportedReady: reportedReady)
-            }
-            let announced: Bool
-            if case .run = preview { announced = true } else { announced = false }
-            if announced { _announceWillChange("isExecuting") }
-            action = _update { Self._start(&$0, reportedReady: reportedReady) }
-            if announced { _announceDidChange("isExecuting") }
-        }
-        switch action! {
+        let action = _decideStart()
+        switch action {
         case .ignore:
             return
         case .misuseExecuting:
@@ -191,14 +163,6 @@ open class Operation: NSObject, @unchecked Sendable {
                 _finish(wasExecuting: true)
             }
         }
-    }
-
-    /// The start decision; when the work runs, its start is posted to the lifecycle taps in
-    /// the same section, so that no event (a cancel) can be told before it.
-    private static func _start(_ state: inout OperationCore, reportedReady: Bool?) -> OperationCore.StartAction {
-        let action = state.start(reportedReady: reportedReady)
-        if case .run = action { state.attachments?.post(.started) }
-        return action
     }
 
     /// The work. The base implementation does nothing.
@@ -237,41 +201,8 @@ open class Operation: NSObject, @unchecked Sendable {
     /// becomes ready at once and finishes without running ``main()``. Does nothing once
     /// the operation has finished, or when it was cancelled already.
     open func cancel() {
-        let queue: OperationQueue?
-        // Only a queued operation still waiting for its dependencies (or for an `isReady`
-        // announcement) becomes ready through its cancellation; one being checked notices
-        // the new readiness generation itself.
-        var waits = true
-        if !_hasObservers {
-            // Nothing to announce between deciding and setting: one lock section.
-            let decided = _update { state -> (Bool, OperationQueue?, Bool) in
-                guard state.requestCancellation(), state.completeCancellation() else { return (false, nil, false) }
-                state.queue?._record(.cancelled, self)
-                state.attachments?.post(.cancelled(state.extras?.cancellationReason))
-                return (true, state.queue, state.phase.kind == .waiting || state.phase.kind == .parked)
-            }
-            guard decided.0 else { return }
-            queue = decided.1
-            waits = decided.2
-        } else {
-            // One lock section decides who cancels: a second cancel, or one after the
-            // finish, announces nothing. The change is announced around the setting.
-            guard _update({ state in
-                guard state.requestCancellation() else { return false }
-                state.attachments?.post(.cancelled(state.extras?.cancellationReason))
-                return true
-            }) else { return }
-            _announceWillChange("isCancelled")
-            _announceWillChange("isReady")
-            queue = _update { state -> OperationQueue? in
-                // A finish that came meanwhile completed the cancellation (and recorded it).
-                if state.completeCancellation() { state.queue?._record(.cancelled, self) }
-                return state.queue
-            }
-            _announceDidChange("isCancelled")
-            _announceDidChange("isReady")
-        }
-        queue?._deliverEvents()
+        guard let (queue, waits) = _decideCancel() else { return }
+        queue?._eventsRecorded()
         // What its gates took or are deciding is no longer needed: released before the
         // operation can start (its cancelled pass), which would leave it to the finish.
         if _visibleGated { _endGates(because: .cancelled) }
@@ -293,7 +224,7 @@ open class Operation: NSObject, @unchecked Sendable {
     // MARK: Dependencies
 
     /// The operations this one waits for, in the order added.
-    open var dependencies: [Operation] { _update { $0.dependencies } }
+    open var dependencies: [Operation] { _readState { $0.dependencies } }
 
     /// Makes this operation wait until `operation` has finished (or was cancelled and
     /// finished). Works across queues and for operations in no queue. Adding the same
@@ -355,16 +286,6 @@ open class Operation: NSObject, @unchecked Sendable {
         }
     }
     #endif
-
-    /// Runs `body` under the operation's lock and publishes the state the getters report.
-    @inline(__always)
-    final func _update<Result>(_ body: (inout OperationCore) -> Result) -> Result {
-        core.withLock { state in
-            let result = body(&state)
-            visible.store(state.visibleFlags, ordering: .releasing)
-            return result
-        }
-    }
 
     /// Whether the composition layer attached anything (no lock).
     package final var _hasExtras: Bool { _visible(OperationCore.VisibleFlags.attachments) }

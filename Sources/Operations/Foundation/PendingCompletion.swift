@@ -40,7 +40,7 @@ final class PendingCompletion: @unchecked Sendable {
     /// thread's stack, or else to another thread.
     func runAfterStart() {
         if WorkerContext.runAfterStart(of: operation, { [self] in run() }) { return }
-        let own = operation._update { $0.threadQuality }
+        let own = operation._readState { $0.threadQuality }
         let floor = queue?._threadQuality ?? .default
         let quality = own.map { $0.rank < floor.rank ? floor : $0 } ?? floor
         // A queue of its own: Dispatch's serial queues run on its overcommitting pool, so a
@@ -50,7 +50,7 @@ final class PendingCompletion: @unchecked Sendable {
 
     private func run() {
         // Announcements this thread makes from now on are the finishing thread's own.
-        if announcement != nil { operation._update { $0.finishes(on: OperationEvent.currentThread) } }
+        if announcement != nil { operation._announcesFinish(on: OperationEvent.currentThread) }
         if let completionBlock = completionBlock.take() {
             CompletionBlockScope.run(completionBlock, of: operation, in: queue)
             // Released before anyone waiting is woken.

@@ -87,7 +87,7 @@ extension Operation {
     /// announcement is still to come). Calls the getter: no lock held.
     var _awaitsFinishAnnouncement: Bool {
         guard isFinished else { return false }
-        return _update { state in
+        return _readState { state in
             switch state.phase {
             case .announcing, .finished: false
             default: true

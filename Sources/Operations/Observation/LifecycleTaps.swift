@@ -45,6 +45,10 @@ final class OperationAttachments: @unchecked Sendable {
 }
 
 extension OperationAttachments: OperationLayerState {
+    func operationStarted() { post(.started) }
+
+    func operationCancelled(reason: (any Error)?) { post(.cancelled(reason)) }
+
     func operationFinished(
         with outcome: @autoclosure () -> Operation.Outcome?
     ) -> (toTell: Bool, unused: [@Sendable () -> Void]) {
@@ -64,20 +68,20 @@ extension OperationCore {
     var attachments: OperationAttachments? {
         extras?.layerState.map { $0 as! OperationAttachments }
     }
-
-    /// The attachments, made on first use.
-    mutating func attachments(orNew: Void) -> OperationAttachments {
-        if let attachments { return attachments }
-        let made = OperationAttachments()
-        extras(orNew: ()).layerState = made
-        return made
-    }
 }
 
 extension Operation {
-    /// Runs `body` with the operation's attachments (made on first use), under its lock.
-    private func _withAttachments<Result>(_ body: (OperationAttachments) -> Result) -> Result {
-        _update { body($0.attachments(orNew: ())) }
+    /// Runs `body` with the operation's attachments (made on first use) and where it
+    /// stands, under its lock (lent by the engine: see `_withLayerState`).
+    private func _withAttachments<Result>(_ body: (OperationAttachments, Standing) -> Result) -> Result {
+        _withLayerState(making: { OperationAttachments() }) { state, standing in
+            body(state as! OperationAttachments, standing)
+        }
+    }
+
+    /// Runs `body` with the operation's attachments when a layer made them, under its lock.
+    private func _withAttachmentsIfMade<Result>(_ body: (OperationAttachments?) -> Result) -> Result {
+        _withLayerState(making: nil) { state, _ in body(state.map { $0 as! OperationAttachments }) }
     }
 
     /// The value of type `T` a layer keeps with this operation, made by `make` on first use;
@@ -93,10 +97,10 @@ extension Operation {
     package final func _withLayerValue<T: AnyObject, Result>(
         _ make: () -> T, idle body: (T, _ isIdle: Bool) -> Result
     ) -> Result {
-        _update { state in
-            let value = state.attachments(orNew: ()).values.layerValue(madeBy: make)
+        _withAttachments { attachments, standing in
+            let value = attachments.values.layerValue(madeBy: make)
             var isIdle = false
-            if case .idle = state.phase, state.queue == nil { isIdle = true }
+            if case .idle = standing.phase, !standing.isInQueue { isIdle = true }
             return body(value, isIdle)
         }
     }
@@ -104,18 +108,18 @@ extension Operation {
     /// Makes a cancelled start call `body` instead of finishing at once; `body` finishes the
     /// operation (`_finish(wasExecuting: false)`). Set in the subclass's `init`.
     package final func _setCancelledStart(_ body: @escaping @Sendable () -> Void) {
-        _withAttachments { $0.cancelledStart = body }
+        _withAttachments { attachments, _ in attachments.cancelledStart = body }
     }
 
     /// What a cancelled start does, when a layer set it.
     final var _cancelledStart: (@Sendable () -> Void)? {
         guard _hasExtras else { return nil }
-        return _update { $0.attachments?.cancelledStart }
+        return _withAttachmentsIfMade { $0?.cancelledStart }
     }
 
     /// Runs a task operation's body on `executor`. Set in the subclass's `init`.
     package final func _preferExecutor(_ executor: any TaskExecutor) {
-        _withAttachments { $0.preferredExecutor = executor }
+        _withAttachments { attachments, _ in attachments.preferredExecutor = executor }
     }
 
     /// Runs `hook` when the work starts (on the starting thread, before `main()`); at once
@@ -123,12 +127,12 @@ extension Operation {
     /// then); never if the operation finishes without starting.
     package final func _onStart(_ hook: @escaping @Sendable () -> Void) {
         enum Decision { case added, runNow, never }
-        let decision = _update { state -> Decision in
-            switch state.phase {
+        let decision = _withAttachments { attachments, standing -> Decision in
+            switch standing.phase {
             case .finishing, .announcing, .finished: return .never
             case .executing, .awaitingFinish: return .runNow
             case .idle, .waiting, .checking, .parked, .ready, .dispatched:
-                state.attachments(orNew: ()).startHooks.append(hook)
+                attachments.startHooks.append(hook)
                 return .added
             }
         }
@@ -138,8 +142,8 @@ extension Operation {
     /// Called by `start()` before `main()`: takes the start hooks under the lock and runs
     /// them after it.
     final func _runStartHooks() {
-        let hooks = _update { state -> [@Sendable () -> Void] in
-            guard let attachments = state.attachments else { return [] }
+        let hooks = _withAttachmentsIfMade { attachments -> [@Sendable () -> Void] in
+            guard let attachments else { return [] }
             defer { attachments.startHooks = [] }
             return attachments.startHooks
         }
@@ -151,16 +155,16 @@ extension Operation {
     /// starts the work; the finish when it has been processed, before any wait returns).
     @discardableResult
     package final func _addLifecycleTap(_ tap: some LifecycleTap) -> Bool {
-        _update { state -> Bool in
-            guard !state.phase.isFinishingOrFinished else { return false }
-            state.attachments(orNew: ()).taps.append(tap)
+        _withAttachments { attachments, standing -> Bool in
+            guard !standing.phase.isFinishingOrFinished else { return false }
+            attachments.taps.append(tap)
             return true
         }
     }
 
     /// Records `event` for the taps and delivers what is recorded.
     package final func _postLifecycleEvent(_ event: LifecycleEvent) {
-        _update { $0.attachments?.post(event) }
+        _withAttachmentsIfMade { $0?.post(event) }
         _deliverLifecycleEvents()
     }
 
@@ -168,8 +172,8 @@ extension Operation {
     /// deliver them too). Taps are dropped after the finish event, outside the lock.
     final func _deliverLifecycleEvents() {
         while true {
-            let batch = _update { state -> (events: [LifecycleEvent], taps: [any LifecycleTap])? in
-                guard let attachments = state.attachments, !attachments.isDelivering, !attachments.events.isEmpty
+            let batch = _withAttachmentsIfMade { attachments -> (events: [LifecycleEvent], taps: [any LifecycleTap])? in
+                guard let attachments, !attachments.isDelivering, !attachments.events.isEmpty
                 else { return nil }
                 attachments.isDelivering = true
                 defer { attachments.events = [] }
@@ -181,8 +185,8 @@ extension Operation {
                 for tap in batch.taps { tap.deliver(event, of: self) }
                 if case .finished = event { finished = true }
             }
-            let released = _update { state -> [any LifecycleTap] in
-                guard let attachments = state.attachments else { return [] }
+            let released = _withAttachmentsIfMade { attachments -> [any LifecycleTap] in
+                guard let attachments else { return [] }
                 attachments.isDelivering = false
                 guard finished else { return [] }
                 defer { attachments.taps = [] }

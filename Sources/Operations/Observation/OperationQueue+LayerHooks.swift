@@ -20,6 +20,16 @@ extension OperationQueue {
         _record(.started, operation, slot: slot)
     }
 
+    final func _cancelled(_ operation: Operation) {
+        _record(.cancelled, operation)
+    }
+
+    /// The `cancelled` event a finish completed, then the `finished` one.
+    final func _finished(_ operation: Operation, completedCancellation: Bool, wasCancelled: Bool) {
+        if completedCancellation { _record(.cancelled, operation) }
+        _record(.finished(wasCancelled: wasCancelled), operation)
+    }
+
     @inline(__always)
     final func _eventsRecorded() { _deliverEvents() }
 }

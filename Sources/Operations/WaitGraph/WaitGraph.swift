@@ -94,7 +94,7 @@ package enum WaitGraph {
             if let known = byQueue[ObjectIdentifier(queue)] { return known }
             let members = queue._members
             let holders = members.filter { member in
-                member._update { state in
+                member._readState { state in
                     guard state.queue === queue else { return false }
                     switch state.phase.kind {
                     case .dispatched, .executing, .awaitingFinish: return true
@@ -112,7 +112,7 @@ package enum WaitGraph {
     /// its queue's owner and its own class declare, the waits its running work is blocked in,
     /// and, when asked, the slot holders of its full queue.
     package static func edges(of operation: Operation, slots: Slots = .excluded) -> [WaitEdge] {
-        let snapshot = operation._update { state in
+        let snapshot = operation._readState { state in
             (phase: state.phase.kind, cancelled: state.cancellation.isCancelled, queue: state.queue,
              dependencies: state.dependencies, barriers: state.hiddenDependencies)
         }
@@ -170,13 +170,13 @@ package enum WaitGraph {
     /// of `operation` (a dependents list said so).
     package static func waits(_ operation: Operation, for target: Operation, isDependency: Bool) -> Bool {
         guard !target._isFinishingFlag else { return false }
-        let (phase, cancelled, queue) = operation._update { ($0.phase.kind, $0.cancellation.isCancelled, $0.queue) }
+        let (phase, cancelled, queue) = operation._readState { ($0.phase.kind, $0.cancellation.isCancelled, $0.queue) }
         switch phase {
         case .finishing, .announcing, .finished:
             return false
         case .idle, .waiting, .checking, .parked, .ready:
             // A dependency holds it up unless it is cancelled; a barrier even then.
-            if isDependency, !cancelled || operation._update({ state in state.hiddenDependencies.contains { $0 === target } }) {
+            if isDependency, !cancelled || operation._readState({ state in state.hiddenDependencies.contains { $0 === target } }) {
                 return true
             }
         case .dispatched, .executing, .awaitingFinish:
@@ -211,7 +211,7 @@ extension WaitGraph {
     /// contributed). A hook the library keeps for itself (a timeout's timer, an event
     /// stream) wants nothing. (Getters read with no lock held.)
     package static func isWanted(_ operation: Operation) -> Bool {
-        let (waited, dependents, owners) = operation._update { state -> (Bool, [Operation], [Operation]) in
+        let (waited, dependents, owners) = operation._readState { state -> (Bool, [Operation], [Operation]) in
             var waited = false
             var owners: [Operation] = []
             for waiter in state.finishWaiters {
