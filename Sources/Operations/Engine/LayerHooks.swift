@@ -61,6 +61,10 @@ protocol QueueLayerHooks: AnyObject {
     /// Whether anything observes the queue's keys now (no lock).
     var _hasObservers: Bool { get }
 
+    /// `operations` are about to be added: the queue's enqueue hooks see them first (no
+    /// lock held; the hooks are user code).
+    func _runEnqueueHooks(_ operations: some Collection<Operation>)
+
     /// The queue's `operations` and `operationCount` are about to change (no lock held).
     func _membershipWillChange()
 

@@ -1,5 +1,6 @@
-// How the engine follows an operation's state: readiness checks, the announcement of
-// `isFinished`, and the work done once when it finishes.
+// The announcement of `isFinished` and the work done once when an operation finishes (the
+// sections of its lock are the engine's: `Engine/Operation/OperationStorage+Finish.swift`;
+// readiness is `Engine/Operation/OperationStorage+Readiness.swift`).
 //
 // Vocabulary: an operation *finishes* once (the `finish` event: its getters say finished);
 // the engine then *processes* the finish (dependents, slot, completion block) and the
@@ -7,67 +8,6 @@
 // told, and then waiters wake.
 
 extension Operation {
-    /// The base class is done with the operation (`main()` returned, or it was cancelled):
-    /// sets the base state to finished, announcing it. The operation is finished when its
-    /// `isFinished` getter reads true: at once unless a subclass overrides it, and then when
-    /// the subclass announces it (`didChangeValue(forKey:)`).
-    package final func _finish(wasExecuting: Bool) {
-        #if !canImport(ObjectiveC)
-        if wasExecuting, _isWatchedByNoOne {
-            #if DEBUG
-            if WorkerPausePoints.quietFinishChosen.hasActions, let queue = WorkerContext.current?.queue {
-                WorkerPausePoints.quietFinishChosen.pass(queue, self)
-            }
-            #endif
-            if let quiet = _finishQuietly() {
-                return _departQuietly(quiet)
-            }
-        }
-        #endif
-        if wasExecuting { _announceWillChange("isExecuting") }
-        _announceWillChange("isFinished")
-        let changed = _baseFinish()
-        if wasExecuting { _announceDidChange("isExecuting") }
-        #if canImport(ObjectiveC)
-        // Goes through `didChangeValue(forKey:)`, which processes the finish before KVO
-        // tells the observers.
-        _ = changed
-        _announceDidChange("isFinished")
-        #else
-        // Refused, the base finish only announces (and waits for a finish being processed).
-        _processFinishThenAnnounce(.announce("isFinished"), mayFinish: changed)
-        #endif
-    }
-
-    /// Nobody can see this finish but its queue: a `BlockOperation` itself (whose `isFinished`
-    /// is the base one), without observers, attachments or gates. Its finish may take the
-    /// quiet path (`OperationCore.finishQuietly()`).
-    private var _isWatchedByNoOne: Bool {
-        ObjectIdentifier(type(of: self)) == ObjectIdentifier(BlockOperation.self)
-            && !_hasObservers && !_hasExtras && !_visibleGated
-    }
-
-    /// After a quiet finish: the blocks go, and the operation leaves its queue, freeing its
-    /// slot; the waits for the queue that this ends are woken.
-    ///
-    /// An observer may have registered between the look that found nobody watching and the
-    /// finish, reading `isFinished` false: then the operation leaves its queue at once (not
-    /// with its worker's next section) and the observers are told, as after a full finish.
-    private func _departQuietly(_ quiet: OperationCore.QuietFinish) {
-        _releaseWork()
-        let lateObservers = _hasObservers
-        let waiters = quiet.queue?._operationFinished(
-            self, releasesSlot: quiet.releasesSlot, leaves: true, deferrable: !lateObservers) ?? []
-        if lateObservers {
-            // Told before the queue's waits that this finish ends return.
-            _announceWillChange("isExecuting")
-            _announceWillChange("isFinished")
-            _announceDidChange("isExecuting")
-            _announceDidChange("isFinished")
-        }
-        for waiter in waiters { waiter.wake() }
-    }
-
     /// The one way a finish is announced, by the base class or by a subclass (directly or
     /// through a key `isFinished` depends on): when the (possibly overridden) `isFinished`
     /// reads true for the first time, the finish is processed — dependents released,

@@ -22,59 +22,6 @@ extension Operation {
     }
 }
 
-// MARK: Finishing
-
-extension Operation {
-    /// The quiet finish (`OperationCore.finishQuietly()`), unless the queue records events
-    /// (then the full path records them).
-    final func _finishQuietly() -> OperationCore.QuietFinish? {
-        _update { core in
-            if core.queue?.hasEventHandlers.load(ordering: .relaxed) == true { return nil }
-            return core.finishQuietly()
-        }
-    }
-
-    /// The base class's state becomes finished (`OperationCore.baseFinish()`).
-    final func _baseFinish() -> Bool {
-        _update { $0.baseFinish() }
-    }
-
-    /// The finish, when this is the first time it is seen (`OperationCore.finish()`), with
-    /// its events recorded for the queue in the same section. `thread`: the thread that will
-    /// announce it to observers (announcements made there meanwhile are made at once).
-    final func _finishFinally(announcingOn thread: UInt64?) -> OperationCore.Finish? {
-        _update { core in
-            core.finish().map { finish in
-                if let thread { core.finishes(on: thread) }
-                finish.queue?._finished(
-                    self, completedCancellation: finish.completedCancellation, wasCancelled: finish.outcome.isCancelled)
-                return finish
-            }
-        }
-    }
-
-    /// Hands an announcement to the thread processing or announcing the finish; false when
-    /// none does (the caller makes it).
-    final func _handOver(_ later: @escaping @Sendable () -> Void, from thread: UInt64) -> Bool {
-        _update { $0.handOver(later, from: thread) }
-    }
-
-    /// The processed finish completes (`OperationCore.complete(observersToTell:)`).
-    final func _complete(observersToTell: Bool) -> OperationCore.Completion {
-        _update { $0.complete(observersToTell: observersToTell) }
-    }
-
-    /// What came to wait or announce while the finish was told; nil when it is finished for good.
-    final func _settle() -> OperationCore.Settling? {
-        _update { $0.settle() }
-    }
-
-    /// The announcements other threads handed over.
-    final func _takeHandedOverAnnouncements() -> [@Sendable () -> Void] {
-        _update { $0.takeHandedOverAnnouncements() }
-    }
-}
-
 // MARK: Settings
 
 extension Operation {

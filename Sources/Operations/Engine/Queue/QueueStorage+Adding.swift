@@ -1,4 +1,5 @@
-// Admission: validating and adding operations, all or nothing.
+// Admission as the queue's engine step: validating and adding operations, all or nothing;
+// the layers are told through the queue's hooks (enqueue hooks, observers, events).
 
 extension OperationQueue {
     /// Adds operations, all or none. `inheritQoS` gives them the queue's quality of service
@@ -22,7 +23,7 @@ extension OperationQueue {
             _refuse(operation, refusal, call: call)
         case .added(let barrier, let undelivered, let wakeup):
             if observed { _membershipDidChange() }
-            _deliverEvents()
+            _eventsRecorded()
             if let barrier {
                 for operation in operations where operation !== barrier { operation._registerHiddenEdge(from: barrier) }
             }
@@ -64,7 +65,7 @@ extension OperationQueue {
         if observed { _membershipWillChange() }
         let (barrier, delivered, wakeup) = _admitMade(operation, usingReservedPlace: usingReservedPlace)
         if observed { _membershipDidChange() }
-        _deliverEvents()
+        _eventsRecorded()
         if let barrier { operation._registerHiddenEdge(from: barrier) }
         if !delivered { operation._readinessChanged() }
         _perform(wakeup)
