@@ -34,9 +34,11 @@ struct QueueStateMachineTests {
         #expect(ConcurrencyLimit.systemDefault.growsWhenBlocked && !ConcurrencyLimit.exactly(4).growsWhenBlocked)
         #expect(ConcurrencyLimit.exactly(1).isSerial && !ConcurrencyLimit.exactly(2).isSerial)
         var main = QueueCore(isMain: true)
-        #expect(main.limit == .exactly(1) && main.isSerial && !main.growsWhenBlocked)
+        let (serial, grows) = (main.isSerial, main.growsWhenBlocked)
+        #expect(main.limit == .exactly(1) && serial && !grows)
         main.setLimit(.systemDefault)
-        #expect(main.workerLimit == 1 && !main.growsWhenBlocked, "the main queue runs one operation at a time whatever is set")
+        let (workers, growsNow) = (main.workerLimit, main.growsWhenBlocked)
+        #expect(workers == 1 && !growsNow, "the main queue runs one operation at a time whatever is set")
     }
 
     @Test("with a limit of 2, three ready operations get two workers, and the third starts once one finishes")
@@ -66,7 +68,8 @@ struct QueueStateMachineTests {
         let operation = Self.admitReady(&core, "held")
         let suspendedWakeup = core.wakeup()
         #expect(suspendedWakeup.workers.isEmpty)
-        #expect(!core.mayStartAnother)
+        let mayStart = core.mayStartAnother
+        #expect(!mayStart)
         let gated = BlockOperation {}
         let first = core.mayConsultGates(of: gated), second = core.mayConsultGates(of: gated)
         #expect(!first && !second)
@@ -94,7 +97,8 @@ struct QueueStateMachineTests {
         let barrierDelivered = core.admitted(barrier, readyIn: nil, sequence: nil)
         #expect(!barrierDelivered)
         core.barrierAdmitted(barrier)
-        #expect(core.pendingBarrier === barrier)
+        let pending = core.pendingBarrier
+        #expect(pending === barrier)
         let later = BlockOperation {}
         let laterDelivered = core.admitted(later, readyIn: nil, sequence: nil)
         #expect(!laterDelivered)
@@ -104,7 +108,8 @@ struct QueueStateMachineTests {
         #expect(Self.claimFront(&core) === barrier)
         let departure = core.operationFinished(barrier, releasesSlot: true, leaves: true)
         #expect(departure.released.count == 1 && departure.released.first === later)
-        #expect(core.pendingBarrier == nil)
+        let pendingAfter = core.pendingBarrier
+        #expect(pendingAfter == nil)
     }
 
     @Test("waits for emptiness end when the last member leaves; those for all but n when n remain; announcing members count")
@@ -118,7 +123,8 @@ struct QueueStateMachineTests {
         _ = Self.claimFront(&core)
         var departure = core.operationFinished(a, releasesSlot: true, leaves: true, announcing: true)
         #expect(departure.waiters.isEmpty, "a still counts while its observers are told")
-        #expect(core.membersForWaits == 2)
+        let counted = core.membersForWaits
+        #expect(counted == 2)
         let due = core.finishAnnounced()
         for waiter in due { waiter.wake() }
         #expect(woken.load(ordering: .relaxed) == 10, "one member remains: the wait for all but one ends")

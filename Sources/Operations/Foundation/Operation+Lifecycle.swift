@@ -216,8 +216,8 @@ struct FinishWakeups {
     /// The operation's own first (hooks such as an observer's finish among them), then its
     /// queue's: a wait for the queue returns after what the operation's end set off.
     func wake() {
-        for waiter in waiters { waiter.wake(outcome) }
-        for waiter in queueWaiters { waiter.wake() }
+        if !waiters.isEmpty { for waiter in waiters { waiter.wake(outcome) } }
+        if !queueWaiters.isEmpty { for waiter in queueWaiters { waiter.wake() } }
     }
 
     /// The same, calling `before` before each one is woken.

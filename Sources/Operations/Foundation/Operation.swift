@@ -23,20 +23,21 @@ open class Operation: NSObject, @unchecked Sendable {
     /// returns. Fills the padding after `visible`; written only in `init` (so unchecked).
     @exclusivity(unchecked) package final var _finishesLater = false
 
-    // Queue links, guarded by the owning queue's lock.
+    // Queue links, guarded by the owning queue's lock (so without the run-time exclusivity
+    // checks, which that lock makes redundant).
     /// The order in which the queue added it (`_addSequence`, in `ReadyList.swift`):
     /// declared here, after `visible`, so that they fill its padding.
-    final var _addSequenceHigh: UInt16 = 0
-    final var _addSequenceLow: UInt32 = 0
+    @exclusivity(unchecked) final var _addSequenceHigh: UInt16 = 0
+    @exclusivity(unchecked) final var _addSequenceLow: UInt32 = 0
     /// Next in the queue's ready list of the same priority.
-    final var _nextReady: Operation?
+    @exclusivity(unchecked) final var _nextReady: Operation?
     /// Next in the queue's list of members (the order in which they were added).
-    final var _nextMember: Operation?
+    @exclusivity(unchecked) final var _nextMember: Operation?
     /// Previous in the list of members. `Unmanaged`: the member list holds the previous
     /// operation (through its forward links) for as long as this one is listed.
-    final var _previousMember: Unmanaged<Operation>?
+    @exclusivity(unchecked) final var _previousMember: Unmanaged<Operation>?
     /// Where it is in the queue's ready list, while it is there (see `ReadyPlace`).
-    final var _readyPlace = ReadyPlace.first
+    @exclusivity(unchecked) final var _readyPlace = ReadyPlace.first
 
     /// Position in the topological order of the dependency graph (see `DependencyGraph`).
     package final let _position = Atomic<Int>(DependencyGraph.nextPosition.add(1, ordering: .relaxed).newValue)

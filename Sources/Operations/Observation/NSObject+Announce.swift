@@ -30,7 +30,7 @@ extension NSObject {
         #if canImport(ObjectiveC)
         true
         #else
-        _observationRegistry != nil
+        _hasObservationRegistry
         #endif
     }
 }

@@ -20,6 +20,9 @@ open class NSObject: Foundation.NSObject, KeyValueObservable {
     /// The registry, if any observer was ever added.
     final var _observationRegistry: ObservationRegistry? { _observation.registry }
 
+    /// Whether an observer was ever added (one atomic load).
+    final var _hasObservationRegistry: Bool { _observation.hasRegistry }
+
     final func _makeObservationRegistry() -> ObservationRegistry { _observation.makeRegistry() }
 
     /// The keys whose changes also change `key`: a change announced for one of them is

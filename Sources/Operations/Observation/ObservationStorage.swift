@@ -6,17 +6,29 @@ import Synchronization
 ///
 /// Held inline by our `NSObject` and our `Progress`; the registry is released with the object.
 struct ObservationStorage: ~Copyable, Sendable {
-    private let slot = Atomic<Unmanaged<ObservationRegistry>?>(nil)
+    /// The retained registry's address, 0 before the first observer. A plain integer: an
+    /// atomic of an optional reference is generic, which an unoptimized build (the tests run
+    /// in one) pays for at every look, and unobserved objects look at every change.
+    private let slot = Atomic<UInt>(0)
 
     init() {}
 
     deinit {
-        slot.load(ordering: .acquiring)?.release()
+        let address = slot.load(ordering: .acquiring)
+        if address != 0 { Self.registry(at: address).release() }
     }
+
+    private static func registry(at address: UInt) -> Unmanaged<ObservationRegistry> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: address)!)
+    }
+
+    /// Whether an observer was ever added.
+    var hasRegistry: Bool { slot.load(ordering: .acquiring) != 0 }
 
     /// The registry, if any observer was ever added.
     var registry: ObservationRegistry? {
-        slot.load(ordering: .acquiring)?.takeUnretainedValue()
+        let address = slot.load(ordering: .acquiring)
+        return address == 0 ? nil : Self.registry(at: address).takeUnretainedValue()
     }
 
     /// The registry, created on first use.
@@ -24,10 +36,10 @@ struct ObservationStorage: ~Copyable, Sendable {
         if let existing = registry { return existing }
         let fresh = Unmanaged.passRetained(ObservationRegistry())
         let (exchanged, current) = slot.compareExchange(
-            expected: nil, desired: fresh, ordering: .acquiringAndReleasing)
+            expected: 0, desired: UInt(bitPattern: fresh.toOpaque()), ordering: .acquiringAndReleasing)
         if exchanged { return fresh.takeUnretainedValue() }
         fresh.release()
-        return current!.takeUnretainedValue()
+        return Self.registry(at: current).takeUnretainedValue()
     }
 }
 

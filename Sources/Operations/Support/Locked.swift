@@ -30,7 +30,10 @@ public struct Locked<Value: ~Copyable>: ~Copyable, Sendable {
         mutex = Mutex(value)
     }
 
-    @inlinable @inline(__always)
+    /// Transparent, so that an unoptimized build (tests run in one) inlines it where the
+    /// value's type is known: called as a generic function, every section would look up the
+    /// metadata of `Mutex<Value>` at run time.
+    @_transparent
     public borrowing func withLock<Result, Failure: Error>(
         _ body: (inout sending Value) throws(Failure) -> sending Result
     ) throws(Failure) -> sending Result {

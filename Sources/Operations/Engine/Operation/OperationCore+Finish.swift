@@ -321,7 +321,7 @@ extension OperationCore {
         func forEach(_ body: (Operation) -> Void) {
             guard let first else { return }
             body(first)
-            for dependent in others { body(dependent) }
+            if !others.isEmpty { for dependent in others { body(dependent) } }
         }
     }
 }

@@ -92,10 +92,10 @@ struct OperationCore {
     var hiddenDependencies: [Operation] { extras?.hiddenDependencies.all ?? [] }
 
     /// Whether it has hidden dependencies not finished yet.
-    var hasHiddenDependencies: Bool { extras.map { !$0.hiddenDependencies.isEmpty } ?? false }
+    var hasHiddenDependencies: Bool { mutating get { extras.map { !$0.hiddenDependencies.isEmpty } ?? false } }
 
     /// Ready as far as dependencies go: a cancelled operation ignores them.
-    var isInternallyReady: Bool { cancellation.isCancelled || pendingDependencyCount == 0 }
+    var isInternallyReady: Bool { mutating get { cancellation.isCancelled || pendingDependencyCount == 0 } }
 
     /// The priority the ready list files the operation under: `queuePriority` when set,
     /// else the band chosen when it was added.
@@ -137,16 +137,19 @@ struct OperationCore {
 
     /// Inlined: computed at every change of the state, under the lock.
     @inline(__always)
-    var visibleFlags: UInt8 {
-        var flags: UInt8 = isInternallyReady ? VisibleFlags.ready : 0
+    ///
+    /// Called on the state in place (`inout`): an unoptimized build would copy the whole
+    /// state, retaining every reference in it, to call a getter, at every change.
+    static func visibleFlags(of state: inout OperationCore) -> UInt8 {
+        var flags: UInt8 = state.cancellation.isCancelled || state.pendingDependencyCount == 0 ? VisibleFlags.ready : 0
         // Any side box counts (it may hold hidden dependencies): two compares, on every change.
-        if !dependencies.isEmpty || extras != nil { flags |= VisibleFlags.holdsDependencies }
-        if cancellation.isCancelled { flags |= VisibleFlags.cancelled }
-        if let extras {
+        if state.dependencies.count != 0 || state.extras != nil { flags |= VisibleFlags.holdsDependencies }
+        if state.cancellation.isCancelled { flags |= VisibleFlags.cancelled }
+        if let extras = state.extras {
             if extras.layerState != nil { flags |= VisibleFlags.attachments }
             if extras.gates != nil { flags |= VisibleFlags.gated }
         }
-        switch phase {
+        switch state.phase {
         case .executing: flags |= VisibleFlags.executing
         case .awaitingFinish: flags |= VisibleFlags.finished
         case .finishing, .announcing, .finished: flags |= VisibleFlags.finished | VisibleFlags.done

@@ -87,12 +87,11 @@ extension Operation {
     /// announce it to observers (announcements made there meanwhile are made at once).
     final func _finishFinally(announcingOn thread: UInt64?) -> OperationCore.Finish? {
         _update { core in
-            core.finish().map { finish in
-                if let thread { core.finishes(on: thread) }
-                finish.queue?._finished(
-                    self, completedCancellation: finish.completedCancellation, wasCancelled: finish.outcome.isCancelled)
-                return finish
-            }
+            guard let finish = core.finish() else { return nil }
+            if let thread { core.finishes(on: thread) }
+            finish.queue?._finished(
+                self, completedCancellation: finish.completedCancellation, wasCancelled: finish.outcome.isCancelled)
+            return finish
         }
     }
 

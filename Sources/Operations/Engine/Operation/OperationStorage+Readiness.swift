@@ -35,8 +35,10 @@ extension Operation {
         // No observer of `isReady` to tell between the count and the check: one lock
         // section counts the dependency out and, without gates, starts the check.
         guard _hasObservers else {
-            let (followUp, left) = _update { state in
-                (state.loseDependencyTriggeringReadiness(), leaving.flatMap { state.hiddenDependencyFinished($0) })
+            let (followUp, left) = _update { state -> (OperationCore.LossFollowUp, Operation?) in
+                let followUp = state.loseDependencyTriggeringReadiness()
+                guard let leaving else { return (followUp, nil) }
+                return (followUp, state.hiddenDependencyFinished(leaving))
             }
             // The list's reference is dropped here, after the lock.
             _ = consume left
@@ -46,9 +48,10 @@ extension Operation {
             }
         }
         _announceWillChange("isReady")
-        let left = _update { state in
+        let left = _update { state -> Operation? in
             state.loseDependency()
-            return leaving.flatMap { state.hiddenDependencyFinished($0) }
+            guard let leaving else { return nil }
+            return state.hiddenDependencyFinished(leaving)
         }
         _ = consume left
         _announceDidChange("isReady")

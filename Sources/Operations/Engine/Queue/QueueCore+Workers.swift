@@ -83,12 +83,16 @@ extension QueueCore {
     /// Whether the next worker starts on the shared pool (see `WorkerStart`): the first
     /// ready operation starts promptly, and the queue has no Dispatch queue of its own.
     private var startsOnSharedPool: Bool {
-        !isMain && underlyingQueue == nil && ready.peek()?._startsPromptly == true
+        mutating get {
+            !isMain && underlyingQueue == nil && ready.peek()?._startsPromptly == true
+        }
     }
 
     /// The shared pool for the queue's quality of service (or the one a test put in its place).
     private var sharedPoolQueue: DispatchQueue {
-        sharedPoolForTests ?? WorkerPool.sharedPool(threadQualityOfService)
+        mutating get {
+            sharedPoolForTests ?? WorkerPool.sharedPool(threadQualityOfService)
+        }
     }
 
     /// The worker on the shared pool named `token` begins: false when it was replaced
@@ -125,13 +129,13 @@ extension QueueCore {
     /// Whether a worker may start another operation now; when not, it retires
     /// (`retire(slot:)`). The caller pops the next ready operation and claims it under its
     /// own lock (see `OperationQueue._nextOperation(in:retiringSlot:skipped:)`).
-    var mayStartAnother: Bool { !isSuspended && executing < limit.executions && pool.count <= workerLimit }
+    var mayStartAnother: Bool { mutating get { !isSuspended && executing < limit.executions && pool.count <= workerLimit } }
 
 
     /// Whether an operation may be started now on the thread that freed a slot (one whose
     /// `start()` never blocks): not with an underlying queue, whose operations start there
     /// as its owner asked.
-    var mayStartInline: Bool { underlyingQueue == nil && !isSuspended && executing < limit.executions }
+    var mayStartInline: Bool { mutating get { underlyingQueue == nil && !isSuspended && executing < limit.executions } }
 
     /// A worker found nothing it may start: it ends, and its slot is free.
     mutating func retire(slot: Int) {
@@ -139,7 +143,7 @@ extension QueueCore {
     }
 
     /// Whether the watchdog adds workers for blocked ones: the default limit, not the main queue.
-    var growsWhenBlocked: Bool { limit.growsWhenBlocked && !isMain }
+    var growsWhenBlocked: Bool { mutating get { limit.growsWhenBlocked && !isMain } }
 
     /// With the default limit, operations may block (sleep, wait for I/O). While ready
     /// operations wait and every worker is busy, check again shortly; if no operation

@@ -39,7 +39,9 @@ struct QueueCore {
     /// getter reports `.background`, as Apple documents, but a queue nobody gave one runs at
     /// the default thread priority: nice 0 on Linux, not 10).
     var threadQualityOfService: QualityOfService {
-        isQualityOfServiceSet || isMain ? qualityOfService : .default
+        mutating get {
+            isQualityOfServiceSet || isMain ? qualityOfService : .default
+        }
     }
     private(set) var underlyingQueue: DispatchQueue?
     /// Where the worker for the shared pool is queued instead of Dispatch's pool (tests
@@ -52,10 +54,10 @@ struct QueueCore {
         qualityOfService = isMain ? .userInteractive : .background
     }
 
-    var isSuspended: Bool { suspension.isSuspended }
+    var isSuspended: Bool { mutating get { suspension.isSuspended } }
 
     /// The newest barrier not yet finished: operations added after it wait for it.
-    var pendingBarrier: Operation? { barriers.pending }
+    var pendingBarrier: Operation? { mutating get { barriers.pending } }
 
     // MARK: Settings
 
@@ -102,10 +104,12 @@ struct QueueCore {
     }
 
     var workerLimit: Int {
-        if isMain { return 1 }
-        switch limit {
-        case .systemDefault: return pool.grownLimit
-        case .exactly(let count): return min(count, WorkerPool.maximum)
+        mutating get {
+            if isMain { return 1 }
+            switch limit {
+            case .systemDefault: return pool.grownLimit
+            case .exactly(let count): return min(count, WorkerPool.maximum)
+            }
         }
     }
 
@@ -142,7 +146,7 @@ struct QueueCore {
 
     /// What an operation joining this queue takes from it (see `OperationCore.join`): the
     /// queue's quality of service when asked for and set, and whether the queue is serial.
-    func joinTerms(inheritQoS: Bool) -> OperationCore.JoinTerms {
+    mutating func joinTerms(inheritQoS: Bool) -> OperationCore.JoinTerms {
         OperationCore.JoinTerms(quality: inheritQoS && isQualityOfServiceSet ? qualityOfService : nil, serial: isSerial)
     }
 
@@ -172,7 +176,7 @@ struct QueueCore {
     }
 
     /// A serial queue: priorities do not come from quality of service there.
-    var isSerial: Bool { isMain || limit.isSerial }
+    var isSerial: Bool { mutating get { isMain || limit.isSerial } }
 
     // MARK: Ready operations and barriers
 
@@ -307,7 +311,7 @@ struct QueueCore {
 
     /// The members that count for the waits: the operations in the queue, and those that
     /// left whose `isFinished` observers are being told.
-    var membersForWaits: Int { members.count + waits.finishesBeingAnnounced }
+    var membersForWaits: Int { mutating get { members.count + waits.finishesBeingAnnounced } }
 
     /// The waits that end now that fewer operations count for them.
     private mutating func waitsForEmptiness() -> [QueueWaiter] {

@@ -30,7 +30,7 @@ extension OperationQueue {
     @discardableResult
     final func _change(_ change: SettingChange) -> QueueSuspension.LeftForResumption {
         _settingWillChange(change.key)
-        let (left, wakeup) = core.withLock { state -> (QueueSuspension.LeftForResumption, QueueCore.Wakeup) in
+        let (left, wakeup) = _withQueueLock { state -> (QueueSuspension.LeftForResumption, QueueCore.Wakeup) in
             var left = QueueSuspension.LeftForResumption()
             switch change {
             case .limit(let limit): state.setLimit(limit)
@@ -50,7 +50,7 @@ extension OperationQueue {
     /// Sets the Dispatch queue the operations run on; returns why not (nothing changed):
     /// the main queue's, or a queue that has operations.
     final func _setUnderlyingQueue(_ queue: DispatchQueue?) -> String? {
-        core.withLock { state in
+        _withQueueLock { state in
             if state.isMain { return "the main queue's underlyingQueue cannot be changed" }
             if state.members.count > 0 { return "it has \(state.members.count) operations; set it only while the queue is empty" }
             state.setUnderlyingQueue(queue)
@@ -77,7 +77,7 @@ extension OperationQueue {
     }
 
     final var _snapshot: Snapshot {
-        core.withLock { state in
+        _withQueueLock { state in
             Snapshot(
                 limit: state.limit, isSuspended: state.isSuspended, executing: state.executing, name: state.name,
                 qualityOfService: state.qualityOfService, isQualityOfServiceSet: state.isQualityOfServiceSet,
@@ -87,14 +87,14 @@ extension OperationQueue {
     }
 
     /// The operations in the queue, in the order added.
-    final var _members: [Operation] { core.withLock { $0.members.all } }
+    final var _members: [Operation] { _withQueueLock { $0.members.all } }
 
     /// How many operations are in the queue.
-    final var _memberCount: Int { core.withLock { $0.members.count } }
+    final var _memberCount: Int { _withQueueLock { $0.members.count } }
 
     /// The quality of service the queue gives the operations it makes, when one was set.
     final var _qualityOfServiceSet: QualityOfService? {
-        core.withLock { $0.isQualityOfServiceSet ? $0.qualityOfService : nil }
+        _withQueueLock { $0.isQualityOfServiceSet ? $0.qualityOfService : nil }
     }
 
     // MARK: Waits for emptiness
@@ -102,7 +102,7 @@ extension OperationQueue {
     /// Adds the waiter `make` makes, to be woken once at most `remaining` operations count
     /// for the queue's waits; nil, with nothing made, when that is already so.
     final func _waitForEmptiness<Made>(allBut remaining: Int, _ make: () -> (QueueWaiter, Made)) -> Made? {
-        core.withLock { state in
+        _withQueueLock { state in
             guard state.membersForWaits > remaining else { return nil }
             let (waiter, made) = make()
             state.addWaiter(waiter, allBut: remaining)
@@ -112,20 +112,20 @@ extension OperationQueue {
 
     /// A task's wait for emptiness was cancelled: returns its hook, to drop after the lock.
     final func _stopWaitingForEmptiness(id: UInt64) -> [QueueWaiter] {
-        core.withLock { $0.removeWaiter(id: id) }
+        _withQueueLock { $0.removeWaiter(id: id) }
     }
 
     // MARK: Capacity
 
     /// Sets the capacity; returns the producers it admits, to wake after the lock.
     final func _setCapacity(_ capacity: Int?) -> [QueueWaiter] {
-        core.withLock { $0.setCapacity(capacity) }
+        _withQueueLock { $0.setCapacity(capacity) }
     }
 
     /// Takes a place under the capacity (true), or adds `waiter` to the producers waiting
     /// for one (false).
     final func _takePlace(orWait waiter: @autoclosure () -> QueueWaiter) -> Bool {
-        core.withLock { state in
+        _withQueueLock { state in
             if state.takePlace() { return true }
             state.producerWaits(waiter())
             return false
@@ -135,6 +135,6 @@ extension OperationQueue {
     /// A waiting producer gave up: returns the hooks to drop and the producers to wake after
     /// the lock (see `ProducerAdmission.producerLeft`).
     final func _producerLeft(id: UInt64) -> ProducerAdmission.Departure {
-        core.withLock { $0.producerLeft(id: id) }
+        _withQueueLock { $0.producerLeft(id: id) }
     }
 }

@@ -4,6 +4,17 @@
 // way round, and perform what the two decided.
 
 extension OperationQueue {
+    /// Runs `body` under the queue's lock: the one way the engine takes it (a scan of the
+    /// sources checks that nothing outside the engine does). Without Thread Sanitizer it
+    /// takes the `Locked`'s mutex itself, for the reason given at `Operation._update`.
+    @inline(__always)
+    final func _withQueueLock<Result>(_ body: (inout sending QueueCore) -> sending Result) -> sending Result {
+        guard threadSanitizerState.load(ordering: .relaxed) == ThreadSanitizerAnnotations.absent else {
+            return core.withLock(body)
+        }
+        return core.mutex.withLock(body)
+    }
+
     /// What adding a batch came to.
     enum BatchAdmission {
         /// Added: the barrier the operations wait for, those not delivered to the ready
@@ -21,7 +32,7 @@ extension OperationQueue {
         _ operations: some Collection<Operation>, single: QueueCore.Reading?, readings: [QueueCore.Reading],
         inheritQoS: Bool, usingReservedPlace: Bool, prerequisiteOf guarded: Operation?
     ) -> BatchAdmission {
-        core.withLock { state -> BatchAdmission in
+        _withQueueLock { state -> BatchAdmission in
             // Validate everything before changing anything: all or nothing. (A single
             // operation is validated by `_admit` itself.)
             if operations.count > 1 {
@@ -69,7 +80,7 @@ extension OperationQueue {
     final func _admitMade(
         _ operation: Operation, usingReservedPlace: Bool
     ) -> (barrier: Operation?, delivered: Bool, wakeup: QueueCore.Wakeup) {
-        core.withLock { state in
+        _withQueueLock { state in
             let barrier = state.pendingBarrier
             let admission = _admit(operation, to: &state, waitsFor: barrier, inheritQoS: true, reading: .fresh)
             guard case .admitted(let delivered) = admission else {
@@ -129,7 +140,7 @@ extension OperationQueue {
     /// members before it (returned), and makes it the barrier that operations added from
     /// now on wait for, in one section of the queue's lock.
     final func _admitBarrier(_ barrier: Operation) -> [Operation] {
-        core.withLock { state in
+        _withQueueLock { state in
             let earlier = state.members.all
             guard case .admitted = _admit(barrier, to: &state, waitsFor: nil, inheritQoS: true, reading: .fresh, held: true)
             else {
@@ -147,8 +158,10 @@ extension OperationQueue {
         _ operation: Operation, from state: inout QueueCore, releasesSlot: Bool, leaves: Bool, announcing: Bool = false
     ) -> [QueueWaiter] {
         let departure = state.operationFinished(operation, releasesSlot: releasesSlot, leaves: leaves, announcing: announcing)
-        for released in departure.released {
-            state.deliver(released, priority: released._update { $0.effectivePriority })
+        if !departure.released.isEmpty {
+            for released in departure.released {
+                state.deliver(released, priority: released._update { $0.effectivePriority })
+            }
         }
         state.departureHandled()
         return departure.waiters
@@ -208,7 +221,7 @@ extension OperationQueue {
     /// changed meanwhile (see `OperationCore.Unclaim`). When it was parked, also returns the
     /// workers its freed slot allows, for the caller to start after the lock.
     final func _unclaim(_ operation: Operation, generation: UInt32) -> (OperationCore.Unclaim, QueueCore.Wakeup?) {
-        core.withLock { state in
+        _withQueueLock { state in
             let unclaim = operation._update { $0.unclaim(generation: generation) }
             guard case .parked = unclaim else { return (unclaim, nil) }
             return (unclaim, state.claimedOperationParked())
@@ -218,7 +231,7 @@ extension OperationQueue {
     /// Moves `operation` to the band it runs in now, if it is in the ready list (an
     /// escalation, or its `queuePriority` set).
     final func _refile(_ operation: Operation) {
-        core.withLock { state in
+        _withQueueLock { state in
             let priority: Operation.QueuePriority? = operation._update { operation in
                 operation.phase.kind == .ready ? operation.effectivePriority : nil
             }

@@ -4,7 +4,7 @@
 extension OperationQueue {
     /// Called (no lock held) when one of this queue's operations becomes ready.
     final func _operationBecameReady(_ operation: Operation, priority: Operation.QueuePriority) {
-        let wakeup = core.withLock { state in
+        let wakeup = _withQueueLock { state in
             state.deliver(operation, priority: priority)
             return state.wakeup()
         }
@@ -14,17 +14,17 @@ extension OperationQueue {
     /// Whether `operation`'s gates may be consulted now: not while the queue is suspended
     /// (then it is consulted when the queue resumes).
     final func _mayConsultGates(of operation: Operation) -> Bool {
-        core.withLock { $0.mayConsultGates(of: operation) }
+        _withQueueLock { $0.mayConsultGates(of: operation) }
     }
 
     /// Whether the queue is suspended now; if it is, `action` runs (no lock held) once it
     /// resumes.
     final func _deferUntilResumed(_ action: @escaping @Sendable () -> Void) -> Bool {
-        core.withLock { $0.deferUntilResumed(action) }
+        _withQueueLock { $0.deferUntilResumed(action) }
     }
 
     /// Whether the queue is suspended now.
-    final var _isSuspendedNow: Bool { core.withLock { $0.isSuspended } }
+    final var _isSuspendedNow: Bool { _withQueueLock { $0.isSuspended } }
 
     /// Called (no lock held) when one of this queue's operations finished. Returns the
     /// waits it ends, for the caller to wake once the operation's observers were told.
@@ -50,7 +50,7 @@ extension OperationQueue {
         // instead of a hop to a worker and back.
         let startsInline = releasesSlot && operation._startsWithoutBlocking
         var skipped: [Operation] = []
-        let (waiters, wakeup, next) = core.withLock { state in
+        let (waiters, wakeup, next) = _withQueueLock { state in
             let waiters = _departed(
                 operation, from: &state, releasesSlot: releasesSlot, leaves: leaves, announcing: announcing && leaves)
             let next = startsInline ? _nextOperationStartingWithoutBlocking(in: &state, skipped: &skipped) : nil
@@ -66,13 +66,16 @@ extension OperationQueue {
     /// The observers of an operation that left with `announcing` were told: returns the
     /// waits that end now.
     final func _finishAnnounced() -> [QueueWaiter] {
-        core.withLock { $0.finishAnnounced() }
+        _withQueueLock { $0.finishAnnounced() }
     }
 
     final func _perform(_ wakeup: QueueCore.Wakeup) {
-        for worker in wakeup.workers {
-            let (slot, token) = (worker.slot, worker.sharedToken)
-            worker.queue.async { self._runWorker(slot: slot, sharedToken: token) }
+        // Guarded: iterating even an empty array is costly in an unoptimized build.
+        if !wakeup.workers.isEmpty {
+            for worker in wakeup.workers {
+                let (slot, token) = (worker.slot, worker.sharedToken)
+                worker.queue.async { self._runWorker(slot: slot, sharedToken: token) }
+            }
         }
         if let stamp = wakeup.watchdog { _armWatchdog(stamp: stamp) }
         if wakeup.sharedWorkerCheck { _armSharedWorkerCheck() }
@@ -82,7 +85,7 @@ extension OperationQueue {
     /// progresses (see `SharedPoolWorker`).
     private func _armSharedWorkerCheck() {
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
-            self._perform(self.core.withLock { $0.sharedWorkerCheckFired() })
+            self._perform(self._withQueueLock { $0.sharedWorkerCheckFired() })
         }
     }
 
@@ -103,13 +106,14 @@ extension OperationQueue {
         var finished: Operation?
         var skipped: [Operation] = []
         while true {
-            let step = core.withLock { state -> WorkerStep? in
+            let step = _withQueueLock { state -> WorkerStep? in
                 // Replaced by a lane's worker while it waited for the shared pool: the slot
                 // is not its own any more.
                 if let token = beginning, !state.sharedWorkerBegins(token: token) { return nil }
                 if onSharedPool { state.pool.shared.betweenOperations() }
                 if let probe { state.workerStarted(slot: slot, probe: probe) }
-                let waiters = finished.map { _departed($0, from: &state, releasesSlot: true, leaves: true) } ?? []
+                var waiters: [QueueWaiter] = []
+                if let finished { waiters = _departed(finished, from: &state, releasesSlot: true, leaves: true) }
                 let (operation, quality, watchdog) = _nextOperation(
                     in: &state, retiringSlot: slot, onSharedPool: onSharedPool, skipped: &skipped)
                 // A worker on the shared pool that stops before an operation that may block
@@ -126,12 +130,12 @@ extension OperationQueue {
             // Dropped after the lock: an operation skipped there may have no other reference.
             if !skipped.isEmpty { skipped.removeAll() }
             if let wakeup = step.wakeup { _perform(wakeup) }
-            for waiter in step.waiters { waiter.wake() }
+            if !step.waiters.isEmpty { for waiter in step.waiters { waiter.wake() } }
             if let watchdog = step.watchdog { _armWatchdog(stamp: watchdog) }
             guard let operation = step.operation else {
                 #if DEBUG
                 if WorkerPausePoints.workerEnded.hasActions {
-                    WorkerPausePoints.workerEnded.pass(self, core.withLock { $0.pool.count })
+                    WorkerPausePoints.workerEnded.pass(self, _withQueueLock { $0.pool.count })
                 }
                 #endif
                 return
@@ -194,14 +198,14 @@ extension OperationQueue {
         // on the watchdog's thread, outside the lock (each probe reads a file).
         Self._watchdogTimer.asyncAfter(deadline: .now() + .milliseconds(4)) {
             var blocked: UInt64 = 0, waitingForLock: UInt64 = 0
-            for (slot, sample) in self.core.withLock({ $0.workerSamples }) {
+            for (slot, sample) in self._withQueueLock({ $0.workerSamples }) {
                 switch sample.state() {
                 case .busy: break
                 case .waitingForLock: waitingForLock |= 1 << UInt64(slot)
                 case .blocked: blocked |= 1 << UInt64(slot)
                 }
             }
-            let wakeup = self.core.withLock {
+            let wakeup = self._withQueueLock {
                 $0.watchdogFired(stamp: stamp, blockedSlots: blocked, waitingForLockSlots: waitingForLock)
             }
             #if DEBUG

@@ -19,19 +19,21 @@ final class WorkerContext: @unchecked Sendable {
     /// `QueueCore.WorkerStart`).
     let onSharedPool: Bool
     /// The operation whose `start()` the worker is in (the worker holds it meanwhile).
-    unowned(unsafe) var operation: Operation?
+    /// (This and the other `var`s are touched only by the worker's own thread: no run-time
+    /// exclusivity checks.)
+    @exclusivity(unchecked) unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
-    var finishedHere = false
+    @exclusivity(unchecked) var finishedHere = false
     /// What the finish of `operation` left to run once its `start()` has returned (its
     /// completion block and what follows it, see `PendingCompletion`).
-    private var afterStart: (() -> Void)?
+    @exclusivity(unchecked) private var afterStart: (() -> Void)?
     /// Whether the worker is inside an operation's `start()` (read by the watchdog where it
     /// cannot read what the thread waits for: then such a worker may be blocked).
     private let inOperation = Atomic(false)
     /// The thread's quality of service before the worker changed it, to restore.
-    private var originalQuality: QualityOfService?
+    @exclusivity(unchecked) private var originalQuality: QualityOfService?
     /// What the worker last gave the thread (the common case: unchanged, nothing to do).
-    private var appliedQuality: QualityOfService?
+    @exclusivity(unchecked) private var appliedQuality: QualityOfService?
 
     var isInOperation: Bool { inOperation.load(ordering: .relaxed) }
 

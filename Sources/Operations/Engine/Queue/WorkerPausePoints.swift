@@ -7,20 +7,20 @@ extension OperationQueue {
     /// How many workers the queue allows now, and how many run (`package`: for tests that
     /// wait for the allowance to grow or fall back).
     package final var _workerAllowanceAndCount: (allowance: Int, running: Int) {
-        core.withLock { ($0.pool.grownLimit, $0.pool.count) }
+        _withQueueLock { ($0.pool.grownLimit, $0.pool.count) }
     }
 
     /// Queues this queue's worker for the shared pool on `queue` instead of Dispatch's pool
     /// (a test suspends it to play a pool that never begins the worker). For tests.
     package final func _useSharedPoolForTests(_ queue: DispatchQueue?) {
-        core.withLock { $0.sharedPoolForTests = queue }
+        _withQueueLock { $0.sharedPoolForTests = queue }
     }
 
     /// Stops replacing a worker the shared pool has not begun within a tick: on a loaded
     /// machine a tick can pass before the pool begins one, and a test that checks where
     /// operations start must see the pool's workers. For tests.
     package final func _keepUnbegunSharedWorkersForTests() {
-        core.withLock { $0.pool.shared.turnChecksOff() }
+        _withQueueLock { $0.pool.shared.turnChecksOff() }
     }
 }
 
