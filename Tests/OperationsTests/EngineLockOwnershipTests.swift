@@ -6,13 +6,14 @@ import Testing
 /// the scan of `EngineLayeringTests` (comments and string literals are not code).
 @Suite("Layers: only the engine takes an operation's or a queue's lock")
 struct EngineLockOwnershipTests {
-    /// What takes one of the two locks: the queue's state (`core.withLock`, on an
-    /// `OperationQueue` or an `Operation`), and the operation's changing section.
+    /// What takes one of the two locks: the state's `Locked` itself (`core.withLock`, or
+    /// its mutex, on an `OperationQueue` or an `Operation`), and the engine's own sections
+    /// (`_update`, `_withQueueLock`).
     static func takesLock(_ line: [UInt8]) -> Bool {
         let words = EngineLayeringTests.words(of: line).map(\.word)
-        if words.contains("_update") { return true }
+        if words.contains("_update") || words.contains("_withQueueLock") { return true }
         let text = String(decoding: line, as: UTF8.self).filter { $0 != " " && $0 != "\t" }
-        return text.contains("core.withLock") || text.contains("core?.withLock")
+        return ["core.withLock", "core?.withLock", "core.mutex", "core?.mutex"].contains { text.contains($0) }
     }
 
     static func scan() throws -> (files: Int, found: [String]) {
@@ -43,12 +44,14 @@ struct EngineLockOwnershipTests {
         let sections = [
             "let x = _update { $0.phase }", "operation._update({ $0.name = nil })", "queue.core.withLock { $0.members }",
             "self.core .withLock { _ in }", "state.queue?.core?.withLock { _ in }",
+            "queue._withQueueLock { $0.members }", "operation.core.mutex.withLock { $0.phase }",
         ]
         for line in sections {
             #expect(Self.takesLock(Array(line.utf8)), "not found: \(line)")
         }
         let others = [
             "let x = _readState { $0.phase }", "let y = _updateCount", "queue._snapshot.limit", "layerValues.withLock { $0 }",
+            "try mutex.withLock(body)",
         ]
         for line in others {
             #expect(!Self.takesLock(Array(line.utf8)), "found: \(line)")

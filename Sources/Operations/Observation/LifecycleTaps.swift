@@ -79,6 +79,16 @@ extension Operation {
         }
     }
 
+    /// Runs `body` with the operation's attachments, made first only when `needed` says
+    /// the operation, as it stands, will keep something (nil otherwise), under its lock.
+    private func _withAttachments<Result>(
+        when needed: (Standing) -> Bool, _ body: (OperationAttachments?, Standing) -> Result
+    ) -> Result {
+        _withLayerState(making: { OperationAttachments() }, when: needed) { state, standing in
+            body(state.map { $0 as! OperationAttachments }, standing)
+        }
+    }
+
     /// Runs `body` with the operation's attachments when a layer made them, under its lock.
     private func _withAttachmentsIfMade<Result>(_ body: (OperationAttachments?) -> Result) -> Result {
         _withLayerState(making: nil) { state, _ in body(state.map { $0 as! OperationAttachments }) }
@@ -127,12 +137,19 @@ extension Operation {
     /// then); never if the operation finishes without starting.
     package final func _onStart(_ hook: @escaping @Sendable () -> Void) {
         enum Decision { case added, runNow, never }
-        let decision = _withAttachments { attachments, standing -> Decision in
+        // Attachments are made only for a hook that is kept (the work has not started).
+        let beforeStart: (Standing) -> Bool = { standing in
+            switch standing.phase {
+            case .idle, .waiting, .checking, .parked, .ready, .dispatched: true
+            default: false
+            }
+        }
+        let decision = _withAttachments(when: beforeStart) { attachments, standing -> Decision in
             switch standing.phase {
             case .finishing, .announcing, .finished: return .never
             case .executing, .awaitingFinish: return .runNow
             case .idle, .waiting, .checking, .parked, .ready, .dispatched:
-                attachments.startHooks.append(hook)
+                attachments!.startHooks.append(hook)
                 return .added
             }
         }
@@ -155,9 +172,9 @@ extension Operation {
     /// starts the work; the finish when it has been processed, before any wait returns).
     @discardableResult
     package final func _addLifecycleTap(_ tap: some LifecycleTap) -> Bool {
-        _withAttachments { attachments, standing -> Bool in
+        _withAttachments(when: { !$0.phase.isFinishingOrFinished }) { attachments, standing -> Bool in
             guard !standing.phase.isFinishingOrFinished else { return false }
-            attachments.taps.append(tap)
+            attachments!.taps.append(tap)
             return true
         }
     }

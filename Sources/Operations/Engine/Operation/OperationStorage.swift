@@ -215,20 +215,23 @@ extension Operation {
     }
 
     /// Lends a layer its state kept with the operation (`OperationLayerState`), under the
-    /// operation's lock: the one there, or the one `make` makes when there is none (nil
-    /// without `make`). `body` changes only that state, and runs no user code.
+    /// operation's lock: the one there, or, when there is none and `needed` says the
+    /// operation, as it stands, keeps something, the one `make` makes (nil without `make`,
+    /// or when not needed: an operation is given nothing it will not use). `body` changes
+    /// only that state, and runs no user code.
     final func _withLayerState<Result>(
-        making make: (() -> any OperationLayerState)?,
+        making make: (() -> any OperationLayerState)?, when needed: (Standing) -> Bool = { _ in true },
         _ body: (_ state: (any OperationLayerState)?, _ standing: Standing) -> Result
     ) -> Result {
         _update { core in
+            let standing = Standing(phase: core.phase, isInQueue: core.queue != nil)
             var layerState = core.extras?.layerState
-            if layerState == nil, let make {
+            if layerState == nil, let make, needed(standing) {
                 let made = make()
                 core.extras(orNew: ()).layerState = made
                 layerState = made
             }
-            return body(layerState, Standing(phase: core.phase, isInQueue: core.queue != nil))
+            return body(layerState, standing)
         }
     }
 }

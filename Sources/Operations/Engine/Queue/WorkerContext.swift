@@ -19,7 +19,8 @@ final class WorkerContext: @unchecked Sendable {
     /// `QueueCore.WorkerStart`).
     let onSharedPool: Bool
     /// The operation whose `start()` the worker is in (the worker holds it meanwhile).
-    /// (This and the other `var`s are touched only by the worker's own thread: no run-time
+    /// (This and the other `var`s are written only by the worker's own thread, and read by
+    /// other threads only while it waits for them, a `BlockOperation`'s blocks: no run-time
     /// exclusivity checks.)
     @exclusivity(unchecked) unowned(unsafe) var operation: Operation?
     /// `operation` finished on this thread and left the queue's bookkeeping to the worker.
