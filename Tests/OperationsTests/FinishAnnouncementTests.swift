@@ -439,4 +439,41 @@ struct FinishAnnouncementTests {
         #expect(countWhenTold() == 0, "told while the queue still counted the operation")
         token.update { $0?.invalidate() }
     }
+
+    /// The queue counts an operation whose quiet finish found a late observer until that
+    /// observer was told, as after a full finish: a wait that begins meanwhile returns after
+    /// it. Forced: the late observer registers at the quiet-finish pause point; its `.prior`
+    /// notification (the announcement has begun, the operation has left the queue's list)
+    /// starts a wait on another thread and holds the announcement until that wait has
+    /// either returned or is waiting.
+    @Test("a queue wait that begins while a late observer of a quiet finish is told returns after it was told")
+    func waitBegunWhileLateObserverIsTold() {
+        let queue = OperationQueue()
+        let operation = BlockOperation {}
+        let told = Shared(false)
+        let returnedBeforeTold = Shared<Bool?>(nil)
+        let token = Shared<NSKeyValueObservation?>(nil)
+        let id = WorkerPausePoints.quietFinishChosen.add { pausedQueue, finishing in
+            guard pausedQueue === queue, finishing === operation else { return }
+            token.update {
+                $0 = operation.observe(\.isFinished, options: [.new, .prior]) { _, change in
+                    if change.isPrior {
+                        let waiter = Thread {
+                            queue.waitUntilAllOperationsAreFinished()
+                            returnedBeforeTold.update { $0 = !told() }
+                        }
+                        waiter.start()
+                        _ = eventually { returnedBeforeTold() != nil || queue._emptinessWaitCount > 0 }
+                    } else if change.newValue == true {
+                        told.update { $0 = true }
+                    }
+                }
+            }
+        }
+        defer { WorkerPausePoints.quietFinishChosen.remove(id) }
+        queue.addOperation(operation)
+        #expect(eventually { returnedBeforeTold() != nil }, "the wait begun during the announcement never returned")
+        #expect(returnedBeforeTold() == false, "the wait returned before the late observer was told")
+        token.update { $0?.invalidate() }
+    }
 }

@@ -52,14 +52,17 @@ extension Operation {
     private func _departQuietly(_ quiet: OperationCore.QuietFinish) {
         _releaseWork()
         let lateObservers = _hasObservers
-        let waiters = quiet.queue?._operationFinished(
-            self, releasesSlot: quiet.releasesSlot, leaves: true, deferrable: !lateObservers) ?? []
+        // With late observers the queue counts the operation for its waits until they were
+        // told, as after a full finish: a wait that begins meanwhile returns after them.
+        var waiters = quiet.queue?._operationFinished(
+            self, releasesSlot: quiet.releasesSlot, leaves: true, announcing: lateObservers,
+            deferrable: !lateObservers) ?? []
         if lateObservers {
-            // Told before the queue's waits that this finish ends return.
             _announceWillChange("isExecuting")
             _announceWillChange("isFinished")
             _announceDidChange("isExecuting")
             _announceDidChange("isFinished")
+            if let queue = quiet.queue { waiters += queue._finishAnnounced() }
         }
         for waiter in waiters { waiter.wake() }
     }

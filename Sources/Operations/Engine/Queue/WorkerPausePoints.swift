@@ -10,6 +10,12 @@ extension OperationQueue {
         _withQueueLock { ($0.pool.grownLimit, $0.pool.count) }
     }
 
+    /// How many waits for the queue to become empty are waiting (`package`: for tests that
+    /// must know a wait has begun).
+    package final var _emptinessWaitCount: Int {
+        _withQueueLock { $0.waits.count }
+    }
+
     /// Queues this queue's worker for the shared pool on `queue` instead of Dispatch's pool
     /// (a test suspends it to play a pool that never begins the worker). For tests.
     package final func _useSharedPoolForTests(_ queue: DispatchQueue?) {
