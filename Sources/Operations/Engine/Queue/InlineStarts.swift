@@ -49,7 +49,7 @@ extension OperationQueue {
     }
 
     /// The queue starting an operation on this thread outside its workers (`_startInline`):
-    /// the current queue meanwhile, and a start by a queue for `TaskOperation`. A thread-local
+    /// the current queue meanwhile, and a start by a queue for an `async` body's operation. A thread-local
     /// value, not a task-local one: binding a task-local costs more than the rest of a start.
     static var _startingInline: OperationQueue? {
         guard let starts = _inlineStarts.value else { return nil }
