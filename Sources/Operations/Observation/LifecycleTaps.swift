@@ -74,9 +74,7 @@ extension Operation {
     /// Runs `body` with the operation's attachments (made on first use) and where it
     /// stands, under its lock (lent by the engine: see `_withLayerState`).
     private func _withAttachments<Result>(_ body: (OperationAttachments, Standing) -> Result) -> Result {
-        _withLayerState(making: { OperationAttachments() }) { state, standing in
-            body(state as! OperationAttachments, standing)
-        }
+        _withAttachments(when: { _ in true }) { attachments, standing in body(attachments!, standing) }
     }
 
     /// Runs `body` with the operation's attachments, made first only when `needed` says

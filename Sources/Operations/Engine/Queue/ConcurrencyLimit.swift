@@ -1,6 +1,6 @@
 /// The bound on a queue's executing operations, converted once from the value
 /// `maxConcurrentOperationCount` was set to.
-enum ConcurrencyLimit: Equatable, CustomStringConvertible {
+enum ConcurrencyLimit: Equatable {
     /// `defaultMaxConcurrentOperationCount` (−1): as many as the system sees fit. Workers
     /// start for about one operation per processor, and the watchdog adds workers while
     /// the running ones are blocked.
@@ -40,11 +40,4 @@ enum ConcurrencyLimit: Equatable, CustomStringConvertible {
 
     /// One at a time: priorities then do not come from quality of service.
     var isSerial: Bool { self == .exactly(1) }
-
-    var description: String {
-        switch self {
-        case .systemDefault: "the default limit"
-        case .exactly(let count): "a limit of \(count)"
-        }
-    }
 }

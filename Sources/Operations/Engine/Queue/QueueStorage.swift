@@ -93,7 +93,7 @@ extension OperationQueue {
 
     /// Reads an operation's (possibly overridden) getters, before the lock.
     static func _reading(of operation: Operation) -> QueueCore.Reading {
-        let generation = operation._update { $0.readinessGeneration }
+        let generation = operation._readState { $0.readinessGeneration }
         return QueueCore.Reading(
             generation: generation, isReady: operation.isReady, isExecuting: operation.isExecuting,
             isFinished: operation.isFinished, isAsynchronous: operation.isAsynchronous)
