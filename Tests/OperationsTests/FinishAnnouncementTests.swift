@@ -418,26 +418,19 @@ struct FinishAnnouncementTests {
         let queue = OperationQueue()
         let operation = BlockOperation {}
         let seen = Shared<[Bool]>([])
-        let token = Shared<NSKeyValueObservation?>(nil)
         let countWhenTold = Shared<Int?>(nil)
         // Forced: the observer registers after the worker found nobody watching the
         // operation, before it finishes it; its initial value reads false.
-        let id = WorkerPausePoints.quietFinishChosen.add { pausedQueue, finishing in
-            guard pausedQueue === queue, finishing === operation else { return }
-            token.update {
-                $0 = operation.observe(\.isFinished, options: [.initial, .new]) { _, change in
-                    seen.update { $0.append(change.newValue ?? false) }
-                    if change.newValue == true { countWhenTold.update { $0 = queue.operationCount } }
-                }
-            }
+        let endObserving = Self.observeAtQuietFinish(of: operation, in: queue, options: [.initial, .new]) { change in
+            seen.update { $0.append(change.newValue ?? false) }
+            if change.newValue == true { countWhenTold.update { $0 = queue.operationCount } }
         }
-        defer { WorkerPausePoints.quietFinishChosen.remove(id) }
+        defer { endObserving() }
         queue.addOperation(operation)
         queue.waitUntilAllOperationsAreFinished()
         #expect(seen().first == false, "the observer registered before the finish: \(seen())")
         #expect(seen().last == true, "the observer was never told the operation finished: \(seen())")
         #expect(countWhenTold() == 0, "told while the queue still counted the operation")
-        token.update { $0?.invalidate() }
     }
 
     /// The queue counts an operation whose quiet finish found a late observer until that
@@ -452,28 +445,39 @@ struct FinishAnnouncementTests {
         let operation = BlockOperation {}
         let told = Shared(false)
         let returnedBeforeTold = Shared<Bool?>(nil)
-        let token = Shared<NSKeyValueObservation?>(nil)
-        let id = WorkerPausePoints.quietFinishChosen.add { pausedQueue, finishing in
-            guard pausedQueue === queue, finishing === operation else { return }
-            token.update {
-                $0 = operation.observe(\.isFinished, options: [.new, .prior]) { _, change in
-                    if change.isPrior {
-                        let waiter = Thread {
-                            queue.waitUntilAllOperationsAreFinished()
-                            returnedBeforeTold.update { $0 = !told() }
-                        }
-                        waiter.start()
-                        _ = eventually { returnedBeforeTold() != nil || queue._emptinessWaitCount > 0 }
-                    } else if change.newValue == true {
-                        told.update { $0 = true }
-                    }
+        let endObserving = Self.observeAtQuietFinish(of: operation, in: queue, options: [.new, .prior]) { change in
+            if change.isPrior {
+                let waiter = Thread {
+                    queue.waitUntilAllOperationsAreFinished()
+                    returnedBeforeTold.update { $0 = !told() }
                 }
+                waiter.start()
+                _ = eventually { returnedBeforeTold() != nil || queue._emptinessWaitCount > 0 }
+            } else if change.newValue == true {
+                told.update { $0 = true }
             }
         }
-        defer { WorkerPausePoints.quietFinishChosen.remove(id) }
+        defer { endObserving() }
         queue.addOperation(operation)
         #expect(eventually { returnedBeforeTold() != nil }, "the wait begun during the announcement never returned")
         #expect(returnedBeforeTold() == false, "the wait returned before the late observer was told")
-        token.update { $0?.invalidate() }
+    }
+
+    /// An observer of `operation`'s `isFinished` that registers when its worker, in
+    /// `queue`, has found nobody watching it and is about to finish it quietly. The closure returned
+    /// removes the pause action and invalidates the observation.
+    static func observeAtQuietFinish(
+        of operation: Operation, in queue: OperationQueue, options: NSKeyValueObservingOptions,
+        _ handler: @escaping @Sendable (NSKeyValueObservedChange<Bool>) -> Void
+    ) -> () -> Void {
+        let token = Shared<NSKeyValueObservation?>(nil)
+        let id = WorkerPausePoints.quietFinishChosen.add { pausedQueue, finishing in
+            guard pausedQueue === queue, finishing === operation else { return }
+            token.update { $0 = operation.observe(\.isFinished, options: options) { _, change in handler(change) } }
+        }
+        return {
+            WorkerPausePoints.quietFinishChosen.remove(id)
+            token.update { $0?.invalidate() }
+        }
     }
 }
