@@ -75,49 +75,20 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
         }
     }
 
-    /// How often `value` reads the record again while it waits without a notification.
-    static var recheckInterval: Duration { .seconds(2) }
-
-    /// The output, once the operation finishes (woken by the store's notifications; the
-    /// record is also read again every 2 seconds without one, in case one was lost); throws
-    /// ``DurableError`` when it failed or was cancelled.
+    /// The output, once the operation finishes; throws ``DurableError`` when it failed or was
+    /// cancelled.
     ///
-    /// Cancelling the waiting task stops the wait, not the operation.
+    /// Waits through the store's ``DurableFinishWatch``: the process listens once for all its
+    /// waiters, and a finish wakes only the waiters of its own operation, so awaiting many
+    /// handles at once costs each one a few reads of its own. Cancelling the waiting task
+    /// stops the wait, not the operation.
     public var value: K.Output {
         get async throws {
             let store = try boundStore()
-            // Listen first, then read: a finish between the two is not missed.
-            let notifications = store.notifications()
-            // Woken by the store's notifications; a re-read every few seconds is the safety
-            // net for one that never arrives (a connection lost between LISTEN and NOTIFY).
-            let (events, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
-            let forward = Task {
-                for await notification in notifications { continuation.yield(notification) }
-                continuation.finish()
-            }
-            let recheck = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: Self.recheckInterval)
-                    continuation.yield(.resynchronize)
-                }
-            }
-            defer {
-                forward.cancel()
-                recheck.cancel()
-            }
-            var iterator = events.makeAsyncIterator()
-            while true {
-                let record = try await currentRecord()
-                if record.state.isFinished { return try decodeOutput(record) }
-                while true {
-                    try Task.checkCancellation()
-                    guard let notification = await iterator.next() else {
-                        try Task.checkCancellation()
-                        throw DurableError(.databaseUnreachable, "\(id) (\(K.kind)): the store stopped telling changes")
-                    }
-                    if notification == .finished(id) || notification == .resynchronize { break }
-                }
-            }
+            let record = try await currentRecord()
+            if record.state.isFinished { return try decodeOutput(record) }
+            try await store.finishWatch.waitUntilFinished([id], store: store)
+            return try await finishedOutput()
         }
     }
 

@@ -57,13 +57,16 @@ public struct DurableEnqueueRequest: Sendable {
     /// The waits after the listed ones, computed by the store when an attempt fails.
     public var retryBackoff: DurableBackoff
     public var dependencies: [DurableOperationID]
+    /// Dependencies on requests of the same ``DurableOperationStore/enqueue(_:)`` call, by
+    /// their positions in it: each earlier than this request's own.
+    public var dependenciesInBatch: [Int]
     /// Runs even when a dependency failed or was cancelled.
     public var runsAnyway: Bool
 
     public init(
         queue: String, kind: String, input: String, priority: Int = 0, key: String? = nil,
         notBefore: Date? = nil, maximumAttempts: Int = 1, retryDelays: [Double] = [], retryBackoff: DurableBackoff = .none,
-        dependencies: [DurableOperationID] = [], runsAnyway: Bool = false
+        dependencies: [DurableOperationID] = [], dependenciesInBatch: [Int] = [], runsAnyway: Bool = false
     ) {
         self.queue = queue
         self.kind = kind
@@ -75,6 +78,7 @@ public struct DurableEnqueueRequest: Sendable {
         self.retryDelays = retryDelays
         self.retryBackoff = retryBackoff
         self.dependencies = dependencies
+        self.dependenciesInBatch = dependenciesInBatch
         self.runsAnyway = runsAnyway
     }
 }
@@ -260,6 +264,44 @@ public struct DurableHeartbeat: Sendable {
     }
 }
 
+/// How many operations of a queue are in each state.
+public struct DurableOperationCounts: Sendable, Equatable, Codable {
+    public var waiting = 0
+    public var ready = 0
+    public var running = 0
+    public var succeeded = 0
+    public var failed = 0
+    public var cancelled = 0
+
+    public init() {}
+
+    /// The operations that have not finished: waiting, ready and running.
+    public var unfinished: Int { waiting + ready + running }
+
+    public subscript(state: DurableState) -> Int {
+        get {
+            switch state {
+            case .waiting: waiting
+            case .ready: ready
+            case .running: running
+            case .succeeded: succeeded
+            case .failed: failed
+            case .cancelled: cancelled
+            }
+        }
+        set {
+            switch state {
+            case .waiting: waiting = newValue
+            case .ready: ready = newValue
+            case .running: running = newValue
+            case .succeeded: succeeded = newValue
+            case .failed: failed = newValue
+            case .cancelled: cancelled = newValue
+            }
+        }
+    }
+}
+
 /// A change the store tells its listeners about (through NOTIFY, or by watching the file).
 public enum DurableStoreNotification: Sendable, Equatable {
     /// Some operation of the queue became claimable.
@@ -282,8 +324,10 @@ public protocol DurableOperationStore: Sendable {
     /// Throws a ``DurableError`` saying where the database is when it cannot be reached.
     func checkConnection() async throws
 
-    /// Stores new operations in one transaction, in order (a request may depend on an
-    /// earlier one's id only if that was stored before).
+    /// Stores new operations in one transaction, in order: a request depends on stored
+    /// operations by id and on earlier requests of the same call by position
+    /// (``DurableEnqueueRequest/dependenciesInBatch``). A request whose key coalesces with a
+    /// pending operation stands for that operation in the batch's dependencies.
     func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult]
 
     /// Claims up to `limit` ready operations of `queue` whose kind is in `kinds`, in priority
@@ -319,6 +363,16 @@ public protocol DurableOperationStore: Sendable {
 
     func waitFacts(of id: DurableOperationID) async throws -> DurableWaitFacts?
 
+    /// The states of the operations among `ids` that are stored, in one read.
+    func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState]
+
+    /// How many operations of the queue are in each state. The unfinished ones are counted
+    /// from indexes; the finished ones by reading the queue's kept rows (until pruned).
+    func counts(queue: String) async throws -> DurableOperationCounts
+
+    /// The unfinished operations of the queue (waiting, ready, running), read from indexes.
+    func unfinishedCount(queue: String) async throws -> Int
+
     /// Cancels a pending operation at once (and its dependents); asks a running one to stop.
     func cancel(_ id: DurableOperationID, reason: String) async throws
 
@@ -336,5 +390,25 @@ public protocol DurableOperationStore: Sendable {
 
     /// Changes as they happen, from now on. Ends when the caller stops iterating.
     func notifications() -> AsyncStream<DurableStoreNotification>
+
+    /// The one watch through which this process waits for the store's operations to finish
+    /// (``DurableHandle/value``, ``DurableQueue/waitUntilFinished(_:)``): a store keeps one
+    /// for its life.
+    var finishWatch: DurableFinishWatch { get }
+}
+
+extension DurableOperationStore {
+    /// Reads the records one by one: for stores that cannot read many at once.
+    public func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
+        var states: [DurableOperationID: DurableState] = [:]
+        for id in ids {
+            if let record = try await record(of: id, includingAttempts: false) { states[id] = record.state }
+        }
+        return states
+    }
+
+    public func unfinishedCount(queue: String) async throws -> Int {
+        try await counts(queue: queue).unfinished
+    }
 }
 #endif

@@ -72,21 +72,32 @@ public struct DurableQueue: DurableEventSource, Sendable {
         priority: Operations.Operation.QueuePriority = .normal, key: String? = nil, notBefore: Date? = nil,
         retry: DurableRetry = .standard
     ) throws -> DurableEnqueueRequest {
+        try Self.storedRequest(
+            kind, input: input, queue: name, what: "adding \(K.kind) to queue \"\(name)\"", dependencies: dependencies.map(\.id),
+            runsAnyway: runsAnyway, priority: priority, key: key, notBefore: notBefore, retry: retry)
+    }
+
+    /// The stored form of one operation; `what` names it in errors.
+    static func storedRequest<K: DurableOperation>(
+        _ kind: K.Type, input: K.Input, queue: String, what: String, dependencies: [DurableOperationID],
+        dependenciesInBatch: [Int] = [], runsAnyway: Bool, priority: Operations.Operation.QueuePriority, key: String?,
+        notBefore: Date?, retry: DurableRetry
+    ) throws -> DurableEnqueueRequest {
         guard retry.maximumAttempts >= 1 else {
-            throw DurableError(.invalidArgument, "adding \(K.kind) to queue \"\(name)\": retry.maximumAttempts must be at least 1, not \(retry.maximumAttempts)")
+            throw DurableError(.invalidArgument, "\(what): retry.maximumAttempts must be at least 1, not \(retry.maximumAttempts)")
         }
-        let retryWaits = try retry.stored(adding: "adding \(K.kind) to queue \"\(name)\"")
+        let retryWaits = try retry.stored(adding: what)
         let encoded: Data
         do {
             encoded = try JSONEncoder().encode(input)
         } catch {
-            throw DurableError(.invalidArgument, "adding \(K.kind) to queue \"\(name)\": its input does not encode: \(error)")
+            throw DurableError(.invalidArgument, "\(what): its input does not encode: \(error)")
         }
         return DurableEnqueueRequest(
-            queue: name, kind: K.kind, input: String(decoding: encoded, as: UTF8.self), priority: priority.rawValue,
+            queue: queue, kind: K.kind, input: String(decoding: encoded, as: UTF8.self), priority: priority.rawValue,
             key: key, notBefore: notBefore, maximumAttempts: retry.maximumAttempts, retryDelays: retryWaits.listed,
-            retryBackoff: retryWaits.backoff,
-            dependencies: dependencies.map(\.id), runsAnyway: runsAnyway)
+            retryBackoff: retryWaits.backoff, dependencies: dependencies, dependenciesInBatch: dependenciesInBatch,
+            runsAnyway: runsAnyway)
     }
 
     /// A handle for a stored operation known by its id.

@@ -9,36 +9,76 @@ extension PostgresOperationStore {
     // MARK: Enqueueing
 
     public func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] {
-        if requests.count == 1 {
+        guard !requests.isEmpty else { return [] }
+        if requests.count == 1, requests[0].dependenciesInBatch.isEmpty {
             return [try await enqueue(requests[0], run: { query in try await self.rows(query, "adding \(requests[0].kind)") })]
         }
-        do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await self.enqueue(requests, on: connection)
-            }
-        } catch let error as PostgresTransactionError {
-            throw describe(error.closureError ?? error.commitError ?? error.beginError ?? error, "adding operations")
+        return try await enqueueBatch(requests) { query in
+            try await self.rows(query, "adding \(requests.count) operations")
         }
     }
 
     /// Enqueues on the caller's connection, inside the caller's transaction: workers see the
     /// operations when it commits; a rollback removes them.
-    /// - Important: A request refused without a database error (a key held by another kind)
-    ///   leaves the transaction open with the requests before it stored: roll back, or
-    ///   commit knowing they are there.
+    /// - Important: A refused request (a key held by another kind, a dependency not stored)
+    ///   fails the statement, and with it the caller's transaction: roll it back.
     public func enqueue(_ requests: [DurableEnqueueRequest], on connection: PostgresConnection) async throws -> [DurableEnqueueResult] {
-        var results: [DurableEnqueueResult] = []
-        for request in requests {
-            results.append(
-                try await enqueue(request) { query in
-                    do {
-                        return try await connection.query(query, logger: self.logger).collect()
-                    } catch {
-                        throw self.describe(error, "adding \(request.kind)")
-                    }
-                })
+        guard !requests.isEmpty else { return [] }
+        return try await enqueueBatch(requests) { query in
+            do {
+                return try await connection.query(query, logger: self.logger).collect()
+            } catch {
+                throw self.describe(error, "adding \(requests.count) operations")
+            }
         }
-        return results
+    }
+
+    /// One round trip for the whole batch: the requests travel as one JSON array.
+    private func enqueueBatch(
+        _ requests: [DurableEnqueueRequest], run: (PostgresQuery) async throws -> [PostgresRow]
+    ) async throws -> [DurableEnqueueResult] {
+        let encoded = String(decoding: try JSONEncoder().encode(requests.map(BatchRequest.init)), as: UTF8.self)
+        let rows = try await run(
+            """
+            SELECT operation_id, coalesced FROM durable_enqueue_batch(\(encoded)::jsonb) WITH ORDINALITY ORDER BY ordinality
+            """)
+        return try rows.map { row in
+            let (id, coalesced) = try row.decode((Int64, Bool).self)
+            return DurableEnqueueResult(id: DurableOperationID(rawValue: id), coalesced: coalesced)
+        }
+    }
+
+    /// A request as `durable_enqueue_batch` reads it (a missing key is SQL's NULL).
+    private struct BatchRequest: Encodable {
+        let queue, kind, input: String
+        let priority: Int
+        let key: String?
+        let notBefore: Double?
+        let maximumAttempts: Int
+        let retryDelays: [Double]
+        let retryInitial, retryMultiplier, retryMaximum: Double
+        let retryJittered: Bool
+        let dependencies: [Int64]
+        let members: [Int]
+        let runsAnyway: Bool
+
+        init(_ request: DurableEnqueueRequest) {
+            queue = request.queue
+            kind = request.kind
+            input = request.input
+            priority = request.priority
+            key = request.key
+            notBefore = request.notBefore?.timeIntervalSince1970
+            maximumAttempts = request.maximumAttempts
+            retryDelays = request.retryDelays
+            retryInitial = request.retryBackoff.initial
+            retryMultiplier = request.retryBackoff.multiplier
+            retryMaximum = request.retryBackoff.maximum
+            retryJittered = request.retryBackoff.jittered
+            dependencies = request.dependencies.map(\.rawValue)
+            members = request.dependenciesInBatch
+            runsAnyway = request.runsAnyway
+        }
     }
 
     private func enqueue(

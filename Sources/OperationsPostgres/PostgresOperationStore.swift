@@ -16,6 +16,7 @@ public final class PostgresOperationStore: DurableOperationStore {
     let logger = Logger(label: "operations.durable.postgres")
     let clientTask: Task<Void, Never>
     let listener: PostgresNotificationListener
+    public let finishWatch = DurableFinishWatch()
     private let statements = Locked(0)
 
     /// How many statements (round trips) the store has sent, for measuring its cost.
@@ -159,6 +160,42 @@ public final class PostgresOperationStore: DurableOperationStore {
         return DurableWaitFacts(
             record: record, queueSuspended: suspended, queueLimit: limit, queueRunning: running,
             liveWorkerKnowsKind: known, now: now)
+    }
+
+    public func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
+        guard !ids.isEmpty else { return [:] }
+        let found = try await rows(
+            "SELECT id, state FROM durable_operations WHERE id = ANY(\(ids.map(\.rawValue))::bigint[])",
+            "reading the states of \(ids.count) operations")
+        var states: [DurableOperationID: DurableState] = [:]
+        for row in found {
+            let (id, state) = try row.decode((Int64, String).self)
+            states[DurableOperationID(rawValue: id)] = DurableState(rawValue: state) ?? .waiting
+        }
+        return states
+    }
+
+    public func counts(queue: String) async throws -> DurableOperationCounts {
+        let found = try await rows(
+            "SELECT state, count(*)::bigint FROM durable_operations WHERE queue = \(queue) GROUP BY state",
+            "counting the operations of queue \"\(queue)\"")
+        var counts = DurableOperationCounts()
+        for row in found {
+            let (state, count) = try row.decode((String, Int64).self)
+            if let state = DurableState(rawValue: state) { counts[state] = Int(count) }
+        }
+        return counts
+    }
+
+    public func unfinishedCount(queue: String) async throws -> Int {
+        // Each count is answered by the partial index of its state.
+        let found = try await rows(
+            """
+            SELECT (SELECT count(*) FROM durable_operations WHERE queue = \(queue) AND state = 'waiting')
+                + (SELECT count(*) FROM durable_operations WHERE queue = \(queue) AND state = 'ready')
+                + (SELECT count(*) FROM durable_operations WHERE queue = \(queue) AND state = 'running')
+            """, "counting the unfinished operations of queue \"\(queue)\"")
+        return Int(try found[0].decode(Int64.self))
     }
 
     // MARK: Changing

@@ -22,7 +22,51 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6, version7]
+
+    // Batches: one call stores many operations, which may depend on earlier ones of the same
+    // call by position (`members`, from 0), in one round trip; a member whose key coalesced
+    // stands for the operation it coalesced with. A coalescing with an operation of another
+    // kind fails the whole call. The index counts a queue's waiting operations, as the
+    // claimable and running indexes count the others.
+    static let version7: [String] = [
+        """
+        CREATE FUNCTION durable_enqueue_batch(p_requests jsonb)
+        RETURNS TABLE (operation_id bigint, coalesced boolean)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r jsonb;
+            v_ids bigint[] := '{}';
+            v_id bigint;
+            v_coalesced boolean;
+            v_kind text;
+        BEGIN
+            FOR r IN SELECT e.value FROM jsonb_array_elements(p_requests) WITH ORDINALITY e ORDER BY e.ordinality LOOP
+                SELECT q.operation_id, q.coalesced INTO v_id, v_coalesced FROM durable_enqueue(
+                    r->>'queue', r->>'kind', r->>'input', (r->>'priority')::integer, r->>'key',
+                    to_timestamp((r->>'notBefore')::double precision), (r->>'maximumAttempts')::bigint,
+                    ARRAY(SELECT x::double precision FROM jsonb_array_elements_text(r->'retryDelays') x),
+                    (r->>'retryInitial')::double precision, (r->>'retryMultiplier')::double precision,
+                    (r->>'retryMaximum')::double precision, (r->>'retryJittered')::boolean,
+                    ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(r->'dependencies') x)
+                        || ARRAY(SELECT v_ids[m::integer + 1] FROM jsonb_array_elements_text(r->'members') m),
+                    (r->>'runsAnyway')::boolean) q;
+                IF v_coalesced THEN
+                    SELECT o.kind INTO v_kind FROM durable_operations o WHERE o.id = v_id;
+                    IF v_kind IS DISTINCT FROM r->>'kind' THEN
+                        RAISE EXCEPTION 'adding % to queue "%" with key "%": the key is held by operation %, of kind %, which is pending or running; a key coalesces operations of one kind',
+                            r->>'kind', r->>'queue', r->>'key', v_id, v_kind USING ERRCODE = 'P0001';
+                    END IF;
+                END IF;
+                v_ids := v_ids || v_id;
+                operation_id := v_id;
+                coalesced := v_coalesced;
+                RETURN NEXT;
+            END LOOP;
+        END $$
+        """,
+        "CREATE INDEX durable_operations_waiting ON durable_operations (queue) WHERE state = 'waiting'",
+    ]
 
     // Retries are stored as the strategy's parameters (`DurableBackoff`), which
     // `durable_retry_wait` evaluates when an attempt fails, after the waits listed when it was

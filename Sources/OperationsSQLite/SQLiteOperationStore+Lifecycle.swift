@@ -14,7 +14,18 @@ extension SQLiteOperationStore {
         let what = requests.count == 1 ? "adding \(requests[0].kind)" : "adding operations"
         let results = try await access.write(what) { transaction in
             var results: [DurableEnqueueResult] = []
-            for request in requests { results.append(try await enqueue(request, in: transaction)) }
+            for (index, request) in requests.enumerated() {
+                var request = request
+                for member in request.dependenciesInBatch {
+                    guard member >= 0, member < index else {
+                        throw DurableError(
+                            .invalidArgument,
+                            "adding \(request.kind) to queue \"\(request.queue)\": it depends on request \(member) of its batch, which is not an earlier one")
+                    }
+                    request.dependencies.append(results[member].id)
+                }
+                results.append(try await enqueue(request, in: transaction))
+            }
             return results
         }
         poller.poke()

@@ -35,6 +35,7 @@ public final class SQLiteOperationStore: DurableOperationStore {
     public let configuration: Configuration
     let access: SQLiteAccess
     let poller: SQLiteNotificationPoller
+    public let finishWatch = DurableFinishWatch()
 
     /// A store in the file at `path`, created by ``migrate()`` if missing.
     public init(path: String, configuration: Configuration = Configuration()) {
@@ -107,6 +108,43 @@ public final class SQLiteOperationStore: DurableOperationStore {
             cancelReason: row.optionalText("cancel_reason"), progressCompleted: Int64(row.int("progress_completed")),
             progressTotal: Int64(row.int("progress_total")), notBefore: row.date("not_before"),
             unfinishedDependencies: row.int("pending_dependencies"), attempts: [])
+    }
+
+    public func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
+        guard !ids.isEmpty else { return [:] }
+        let list = ids.map { String($0.rawValue) }.joined(separator: ",")
+        return try await access.withConnection("reading the states of \(ids.count) operations") { connection in
+            var states: [DurableOperationID: DurableState] = [:]
+            for row in try await connection.rows("SELECT id, state FROM durable_operations WHERE id IN (\(list))") {
+                states[DurableOperationID(rawValue: Int64(row.int("id")))] = DurableState(rawValue: row.text("state")) ?? .waiting
+            }
+            return states
+        }
+    }
+
+    public func counts(queue: String) async throws -> DurableOperationCounts {
+        try await access.withConnection("counting the operations of queue \"\(queue)\"") { connection in
+            var counts = DurableOperationCounts()
+            for row in try await connection.rows(
+                "SELECT state, count(*) AS n FROM durable_operations WHERE queue = ? GROUP BY state", [.text(queue)])
+            {
+                if let state = DurableState(rawValue: row.text("state")) { counts[state] = row.int("n") }
+            }
+            return counts
+        }
+    }
+
+    public func unfinishedCount(queue: String) async throws -> Int {
+        // Each count is answered by the partial index of its state.
+        try await access.withConnection("counting the unfinished operations of queue \"\(queue)\"") { connection in
+            let rows = try await connection.rows(
+                """
+                SELECT (SELECT count(*) FROM durable_operations WHERE queue = ?1 AND state = 'waiting')
+                    + (SELECT count(*) FROM durable_operations WHERE queue = ?1 AND state = 'ready')
+                    + (SELECT count(*) FROM durable_operations WHERE queue = ?1 AND state = 'running') AS n
+                """, [.text(queue)])
+            return rows[0].int("n")
+        }
     }
 
     public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {

@@ -15,12 +15,18 @@ enum SQLiteSchema {
             version INTEGER NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3]
+    static let migrations: [[String]] = [version1, version2, version3, version4]
 
     /// What holds a key: an unfinished operation whose cancel was not requested. A running
     /// operation whose cancel was requested takes no new callers, so the next add under its
     /// key stores a fresh operation beside it.
     static let keyHolder = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running') AND cancel_reason IS NULL"
+
+    // The index counts a queue's waiting operations, as the claimable and running indexes
+    // count the others.
+    static let version4: [String] = [
+        "CREATE INDEX durable_operations_waiting ON durable_operations (queue) WHERE state = 'waiting'",
+    ]
 
     // Retries are stored as the strategy's parameters (`DurableBackoff`), which the store
     // evaluates when an attempt fails, after the waits listed when it was added: what is

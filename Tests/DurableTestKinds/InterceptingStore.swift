@@ -4,6 +4,7 @@
 
 import Foundation
 import OperationsDurable
+import Synchronization
 
 /// Forwards every call to `base`. The hooks, when set, run where their names say; a hook
 /// may wait (holding the worker at that point) or end the process.
@@ -25,8 +26,20 @@ public final class InterceptingStore: DurableOperationStore {
         public init() {}
     }
 
+    /// How often the calls that tell what waiting costs were made.
+    public final class Calls: Sendable {
+        /// `notifications()` subscriptions.
+        public let subscriptions = Atomic<Int>(0)
+        /// Notifications handed to subscribers, summed over them.
+        public let notificationsDelivered = Atomic<Int>(0)
+        public let recordReads = Atomic<Int>(0)
+        public let stateReads = Atomic<Int>(0)
+        public let enqueueCalls = Atomic<Int>(0)
+    }
+
     public let base: any DurableOperationStore
     public let hooks: Hooks
+    public let calls = Calls()
 
     public init(_ base: any DurableOperationStore, hooks: Hooks) {
         self.base = base
@@ -57,7 +70,8 @@ public final class InterceptingStore: DurableOperationStore {
     public func migrate() async throws { try await base.migrate() }
     public func checkConnection() async throws { try await base.checkConnection() }
     public func enqueue(_ requests: [DurableEnqueueRequest]) async throws -> [DurableEnqueueResult] {
-        try await base.enqueue(requests)
+        calls.enqueueCalls.add(1, ordering: .relaxed)
+        return try await base.enqueue(requests)
     }
     public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {
         await hooks.beforeGiveBack?(attempts, reason)
@@ -68,7 +82,8 @@ public final class InterceptingStore: DurableOperationStore {
     }
     public func rescueExpiredLeases() async throws -> Int { try await base.rescueExpiredLeases() }
     public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
-        try await base.record(of: id, includingAttempts: includingAttempts)
+        calls.recordReads.add(1, ordering: .relaxed)
+        return try await base.record(of: id, includingAttempts: includingAttempts)
     }
     public func waitFacts(of id: DurableOperationID) async throws -> DurableWaitFacts? { try await base.waitFacts(of: id) }
     public func cancel(_ id: DurableOperationID, reason: String) async throws { try await base.cancel(id, reason: reason) }
@@ -87,6 +102,26 @@ public final class InterceptingStore: DurableOperationStore {
     public func prune(finishedBefore date: Date, limit: Int) async throws -> Int {
         try await base.prune(finishedBefore: date, limit: limit)
     }
-    public func notifications() -> AsyncStream<DurableStoreNotification> { base.notifications() }
+    public func notifications() -> AsyncStream<DurableStoreNotification> {
+        calls.subscriptions.add(1, ordering: .relaxed)
+        let upstream = base.notifications()
+        let (stream, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
+        let forwarding = Task { [calls] in
+            for await notification in upstream {
+                calls.notificationsDelivered.add(1, ordering: .relaxed)
+                continuation.yield(notification)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in forwarding.cancel() }
+        return stream
+    }
+    public let finishWatch = DurableFinishWatch()
+    public func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
+        calls.stateReads.add(1, ordering: .relaxed)
+        return try await base.states(of: ids)
+    }
+    public func counts(queue: String) async throws -> DurableOperationCounts { try await base.counts(queue: queue) }
+    public func unfinishedCount(queue: String) async throws -> Int { try await base.unfinishedCount(queue: queue) }
 }
 #endif

@@ -93,6 +93,20 @@ final class TracingStore: DurableOperationStore, @unchecked Sendable {
         try await traced("waitFacts of \(id.rawValue)") { try await store.waitFacts(of: id) }
     }
 
+    let finishWatch = DurableFinishWatch()
+
+    func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
+        try await traced("states of \(ids.count)") { try await store.states(of: ids) }
+    }
+
+    func counts(queue: String) async throws -> DurableOperationCounts {
+        try await traced("counts") { try await store.counts(queue: queue) }
+    }
+
+    func unfinishedCount(queue: String) async throws -> Int {
+        try await traced("unfinishedCount") { try await store.unfinishedCount(queue: queue) }
+    }
+
     func cancel(_ id: DurableOperationID, reason: String) async throws {
         try await traced("cancel \(id.rawValue)") { try await store.cancel(id, reason: reason) }
     }

@@ -28,7 +28,7 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 6)
+        #expect(try rows.first?.decode(Int.self) == 7)
     }
 
     @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
@@ -36,7 +36,8 @@ struct PostgresStoreTests {
         let cluster = try await PostgresCluster.shared()
         let (store, _) = try await cluster.makeStore()
         // What version 1 left: the same tables, without the index on edges by dependent, the
-        // functions of versions 3, 4 and 6, and the retry's columns of version 6.
+        // functions of versions 3, 4, 6 and 7, the retry's columns of version 6 and the index of
+        // version 7.
         try await store.client.query(
             """
             DROP FUNCTION durable_enqueue(text, text, text, integer, text, timestamptz, bigint, double precision[],
@@ -52,10 +53,12 @@ struct PostgresStoreTests {
         try await store.client.query("DROP FUNCTION durable_claim_operations")
         try await store.client.query("DROP FUNCTION durable_give_back_attempts")
         try await store.client.query("DROP FUNCTION durable_settle_successes")
+        try await store.client.query("DROP FUNCTION durable_enqueue_batch")
+        try await store.client.query("DROP INDEX durable_operations_waiting")
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()
-        #expect(try version.first?.decode(Int.self) == 6)
+        #expect(try version.first?.decode(Int.self) == 7)
         let index = try await store.client.query(
             "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
         #expect(try index.first?.decode(Int.self) == 1)

@@ -109,7 +109,7 @@ struct SQLiteStoreTests {
         }
         for store in stores { await store.shutdown() }
         #expect(try await rawCount(file.path, "SELECT count(*) FROM durable_schema") == 1)
-        #expect(try await rawCount(file.path, "SELECT version FROM durable_schema") == 3)
+        #expect(try await rawCount(file.path, "SELECT version FROM durable_schema") == 4)
     }
 
     @Test("an in-memory store runs operations")

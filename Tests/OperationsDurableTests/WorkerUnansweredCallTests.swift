@@ -90,6 +90,12 @@ private final class UnansweredCallStore: DurableOperationStore {
     func isSuspended(queue: String) async throws -> Bool { try await base.isSuspended(queue: queue) }
     func prune(finishedBefore date: Date, limit: Int) async throws -> Int { try await base.prune(finishedBefore: date, limit: limit) }
     func notifications() -> AsyncStream<DurableStoreNotification> { base.notifications() }
+    let finishWatch = DurableFinishWatch()
+    func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
+        try await base.states(of: ids)
+    }
+    func counts(queue: String) async throws -> DurableOperationCounts { try await base.counts(queue: queue) }
+    func unfinishedCount(queue: String) async throws -> Int { try await base.unfinishedCount(queue: queue) }
 }
 
 /// One in-process worker on `store`, with the default store call timeout (10 s), while the

@@ -1,0 +1,278 @@
+// Waiting for stored operations to finish: one listener per store and process, and a finish
+// wakes only the waiters of its own operation.
+#if Durable
+
+@_spi(Engine) import Operations
+
+/// How this process waits for a store's operations to finish.
+///
+/// A store keeps one (``DurableOperationStore/finishWatch``). While anybody waits, it
+/// listens to the store's notifications once, keeps its waiters by operation, and wakes on a
+/// finish only the waiters of that operation. A notification can be lost (a connection that
+/// drops between NOTIFY and LISTEN): after the store reconnects, and every
+/// ``recheckInterval`` while anybody waits, it reads the states of every awaited operation
+/// in one read, for the whole process.
+public final class DurableFinishWatch: Sendable {
+    /// How often the watch reads the awaited operations again without a notification.
+    public static let recheckInterval: Duration = .seconds(2)
+
+    /// The most ids one read of states names.
+    static let readChunk = 1_000
+
+    private struct Waiter {
+        var remaining: Set<DurableOperationID>
+        var continuation: CheckedContinuation<Void, any Error>?
+        var failure: DurableError?
+        var cancelled = false
+    }
+
+    private struct State {
+        var waiters: [Int: Waiter] = [:]
+        /// The waiters of each awaited operation.
+        var byOperation: [DurableOperationID: [Int]] = [:]
+        /// Waiters for any change (a finish, a reconnect, a recheck), by token.
+        var changeWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        /// Grows at each finish, reconnect and recheck.
+        var changes: UInt64 = 0
+        /// The callers inside a wait: the watch listens while there is one.
+        var holds = 0
+        var listener: Task<Void, Never>?
+        var listenerGeneration = 0
+        var nextToken = 0
+    }
+
+    private let state = Locked(State())
+
+    public init() {}
+
+    // MARK: Waiting
+
+    /// Returns once every operation of `ids` has finished; throws ``DurableError`` `.notFound`
+    /// for one that is not stored, or when the store stops telling changes.
+    func waitUntilFinished(_ ids: Set<DurableOperationID>, store: any DurableOperationStore) async throws {
+        if ids.isEmpty { return }
+        let token = register(ids, store: store)
+        defer { unregister(token) }
+        let sorted = ids.sorted()
+        var index = 0
+        while index < sorted.count {
+            let chunk = Array(sorted[index..<min(sorted.count, index + Self.readChunk)])
+            index += chunk.count
+            let states = try await store.states(of: chunk)
+            if let missing = chunk.first(where: { states[$0] == nil }) {
+                throw DurableError(.notFound, "\(missing) is not stored: never added, or pruned")
+            }
+            for (id, state) in states where state.isFinished { finished(id) }
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    guard let waiter = state.waiters[token] else {
+                        preconditionFailure("durable finish watch: waiter \(token) waits without being registered")
+                    }
+                    if waiter.cancelled { return .failure(CancellationError()) }
+                    if let failure = waiter.failure { return .failure(failure) }
+                    if waiter.remaining.isEmpty { return .success(()) }
+                    state.waiters[token]!.continuation = continuation
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                state.waiters[token]?.cancelled = true
+                let continuation = state.waiters[token]?.continuation
+                state.waiters[token]?.continuation = nil
+                return continuation
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Returns once `condition` holds, reading it again after each change the store tells
+    /// (a finish of any operation, a reconnect) and every ``recheckInterval``: changes that
+    /// come while it reads are folded into one more read.
+    func waitUntil(store: any DurableOperationStore, _ condition: () async throws -> Bool) async throws {
+        hold(store: store)
+        defer { release() }
+        while true {
+            let seen = state.withLock { $0.changes }
+            if try await condition() { return }
+            try await waitForChange(after: seen)
+        }
+    }
+
+    private func waitForChange(after seen: UInt64) async throws {
+        let token = state.withLock { state -> Int in
+            state.nextToken += 1
+            return state.nextToken
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now = state.withLock { state -> Bool in
+                    if state.changes != seen || Task.isCancelled { return true }
+                    state.changeWaiters[token] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.changeWaiters.removeValue(forKey: token) }?.resume(throwing: CancellationError())
+        }
+        try Task.checkCancellation()
+    }
+
+    // MARK: Registering
+
+    private func register(_ ids: Set<DurableOperationID>, store: any DurableOperationStore) -> Int {
+        let (token, stop) = state.withLock { state -> (Int, Task<Void, Never>?) in
+            state.nextToken += 1
+            let token = state.nextToken
+            state.waiters[token] = Waiter(remaining: ids)
+            for id in ids { state.byOperation[id, default: []].append(token) }
+            return (token, holdLocked(&state, store: store))
+        }
+        stop?.cancel()
+        return token
+    }
+
+    private func unregister(_ token: Int) {
+        let stop = state.withLock { state -> Task<Void, Never>? in
+            if let waiter = state.waiters.removeValue(forKey: token) {
+                for id in waiter.remaining {
+                    state.byOperation[id]?.removeAll { $0 == token }
+                    if state.byOperation[id]?.isEmpty == true { state.byOperation[id] = nil }
+                }
+            }
+            return releaseLocked(&state)
+        }
+        stop?.cancel()
+    }
+
+    private func hold(store: any DurableOperationStore) {
+        state.withLock { state in _ = holdLocked(&state, store: store) }
+    }
+
+    private func release() {
+        state.withLock { releaseLocked(&$0) }?.cancel()
+    }
+
+    /// Starts listening with the first hold. The subscription is made under the lock, before
+    /// the caller reads any state, so that a finish after that read is heard; subscribing only
+    /// registers a stream with the store and calls nothing back.
+    private func holdLocked(_ state: inout State, store: any DurableOperationStore) -> Task<Void, Never>? {
+        state.holds += 1
+        guard state.listener == nil else { return nil }
+        state.listenerGeneration += 1
+        let generation = state.listenerGeneration
+        let notifications = store.notifications()
+        state.listener = Task { await self.listen(notifications, store: store, generation: generation) }
+        return nil
+    }
+
+    /// Stops listening with the last release; returns the listener to cancel.
+    private func releaseLocked(_ state: inout State) -> Task<Void, Never>? {
+        state.holds -= 1
+        precondition(state.holds >= 0, "durable finish watch: released more often than held")
+        guard state.holds == 0 else { return nil }
+        let listener = state.listener
+        state.listener = nil
+        return listener
+    }
+
+    // MARK: Listening
+
+    private func listen(
+        _ notifications: AsyncStream<DurableStoreNotification>, store: any DurableOperationStore, generation: Int
+    ) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: Self.recheckInterval)
+                    } catch {
+                        return
+                    }
+                    await self.recheck(store)
+                }
+            }
+            for await notification in notifications {
+                switch notification {
+                case .finished(let id): finished(id)
+                case .resynchronize: await recheck(store)
+                case .workAvailable, .cancelRequested: continue
+                }
+            }
+            group.cancelAll()
+        }
+        if Task.isCancelled { return }
+        // The store stopped telling changes (it was shut down): the waiters would wait for ever.
+        let failed = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard state.listenerGeneration == generation, state.listener != nil else { return [] }
+            state.listener = nil
+            let failure = DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited")
+            var failed: [CheckedContinuation<Void, any Error>] = []
+            for token in Array(state.waiters.keys) {
+                state.waiters[token]!.failure = failure
+                if let continuation = state.waiters[token]!.continuation { failed.append(continuation) }
+                state.waiters[token]!.continuation = nil
+            }
+            failed.append(contentsOf: state.changeWaiters.values)
+            state.changeWaiters = [:]
+            return failed
+        }
+        for continuation in failed {
+            continuation.resume(throwing: DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited"))
+        }
+    }
+
+    /// Reads the states of every awaited operation, in chunks, and wakes whoever waits for a change.
+    private func recheck(_ store: any DurableOperationStore) async {
+        let awaited = state.withLock { Array($0.byOperation.keys) }
+        var index = 0
+        while index < awaited.count {
+            let chunk = Array(awaited[index..<min(awaited.count, index + Self.readChunk)])
+            index += chunk.count
+            guard let states = try? await store.states(of: chunk) else { break }
+            for id in chunk where states[id]?.isFinished ?? true { finished(id) }
+        }
+        changed()
+    }
+
+    /// One operation finished: wakes its waiters whose operations have all finished.
+    private func finished(_ id: DurableOperationID) {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            var woken = Self.takeChangeWaiters(&state)
+            guard let tokens = state.byOperation.removeValue(forKey: id) else { return woken }
+            for token in tokens {
+                guard state.waiters[token]?.remaining.remove(id) != nil, state.waiters[token]!.remaining.isEmpty,
+                    let continuation = state.waiters[token]!.continuation
+                else { continue }
+                state.waiters[token]!.continuation = nil
+                woken.append(continuation)
+            }
+            return woken
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    private func changed() {
+        for continuation in state.withLock({ Self.takeChangeWaiters(&$0) }) { continuation.resume() }
+    }
+
+    private static func takeChangeWaiters(_ state: inout State) -> [CheckedContinuation<Void, any Error>] {
+        state.changes &+= 1
+        guard !state.changeWaiters.isEmpty else { return [] }
+        let waiters = Array(state.changeWaiters.values)
+        state.changeWaiters = [:]
+        return waiters
+    }
+
+    // MARK: Seeing
+
+    /// How many operations are awaited and how many callers wait, for tests and diagnostics.
+    package var waiting: (operations: Int, holds: Int, listening: Bool) {
+        state.withLock { ($0.byOperation.count, $0.holds, $0.listener != nil) }
+    }
+}
+#endif
