@@ -135,7 +135,7 @@ extension DurableWorker {
     /// not take), so that none of it waits for its lease to expire and costs an attempt.
     func drain() async {
         let deadline = ContinuousClock.now + configuration.shutdownDeadline
-        while !Task.isCancelled, ContinuousClock.now < deadline, state.withLock({ !$0.running.isEmpty }) {
+        while !Task.isCancelled, ContinuousClock.now < deadline, state.withLock({ !$0.running.isEmpty && !$0.hurried }) {
             try? await Task.sleep(for: .milliseconds(20))
         }
         let reason = "worker \(id) stopped before the body finished"

@@ -8,9 +8,11 @@ import ServiceLifecycle
 /// Runs durable operations: claims them from the store in batches, runs their bodies,
 /// records how they ended, heartbeats its leases and rescues the leases of dead workers.
 ///
-/// A `Service` of swift-service-lifecycle: on graceful shutdown it stops claiming, lets
-/// running bodies finish within ``Configuration/shutdownDeadline``, then cancels the rest and
-/// gives their operations back to the store (they run again elsewhere; nothing is lost).
+/// It stops gracefully on SIGTERM and SIGINT (``Configuration/stopSignals``), on ``stop()``,
+/// and as a `Service` of swift-service-lifecycle on a `ServiceGroup`'s graceful shutdown: it
+/// stops claiming, lets running bodies finish within ``Configuration/shutdownDeadline``, then
+/// cancels the rest and gives their operations back to the store (they run again elsewhere,
+/// and the interrupted attempt does not count against the maximum; nothing is lost).
 ///
 /// Its attempts are reported as ``DurableEvent``s (see ``DurableEventSource``), which the
 /// tracing, metrics and logging adapters read.
@@ -34,6 +36,12 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         public var retention: Duration? = .seconds(7 * 24 * 3600)
         /// A readable prefix of the worker's identity (a unique suffix is added).
         public var name: String = "worker"
+        /// The signals on which a running worker stops gracefully, as ``DurableWorker/stop()``
+        /// does (a second one gives back what still runs at once): SIGTERM, which `docker stop`
+        /// and systemd send, and SIGINT (Ctrl-C). While the worker runs, they no longer end
+        /// the process; the process's earlier handling is restored when it returns. Empty:
+        /// the worker leaves signals alone (a `ServiceGroup`'s own handling still applies).
+        public var stopSignals: [Int32] = [SIGTERM, SIGINT]
 
         public init() {}
     }
@@ -93,6 +101,9 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         _ = try await withDeadline(configuration.storeCallTimeout, "registering worker \(worker)") {
             try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: [], lease: lease)
         }
+        // A first signal stops the worker; a second gives back what still runs at once.
+        let signals = StopSignals.watch(configuration.stopSignals) { [weak self] in self?.stopOnSignal() }
+        defer { StopSignals.stopWatching(signals) }
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.heartbeatLoop() }
@@ -116,6 +127,14 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     /// Stops claiming; `run()` then drains and returns.
     public func stop() {
         state.withLock { $0.stopping = true }
+        wakeSignal.wake()
+    }
+
+    private func stopOnSignal() {
+        state.withLock { state in
+            if state.stopping { state.hurried = true }
+            state.stopping = true
+        }
         wakeSignal.wake()
     }
 }
@@ -156,6 +175,8 @@ struct RunningBody {
 struct WorkerState {
     var running: [DurableOperationID: RunningBody] = [:]
     var stopping = false
+    /// A second stop signal came: what still runs is given back without waiting for the deadline.
+    var hurried = false
     var claims = ClaimCount()
 }
 

@@ -1,7 +1,8 @@
 // A worker process for the multi-process durable tests:
 // DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]
-//     [--die after-claim|before-completion --die-with KIND]
-// Stops gracefully on SIGTERM; the tests also kill it with SIGKILL.
+//     [--die after-claim|before-completion --die-with KIND] [--plain 1] [--shutdown-deadline-ms MS]
+// Stops gracefully on SIGTERM; the tests also kill it with SIGKILL. With `--plain 1` it runs
+// the worker without a ServiceGroup, as `try await worker.run()`.
 #if PostgreSQL && SQLite
 
 import DurableTestKinds
@@ -44,14 +45,22 @@ if let fault = options["die"]?.first.flatMap(Fault.init(rawValue:)), let kind = 
 let store = TracingStore(baseStore)
 var configuration = DurableWorker.Configuration()
 configuration.name = options["name"]?.first ?? "worker"
+if let milliseconds = options["shutdown-deadline-ms"]?.first.flatMap(Int.init) {
+    configuration.shutdownDeadline = .milliseconds(milliseconds)
+}
 let worker = DurableWorker(
     store: store, queues: options["queue"] ?? ["default"], kinds: allTestKinds,
     concurrency: options["concurrency"]?.first.flatMap(Int.init) ?? 4, configuration: configuration)
-let group = ServiceGroup(
-    services: [worker], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "durable-test-worker"))
 FileHandle.standardOutput.write(Data("worker \(worker.id) started\n".utf8))
 do {
-    try await group.run()
+    if options["plain"]?.first == "1" {
+        try await worker.run()
+        FileHandle.standardOutput.write(Data("worker \(worker.id) stopped\n".utf8))
+    } else {
+        let group = ServiceGroup(
+            services: [worker], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "durable-test-worker"))
+        try await group.run()
+    }
 } catch {
     FileHandle.standardError.write(Data("worker \(worker.id): \(error)\n".utf8))
     await shutdown()

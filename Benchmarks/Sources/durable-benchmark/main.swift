@@ -1,6 +1,7 @@
 // The durable layer on PostgreSQL and on SQLite, against a plain FOR UPDATE SKIP LOCKED
-// loop, on a throwaway cluster with default durability (fsync on). From the repository
-// root: `swift run -c release --package-path Benchmarks durable-benchmark [--quick]`.
+// loop and against pgqueuer, on a throwaway cluster with default durability (fsync on). From
+// the repository root: `swift run -c release --package-path Benchmarks durable-benchmark
+// [--quick] [--rounds N] [--only-pgqueuer-comparison]`.
 
 import Foundation
 import OperationsDurable
@@ -14,7 +15,15 @@ func print(_ line: String = "") {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+// A worker process of the pgqueuer comparison: no cluster of its own.
+if let index = CommandLine.arguments.firstIndex(of: "--worker-process") {
+    exit(await runWorkerProcess(Array(CommandLine.arguments[(index + 1)...])))
+}
+
 let quick = CommandLine.arguments.contains("--quick")
+let roundsArgument = argument(after: "--rounds").flatMap(Int.init).map { max(1, $0) }
+/// Operations each run of the pgqueuer comparison drains.
+let pgqueuerCount = quick ? 2_000 : 10_000
 let count = quick ? 2_000 : 20_000
 let graphSize = quick ? 250 : 1_000
 guard FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") else {
@@ -23,6 +32,11 @@ guard FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") else {
 }
 startCluster()
 defer { stopCluster() }
+if CommandLine.arguments.contains("--only-pgqueuer-comparison") {
+    try await againstPgqueuer(count: pgqueuerCount, rounds: roundsArgument ?? (quick ? 1 : 3))
+    stopCluster()
+    exit(0)
+}
 
 func format(_ value: Double?, _ digits: Int = 0) -> String {
     guard let value, value.isFinite else { return "—" }
@@ -38,7 +52,7 @@ for connections in [1, 4] {
     print("| plain single-row SKIP LOCKED claim + complete (PostgreSQL), \(connections) connection\(connections == 1 ? "" : "s") | \(Int(rate)) | 2 | 3 |")
 }
 /// Rows compared with each other run in turn, `rounds` times; the table shows medians.
-let rounds = quick ? 1 : 3
+let rounds = roundsArgument ?? (quick ? 1 : 3)
 
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
@@ -94,3 +108,5 @@ for kind in StoreKind.allCases {
     let latencies = try await enqueueToStart(try await Database(kind: kind, name: "latency"), samples: quick ? 50 : 300)
     print("| \(kind.rawValue) | \(format(percentile(latencies, 0.5), 1)) | \(format(percentile(latencies, 0.99), 1)) |")
 }
+
+try await againstPgqueuer(count: pgqueuerCount, rounds: rounds)

@@ -30,6 +30,19 @@ final class WorkerProcesses: Sendable {
         try start(name: name, store: ["--sqlite", sqlite], queue: queue, concurrency: concurrency, dying: dying)
     }
 
+    /// A worker process that runs its worker as a program would without swift-service-lifecycle
+    /// (`try await worker.run()`), with the given shutdown deadline.
+    func startPlain(name: String, sqlite: String, shutdownDeadlineMilliseconds: Int) throws {
+        try start(
+            name: name, store: ["--sqlite", sqlite, "--plain", "1", "--shutdown-deadline-ms", "\(shutdownDeadlineMilliseconds)"],
+            queue: "default", concurrency: 4, dying: nil)
+    }
+
+    /// Sends `signal` to the process.
+    func send(_ signal: Int32, to name: String) {
+        processes.value[name]?.signal(signal)
+    }
+
     /// Where a worker process started with `dying:` kills itself (SIGKILL), for the first
     /// operation of `kind` it claims.
     struct CrashPoint: Sendable, CustomTestStringConvertible {
