@@ -338,6 +338,14 @@ public protocol DurableOperationStore: Sendable {
     /// ignored. Releases dependents, schedules retries, cancels dependents of failures.
     func complete(_ completions: [DurableCompletion], worker: String) async throws
 
+    /// Records the end of attempts as ``complete(_:worker:)`` does, then claims up to `limit`
+    /// operations of `queue` as ``claim(queue:kinds:worker:limit:lease:)`` does, in one
+    /// transaction and one round trip: a worker's slots freed by the ends are filled again by
+    /// the same call.
+    func completeAndClaim(
+        _ completions: [DurableCompletion], worker: String, queue: String, kinds: [String], limit: Int, lease: Duration
+    ) async throws -> [DurableClaim]
+
     /// Hands back held attempts unfinished (the worker is stopping, or does not run them); each
     /// is recorded with `reason` and does not count against the maximum. An attempt that is no
     /// longer the operation's current one, or no longer the worker's, is left alone.
@@ -398,6 +406,14 @@ public protocol DurableOperationStore: Sendable {
 }
 
 extension DurableOperationStore {
+    /// Two calls: for stores that cannot do both in one transaction.
+    public func completeAndClaim(
+        _ completions: [DurableCompletion], worker: String, queue: String, kinds: [String], limit: Int, lease: Duration
+    ) async throws -> [DurableClaim] {
+        try await complete(completions, worker: worker)
+        return try await claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease)
+    }
+
     /// Reads the records one by one: for stores that cannot read many at once.
     public func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
         var states: [DurableOperationID: DurableState] = [:]

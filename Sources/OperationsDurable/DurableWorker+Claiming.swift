@@ -10,8 +10,9 @@ extension DurableWorker {
         var failures = 0
         var rotation = 0
         while !Task.isCancelled {
-            let free = state.withLock { $0.stopping ? -1 : concurrency - $0.running.count }
-            if free < 0 { return }
+            // Bodies a batch of ends claimed start before the ended ones leave the list.
+            let (stopping, free) = state.withLock { ($0.stopping, max(0, concurrency - $0.running.count)) }
+            if stopping { return }
             var claimedFully = false
             if free > 0 {
                 var wanted = free
@@ -89,7 +90,9 @@ extension DurableWorker {
             self.broadcaster.deliver()
             switch delivery {
             case .complete:
-                await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result))
+                await self.completions.complete(DurableCompletion(id: claim.id, attempt: claim.attempt, result: result)) {
+                    batch, firstTry in try await self.recordEnds(batch, claiming: firstTry)
+                }
             case .giveBack(let reason):
                 // Not renewed from now on; if this call fails, a heartbeat names it as held
                 // without running, and it is given back then. In a task of its own: this one
@@ -115,6 +118,37 @@ extension DurableWorker {
             return state.running[claim.id]?.flag.reason != nil
         }
         if cancelledAlready { task.cancel() }
+    }
+
+    /// Records a batch of ends and, unless the worker stops (or the batch is being tried
+    /// again), claims as many operations in the same call: the slots the ends free are filled
+    /// without a claim of their own. The ended bodies still count as running until this
+    /// returns, so the new ones never take the worker past its concurrency.
+    func recordEnds(_ batch: [DurableCompletion], claiming: Bool) async throws {
+        let (store, worker, timeout, lease) = (store, id, configuration.storeCallTimeout, configuration.lease)
+        let queue = state.withLock { state -> String? in
+            guard claiming, !state.stopping,
+                let queue = batch.first(where: { state.running[$0.id] != nil }).flatMap({ state.running[$0.id]?.queue })
+            else { return nil }
+            state.claims.begin()
+            return queue
+        }
+        guard let queue else {
+            try await withDeadline(timeout, "recording \(batch.count) finished attempts") {
+                try await store.complete(batch, worker: worker)
+            }
+            return
+        }
+        defer { state.withLock { $0.claims.end() } }
+        let (kindNames, limit) = (kinds.keys.sorted(), batch.count)
+        // The leases of what it claims start no earlier than this.
+        let claimBegan = ContinuousClock.now
+        // A claim that lands after the deadline is not lost: a heartbeat finds its operations
+        // held but not running, and they are given back.
+        let claims = try await withDeadline(timeout, "recording \(batch.count) finished attempts and claiming") {
+            try await store.completeAndClaim(batch, worker: worker, queue: queue, kinds: kindNames, limit: limit, lease: lease)
+        }
+        for claim in claims { start(claim, queue: queue, leaseFrom: claimBegan) }
     }
 
     /// Whether the store hears of an attempt's result, or why not.

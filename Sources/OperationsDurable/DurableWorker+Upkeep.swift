@@ -229,6 +229,9 @@ final class WakeSignal: Sendable {
 
 /// Records finished attempts in batches: while one batch is written, the next gathers.
 final class CompletionBatcher: Sendable {
+    /// Writes one batch; `firstTry` is false when the batch is being tried again.
+    typealias Send = @Sendable (_ batch: [DurableCompletion], _ firstTry: Bool) async throws -> Void
+
     private struct State {
         var pending: [(DurableCompletion, CheckedContinuation<Void, Never>)] = []
         var flushing = false
@@ -236,18 +239,10 @@ final class CompletionBatcher: Sendable {
     }
 
     private let state = Locked(State())
-    private let store: any DurableOperationStore
-    private let worker: String
-    private let callTimeout: Duration
 
-    init(store: any DurableOperationStore, worker: String, callTimeout: Duration) {
-        self.store = store
-        self.worker = worker
-        self.callTimeout = callTimeout
-    }
-
-    /// Returns once the completion is recorded (or the store refused it for good).
-    func complete(_ completion: DurableCompletion) async {
+    /// Returns once the completion is recorded (or the store refused it for good). The caller
+    /// that finds no batch being written writes the batches with `send`.
+    func complete(_ completion: DurableCompletion, send: @escaping Send) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let startFlushing = state.withLock { state -> Bool in
                 state.pending.append((completion, continuation))
@@ -255,7 +250,7 @@ final class CompletionBatcher: Sendable {
                 state.flushing = true
                 return true
             }
-            if startFlushing { Task { await self.flush() } }
+            if startFlushing { Task { await self.flush(send) } }
         }
     }
 
@@ -264,7 +259,7 @@ final class CompletionBatcher: Sendable {
         state.withLock { $0.stopped = true }
     }
 
-    private func flush() async {
+    private func flush(_ send: Send) async {
         while true {
             let batch = state.withLock { state in
                 let batch = state.pending
@@ -276,12 +271,10 @@ final class CompletionBatcher: Sendable {
             var failures = 0
             // Retried until it lands: a lease that expires meanwhile makes the store ignore it,
             // and so does a repeat of a call that landed without answering.
-            let (store, worker, completions) = (store, worker, batch.map(\.0))
+            let completions = batch.map(\.0)
             while true {
                 do {
-                    try await withDeadline(callTimeout, "recording \(completions.count) finished attempts") {
-                        try await store.complete(completions, worker: worker)
-                    }
+                    try await send(completions, failures == 0)
                     break
                 } catch {
                     failures += 1

@@ -77,7 +77,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         self.duplicateKinds = duplicates
         self.concurrency = concurrency
         self.configuration = configuration
-        self.completions = CompletionBatcher(store: store, worker: id, callTimeout: configuration.storeCallTimeout)
+        self.completions = CompletionBatcher()
         self.broadcaster = DurableEventBroadcaster(deliveringOnOwnQueue: true, source: "durable worker \(id)")
     }
 

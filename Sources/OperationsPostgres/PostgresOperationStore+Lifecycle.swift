@@ -122,7 +122,12 @@ extension PostgresOperationStore {
             FROM durable_claim_operations(\(queue), \(kinds)::text[], \(worker), \(limit)::integer, \(lease.seconds))
                 WITH ORDINALITY ORDER BY ordinality
             """, "claiming from queue \"\(queue)\"")
-        return try rows.map { row in
+        return try Self.claims(from: rows)
+    }
+
+    /// Claims from rows of (id, kind, input, attempt, dependencies, maximum).
+    private static func claims(from rows: [PostgresRow]) throws -> [DurableClaim] {
+        try rows.map { row in
             let (id, kind, input, attempt, dependencies, maximumAttempts) = try row.decode(
                 (Int64, String, String, Int, [Int64], Int).self)
             return DurableClaim(
@@ -133,6 +138,28 @@ extension PostgresOperationStore {
 
     public func complete(_ completions: [DurableCompletion], worker: String) async throws {
         guard !completions.isEmpty else { return }
+        let (ids, attempts, outcomes, values) = Self.columns(of: completions)
+        try await rows(
+            "SELECT durable_complete(\(worker), \(ids)::bigint[], \(attempts)::integer[], \(outcomes)::text[], \(values)::text[])",
+            "recording \(completions.count) finished attempts")
+    }
+
+    public func completeAndClaim(
+        _ completions: [DurableCompletion], worker: String, queue: String, kinds: [String], limit: Int, lease: Duration
+    ) async throws -> [DurableClaim] {
+        let (ids, attempts, outcomes, values) = Self.columns(of: completions)
+        let rows = try await rows(
+            """
+            SELECT operation_id, kind, input, attempt, dependencies, max_attempts
+            FROM durable_complete_and_claim(\(worker), \(ids)::bigint[], \(attempts)::integer[], \(outcomes)::text[],
+                \(values)::text[], \(queue), \(kinds)::text[], \(limit)::integer, \(lease.seconds))
+                WITH ORDINALITY ORDER BY ordinality
+            """, "recording \(completions.count) finished attempts and claiming from queue \"\(queue)\"")
+        return try Self.claims(from: rows)
+    }
+
+    /// The completions as the store's functions take them: one array per column.
+    private static func columns(of completions: [DurableCompletion]) -> ([Int64], [Int], [String], [String]) {
         var ids: [Int64] = []
         var attempts: [Int] = []
         var outcomes: [String] = []
@@ -141,15 +168,13 @@ extension PostgresOperationStore {
             ids.append(completion.id.rawValue)
             attempts.append(completion.attempt)
             switch completion.result {
-            case .succeeded(let output): outcomes.append("succeeded"); values.append(Self.storable(output))
-            case .failed(let error): outcomes.append("failed"); values.append(Self.storable(error))
-            case .rejected(let error): outcomes.append("rejected"); values.append(Self.storable(error))
-            case .cancelled(let reason): outcomes.append("cancelled"); values.append(Self.storable(reason))
+            case .succeeded(let output): outcomes.append("succeeded"); values.append(storable(output))
+            case .failed(let error): outcomes.append("failed"); values.append(storable(error))
+            case .rejected(let error): outcomes.append("rejected"); values.append(storable(error))
+            case .cancelled(let reason): outcomes.append("cancelled"); values.append(storable(reason))
             }
         }
-        try await rows(
-            "SELECT durable_complete(\(worker), \(ids)::bigint[], \(attempts)::integer[], \(outcomes)::text[], \(values)::text[])",
-            "recording \(completions.count) finished attempts")
+        return (ids, attempts, outcomes, values)
     }
 
     public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {

@@ -66,6 +66,21 @@ enum PostgresSchema {
         END $$
         """,
         "CREATE INDEX durable_operations_waiting ON durable_operations (queue) WHERE state = 'waiting'",
+        // A worker's steady state: the ends of a batch of attempts recorded, and as many
+        // operations claimed, in one transaction (the claim sees what the ends released).
+        """
+        CREATE FUNCTION durable_complete_and_claim(
+            p_worker text, p_ids bigint[], p_attempts integer[], p_outcomes text[], p_values text[],
+            p_queue text, p_kinds text[], p_limit integer, p_lease double precision)
+        RETURNS TABLE (operation_id bigint, kind text, input text, attempt integer, max_attempts integer, dependencies bigint[])
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM durable_complete(p_worker, p_ids, p_attempts, p_outcomes, p_values);
+            RETURN QUERY SELECT c.operation_id, c.kind, c.input, c.attempt, c.max_attempts, c.dependencies
+                FROM durable_claim_operations(p_queue, p_kinds, p_worker, p_limit, p_lease) WITH ORDINALITY c
+                ORDER BY c.ordinality;
+        END $$
+        """,
     ]
 
     // Retries are stored as the strategy's parameters (`DurableBackoff`), which

@@ -102,74 +102,97 @@ extension SQLiteOperationStore {
 
     public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
         guard limit > 0, !kinds.isEmpty else { return [] }
-        let claims = try await access.write("claiming from queue \"\(queue)\"") { transaction -> [DurableClaim] in
-            var wanted = limit
-            if let settings = try await transaction.rows(
-                "SELECT max_concurrent, suspended FROM durable_queues WHERE name = ?", [.text(queue)]
-            ).first {
-                if settings.bool("suspended") { return [] }
-                // The cluster-wide limit: the write lock is held, so no other claim counts meanwhile.
-                if let maximum = settings.optionalInt("max_concurrent") {
-                    let running = try await transaction.rows(
-                        "SELECT count(*) AS n FROM durable_operations WHERE queue = ? AND state = 'running'", [.text(queue)]
-                    ).first?.int("n") ?? 0
-                    wanted = min(wanted, maximum - running)
-                }
-            }
-            guard wanted > 0 else { return [] }
-            let now = Date()
-            let placeholders = kinds.map { _ in "?" }.joined(separator: ", ")
-            let picked = try await transaction.rows(
-                """
-                SELECT id FROM durable_operations
-                WHERE queue = ? AND state = 'ready' AND kind IN (\(placeholders)) AND not_before <= ?
-                ORDER BY priority DESC, id LIMIT ?
-                """, [.text(queue)] + kinds.map { .text($0) } + [.date(now), .int(wanted)])
-            guard !picked.isEmpty else { return [] }
-            let list = picked.map { String($0.int("id")) }.joined(separator: ",")
-            let claimed = try await transaction.rows(
-                """
-                UPDATE durable_operations SET state = 'running', attempt = attempt + 1, worker = ?, lease_until = ?
-                WHERE id IN (\(list)) RETURNING id, kind, input, attempt, priority, max_attempts
-                """, [.text(worker), .date(now.addingTimeInterval(lease.seconds))])
-            try await transaction.rows(
-                """
-                INSERT INTO durable_attempts (operation, number, worker, started_at)
-                SELECT id, attempt, ?, ? FROM durable_operations WHERE id IN (\(list))
-                """, [.text(worker), .date(now)])
-            var dependencies: [Int: [DurableOperationID]] = [:]
-            for edge in try await transaction.rows(
-                "SELECT dependent, dependency FROM durable_edges WHERE dependent IN (\(list)) ORDER BY dependent, dependency")
-            {
-                dependencies[edge.int("dependent"), default: []].append(DurableOperationID(rawValue: Int64(edge.int("dependency"))))
-            }
-            return claimed.sorted { ($1.int("priority"), $0.int("id")) < ($0.int("priority"), $1.int("id")) }.map { row in
-                DurableClaim(
-                    id: DurableOperationID(rawValue: Int64(row.int("id"))), kind: row.text("kind"), input: row.text("input"),
-                    attempt: row.int("attempt"), dependencies: dependencies[row.int("id")] ?? [],
-                    maximumAttempts: row.int("max_attempts"))
+        return try await access.write("claiming from queue \"\(queue)\"") { transaction -> [DurableClaim] in
+            try await claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease, in: transaction)
+        }
+    }
+
+    public func completeAndClaim(
+        _ completions: [DurableCompletion], worker: String, queue: String, kinds: [String], limit: Int, lease: Duration
+    ) async throws -> [DurableClaim] {
+        let claims = try await access.write(
+            "recording \(completions.count) finished attempts and claiming from queue \"\(queue)\""
+        ) { transaction -> [DurableClaim] in
+            try await complete(completions, worker: worker, in: transaction)
+            guard limit > 0, !kinds.isEmpty else { return [] }
+            return try await claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease, in: transaction)
+        }
+        if !completions.isEmpty { poller.poke() }
+        return claims
+    }
+
+    private func claim(
+        queue: String, kinds: [String], worker: String, limit: Int, lease: Duration, in transaction: SQLiteTransaction
+    ) async throws -> [DurableClaim] {
+        var wanted = limit
+        if let settings = try await transaction.rows(
+            "SELECT max_concurrent, suspended FROM durable_queues WHERE name = ?", [.text(queue)]
+        ).first {
+            if settings.bool("suspended") { return [] }
+            // The cluster-wide limit: the write lock is held, so no other claim counts meanwhile.
+            if let maximum = settings.optionalInt("max_concurrent") {
+                let running = try await transaction.rows(
+                    "SELECT count(*) AS n FROM durable_operations WHERE queue = ? AND state = 'running'", [.text(queue)]
+                ).first?.int("n") ?? 0
+                wanted = min(wanted, maximum - running)
             }
         }
-        return claims
+        guard wanted > 0 else { return [] }
+        let now = Date()
+        let placeholders = kinds.map { _ in "?" }.joined(separator: ", ")
+        let picked = try await transaction.rows(
+            """
+            SELECT id FROM durable_operations
+            WHERE queue = ? AND state = 'ready' AND kind IN (\(placeholders)) AND not_before <= ?
+            ORDER BY priority DESC, id LIMIT ?
+            """, [.text(queue)] + kinds.map { .text($0) } + [.date(now), .int(wanted)])
+        guard !picked.isEmpty else { return [] }
+        let list = picked.map { String($0.int("id")) }.joined(separator: ",")
+        let claimed = try await transaction.rows(
+            """
+            UPDATE durable_operations SET state = 'running', attempt = attempt + 1, worker = ?, lease_until = ?
+            WHERE id IN (\(list)) RETURNING id, kind, input, attempt, priority, max_attempts
+            """, [.text(worker), .date(now.addingTimeInterval(lease.seconds))])
+        try await transaction.rows(
+            """
+            INSERT INTO durable_attempts (operation, number, worker, started_at)
+            SELECT id, attempt, ?, ? FROM durable_operations WHERE id IN (\(list))
+            """, [.text(worker), .date(now)])
+        var dependencies: [Int: [DurableOperationID]] = [:]
+        for edge in try await transaction.rows(
+            "SELECT dependent, dependency FROM durable_edges WHERE dependent IN (\(list)) ORDER BY dependent, dependency")
+        {
+            dependencies[edge.int("dependent"), default: []].append(DurableOperationID(rawValue: Int64(edge.int("dependency"))))
+        }
+        return claimed.sorted { ($1.int("priority"), $0.int("id")) < ($0.int("priority"), $1.int("id")) }.map { row in
+            DurableClaim(
+                id: DurableOperationID(rawValue: Int64(row.int("id"))), kind: row.text("kind"), input: row.text("input"),
+                attempt: row.int("attempt"), dependencies: dependencies[row.int("id")] ?? [],
+                maximumAttempts: row.int("max_attempts"))
+        }
     }
 
     public func complete(_ completions: [DurableCompletion], worker: String) async throws {
         guard !completions.isEmpty else { return }
         try await access.write("recording \(completions.count) finished attempts") { transaction in
-            for completion in completions {
-                // An attempt whose lease was taken back is no longer this worker's to end.
-                guard let operation = try await StoredOperation.read(completion.id, in: transaction),
-                    operation.state == .running, operation.worker == worker, operation.attempt == completion.attempt
-                else { continue }
-                switch completion.result {
-                case .succeeded(let output): try await finishAttempt(operation, .succeeded, output, in: transaction)
-                case .failed(let error): try await finishAttempt(operation, .failed, error, in: transaction)
-                case .rejected(let error): try await finishAttempt(operation, .rejected, error, in: transaction)
-                case .cancelled(let reason): try await finishAttempt(operation, .cancelled, reason, in: transaction)
-                }
-            }
+            try await complete(completions, worker: worker, in: transaction)
         }
         poller.poke()
+    }
+
+    private func complete(_ completions: [DurableCompletion], worker: String, in transaction: SQLiteTransaction) async throws {
+        for completion in completions {
+            // An attempt whose lease was taken back is no longer this worker's to end.
+            guard let operation = try await StoredOperation.read(completion.id, in: transaction),
+                operation.state == .running, operation.worker == worker, operation.attempt == completion.attempt
+            else { continue }
+            switch completion.result {
+            case .succeeded(let output): try await finishAttempt(operation, .succeeded, output, in: transaction)
+            case .failed(let error): try await finishAttempt(operation, .failed, error, in: transaction)
+            case .rejected(let error): try await finishAttempt(operation, .rejected, error, in: transaction)
+            case .cancelled(let reason): try await finishAttempt(operation, .cancelled, reason, in: transaction)
+            }
+        }
     }
 
     public func giveBack(_ attempts: [DurableAttemptID], worker: String, reason: String) async throws {

@@ -35,6 +35,9 @@ public final class InterceptingStore: DurableOperationStore {
         public let recordReads = Atomic<Int>(0)
         public let stateReads = Atomic<Int>(0)
         public let enqueueCalls = Atomic<Int>(0)
+        /// Operations claimed by `claim`, and by `completeAndClaim` (with the ends of others).
+        public let claimedAlone = Atomic<Int>(0)
+        public let claimedWithEnds = Atomic<Int>(0)
     }
 
     public let base: any DurableOperationStore
@@ -48,7 +51,22 @@ public final class InterceptingStore: DurableOperationStore {
 
     public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
         let claims = try await base.claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease)
+        calls.claimedAlone.add(claims.count, ordering: .relaxed)
         await hooks.afterClaim?(claims)
+        return claims
+    }
+
+    /// Runs the hooks of both calls around the base's single call: the claim's first, since
+    /// both were recorded at once (a hook that holds the ends until a claim is seen sees it).
+    public func completeAndClaim(
+        _ completions: [DurableCompletion], worker: String, queue: String, kinds: [String], limit: Int, lease: Duration
+    ) async throws -> [DurableClaim] {
+        await hooks.beforeComplete?(completions)
+        let claims = try await base.completeAndClaim(
+            completions, worker: worker, queue: queue, kinds: kinds, limit: limit, lease: lease)
+        calls.claimedWithEnds.add(claims.count, ordering: .relaxed)
+        await hooks.afterClaim?(claims)
+        await hooks.afterComplete?(completions)
         return claims
     }
 

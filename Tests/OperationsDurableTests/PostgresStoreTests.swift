@@ -54,6 +54,7 @@ struct PostgresStoreTests {
         try await store.client.query("DROP FUNCTION durable_give_back_attempts")
         try await store.client.query("DROP FUNCTION durable_settle_successes")
         try await store.client.query("DROP FUNCTION durable_enqueue_batch")
+        try await store.client.query("DROP FUNCTION durable_complete_and_claim")
         try await store.client.query("DROP INDEX durable_operations_waiting")
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()

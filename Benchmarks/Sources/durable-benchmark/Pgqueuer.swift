@@ -149,7 +149,7 @@ func processDrain(
         }
         // Finished jobs leave pgqueuer's table (for its log); the queued ones have a partial index.
         claimable = "SELECT count(*) FROM pgqueuer WHERE status = 'queued'"
-        unfinished = "SELECT EXISTS (SELECT 1 FROM pgqueuer)"
+        unfinished = "EXISTS (SELECT 1 FROM pgqueuer)"
         worker = [python.executable, pgqueuerScript, "work", "--dsn", dsn]
     case .ours(let concurrency):
         name = "durable_\(concurrency.map(String.init) ?? "default")_\(processes)p_\(round)"
@@ -164,10 +164,9 @@ func processDrain(
         worker = [ownExecutable(), "--worker-process", "\(port)", name, concurrency.map(String.init) ?? "default"]
     }
 
-    let admin = try await connect()
+    let admin = try await connect(), poller = try await connect(name)
     // Every run starts right after a checkpoint: the same full-page writes, none mid-run.
     try await admin.query("CHECKPOINT", logger: logger)
-    let poller = try await connect(name)
     let before = try await databaseCounters(admin, name)
 
     var polls = 0
@@ -207,8 +206,8 @@ func processDrain(
     try await poller.close()
     let after = try await databaseCounters(admin, name)
     try await admin.close()
-    // The poller's statements and its connection's start are not the workers' transactions.
-    let commits = after.commits - before.commits - polls - 1
+    // The poller's statements are not the workers' transactions.
+    let commits = after.commits - before.commits - polls
     return ProcessDrain(
         contender: contender, processes: processes, round: round, count: count, seconds: elapsed ?? .nan,
         startup: startup ?? .nan, commitsPerOperation: Double(commits) / Double(count),
@@ -274,7 +273,7 @@ func againstPgqueuer(count: Int, rounds: Int) async throws {
                 do {
                     runs.append(try await processDrain(contender, processes: processes, count: count, round: round, python: python))
                 } catch {
-                    print("run failed (\(system(contender)), \(setting(contender)), \(processes) processes, round \(round + 1)): \(error)")
+                    print("run failed (\(system(contender)), \(setting(contender)), \(processes) process\(processes == 1 ? "" : "es"), round \(round + 1)): \(String(reflecting: error))")
                 }
             }
         }
