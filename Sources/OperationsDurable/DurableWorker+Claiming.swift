@@ -26,7 +26,9 @@ extension DurableWorker {
                         let claimBegan = ContinuousClock.now
                         state.withLock { $0.claims.begin() }
                         defer { state.withLock { $0.claims.end() } }
-                        let claims = try await withDeadline(configuration.storeCallTimeout, "claiming from queue \"\(queue)\"") {
+                        let claims = try await withDeadline(
+                            configuration.storeCallTimeout, "claiming from queue \"\(queue)\"", abandonedBy: claimsInFlight
+                        ) {
                             try await store.claim(queue: queue, kinds: kindNames, worker: worker, limit: limit, lease: lease)
                         }
                         for claim in claims { start(claim, queue: queue, leaseFrom: claimBegan) }
@@ -145,7 +147,9 @@ extension DurableWorker {
         let claimBegan = ContinuousClock.now
         // A claim that lands after the deadline is not lost: a heartbeat finds its operations
         // held but not running, and they are given back.
-        let claims = try await withDeadline(timeout, "recording \(batch.count) finished attempts and claiming") {
+        let claims = try await withDeadline(
+            timeout, "recording \(batch.count) finished attempts and claiming", abandonedBy: claimsInFlight
+        ) {
             try await store.completeAndClaim(batch, worker: worker, queue: queue, kinds: kindNames, limit: limit, lease: lease)
         }
         for claim in claims { start(claim, queue: queue, leaseFrom: claimBegan) }

@@ -122,6 +122,9 @@ extension DurableWorker {
                 let reason = record?.cancelReason
                 cancelBody(operation, reason: reason ?? "cancelled")
             case .resynchronize:
+                // The store reconnected: a claim sent before is likely lost with the old
+                // connection (a healthy claim answers within milliseconds).
+                claimsInFlight.abandon(startedBefore: .now - configuration.staleClaimAge)
                 wakeSignal.wake()
             case .finished:
                 continue

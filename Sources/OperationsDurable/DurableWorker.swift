@@ -42,6 +42,9 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         /// the process; the process's earlier handling is restored when it returns. Empty:
         /// the worker leaves signals alone (a `ServiceGroup`'s own handling still applies).
         public var stopSignals: [Int32] = [SIGTERM, SIGINT]
+        /// How long a claim must have waited to be given up on when the store reconnects (a
+        /// healthy claim answers within milliseconds).
+        var staleClaimAge: Duration = .milliseconds(250)
 
         public init() {}
     }
@@ -52,15 +55,29 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     let queues: [String]
     let kinds: [String: any DurableOperation]
     let duplicateKinds: [String]
-    let concurrency: Int
+    /// How many bodies the worker runs at once.
+    public let concurrency: Int
     let configuration: Configuration
     let state = Locked(WorkerState())
     let wakeSignal = WakeSignal()
+    /// The claims waiting for the database, given up on when it comes back.
+    let claimsInFlight = StoreCallsInFlight()
     let completions: CompletionBatcher
     let broadcaster: DurableEventBroadcaster
 
+    /// The concurrency a worker has unless told otherwise.
+    public static let defaultConcurrency = 32
+
+    /// A worker of `queues` that runs the given kinds.
+    ///
+    /// - Parameter concurrency: how many bodies run at once in this process. A slot freed by a
+    ///   body's end is filled by the same call that records the end, so more slots mean fewer
+    ///   round trips per operation. For bodies that mostly wait (HTTP, files, other
+    ///   services), 128; for bodies that compute, about the number of cores. The queue's
+    ///   ``DurableQueue/setMaxConcurrentOperationCount(_:)`` bounds the whole cluster.
     public init(
-        store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation], concurrency: Int = 4,
+        store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation],
+        concurrency: Int = DurableWorker.defaultConcurrency,
         configuration: Configuration = Configuration()
     ) {
         self.id = "\(configuration.name)-\(UUID().uuidString.prefix(8).lowercased())"

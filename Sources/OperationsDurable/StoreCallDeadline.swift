@@ -10,9 +10,12 @@
 ///   query whose connection dropped mid-call may never answer): the body is cancelled and left
 ///   behind, and its result is dropped. Only for calls that are safe to repeat or to lose.
 func withDeadline<T: Sendable>(
-    _ duration: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T
+    _ duration: Duration, _ what: String, abandonedBy calls: StoreCallsInFlight? = nil,
+    _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let race = DeadlineRace<T>()
+    let token = calls?.enter(race, what: what)
+    defer { if let token { calls?.leave(token) } }
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
             race.start(continuation, duration: duration, what: what, body: body)
@@ -22,9 +25,48 @@ func withDeadline<T: Sendable>(
     }
 }
 
+/// A call that can be given up on before its deadline.
+protocol AbandonableCall: Sendable {
+    func abandon(_ error: DurableError)
+}
+
+/// The calls a worker makes that wait for the database, so that they can be given up on when
+/// the database comes back: a call sent just as the server went away can stay unanswered
+/// until its deadline, and the worker would start nothing meanwhile.
+final class StoreCallsInFlight: Sendable {
+    private struct Call {
+        let call: any AbandonableCall
+        let what: String
+        let started: ContinuousClock.Instant
+    }
+
+    private let calls = Locked<(next: Int, calls: [Int: Call])>((0, [:]))
+
+    func enter(_ call: any AbandonableCall, what: String) -> Int {
+        calls.withLock { state in
+            state.next += 1
+            state.calls[state.next] = Call(call: call, what: what, started: .now)
+            return state.next
+        }
+    }
+
+    func leave(_ token: Int) {
+        calls.withLock { _ = $0.calls.removeValue(forKey: token) }
+    }
+
+    /// Gives up on the calls that started before `instant`: each throws at once, and the
+    /// caller tries again on a fresh connection.
+    func abandon(startedBefore instant: ContinuousClock.Instant) {
+        let stale = calls.withLock { state in state.calls.values.filter { $0.started < instant } }
+        for call in stale {
+            call.call.abandon(DurableError(.databaseUnreachable, "\(call.what): given up: the store reconnected while it waited"))
+        }
+    }
+}
+
 /// The body against a timer: whichever ends first resumes the caller, exactly once, and the
 /// other is cancelled.
-private final class DeadlineRace<T: Sendable>: Sendable {
+private final class DeadlineRace<T: Sendable>: AbandonableCall {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var tasks: [Task<Void, Never>] = []
@@ -69,6 +111,10 @@ private final class DeadlineRace<T: Sendable>: Sendable {
             work.cancel()
             timer.cancel()
         }
+    }
+
+    func abandon(_ error: DurableError) {
+        finish(.failure(error))
     }
 
     func cancel() {

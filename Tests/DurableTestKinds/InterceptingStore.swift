@@ -43,6 +43,13 @@ public final class InterceptingStore: DurableOperationStore {
     public let base: any DurableOperationStore
     public let hooks: Hooks
     public let calls = Calls()
+    private let subscribers = Mutex<[Int: AsyncStream<DurableStoreNotification>.Continuation]>([:])
+    private let nextSubscriber = Atomic<Int>(0)
+
+    /// Tells every current subscriber `notification`, as if the store had.
+    public func inject(_ notification: DurableStoreNotification) {
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.yield(notification) }
+    }
 
     public init(_ base: any DurableOperationStore, hooks: Hooks) {
         self.base = base
@@ -124,6 +131,8 @@ public final class InterceptingStore: DurableOperationStore {
         calls.subscriptions.add(1, ordering: .relaxed)
         let upstream = base.notifications()
         let (stream, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
+        let subscriber = nextSubscriber.add(1, ordering: .relaxed).newValue
+        subscribers.withLock { $0[subscriber] = continuation }
         let forwarding = Task { [calls] in
             for await notification in upstream {
                 calls.notificationsDelivered.add(1, ordering: .relaxed)
@@ -131,7 +140,10 @@ public final class InterceptingStore: DurableOperationStore {
             }
             continuation.finish()
         }
-        continuation.onTermination = { _ in forwarding.cancel() }
+        continuation.onTermination = { [weak self] _ in
+            forwarding.cancel()
+            self?.subscribers.withLock { _ = $0.removeValue(forKey: subscriber) }
+        }
         return stream
     }
     public let finishWatch = DurableFinishWatch()

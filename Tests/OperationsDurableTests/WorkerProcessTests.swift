@@ -102,6 +102,41 @@ struct WorkerProcessTests {
         await store.shutdown()
     }
 
+    @Test("after each of ten PostgreSQL restarts, worker processes start operations again within a fraction of the store call timeout", notUnderSanitizers)
+    func repeatedRestartsPauseBriefly() async throws {
+        let cluster = try await PostgresCluster.start()
+        defer { cluster.removeNow() }
+        let (store, database) = try await cluster.makeStore()
+        let workers = WorkerProcesses()
+        defer { workers.stopAll() }
+        let queue = DurableQueue(name: "default", store: store)
+        // More than the run can finish: work goes on through every restart.
+        _ = try await queue.addOperations(Work.self, inputs: Array(repeating: 40, count: 8_000))
+        for index in 0..<2 { try workers.start(name: "w\(index)", port: cluster.port, database: database) }
+        let latestStart = "SELECT extract(epoch FROM max(started_at))::double precision FROM durable_attempts"
+        try await eventually(60, "the first start") { (try? await cluster.double(latestStart, database: database)) != nil }
+        var pauses: [Double] = []
+        try await workers.recordingLogsOnFailure { () async throws in
+            for _ in 0..<10 {
+                try await cluster.restart()
+                // The server's clock once it is back, read over a fresh connection.
+                let back = try #require(try await cluster.double(
+                    "SELECT extract(epoch FROM clock_timestamp())::double precision", database: database))
+                try await eventually(60, "a start after the restart") {
+                    ((try? await cluster.double(latestStart, database: database)) ?? 0) > back
+                }
+                let first = try #require(try await cluster.double(
+                    "SELECT extract(epoch FROM min(started_at))::double precision FROM durable_attempts WHERE started_at > to_timestamp(\(back))",
+                    database: database))
+                pauses.append(first - back)
+            }
+        }
+        print("pauses after 10 restarts (s): \(pauses.map { String(format: "%.3f", $0) }.joined(separator: ", "))")
+        // A call stuck until the store call timeout (10 s) paused the workers for all of it.
+        #expect(pauses.max()! < 5, "\(pauses)\n\(pauses.max()! < 5 ? "" : workers.logs())")
+        await store.shutdown()
+    }
+
     @Test("a cancel from this process stops a body running in a worker process")
     func cancelReachesAnotherProcess() async throws {
         let cluster = try await PostgresCluster.shared()

@@ -5,7 +5,7 @@
 import DurableTestKinds
 import Foundation
 @_spi(Engine) import Operations
-import OperationsDurable
+@testable import OperationsDurable
 import OperationsTestSupport
 import Testing
 
@@ -157,6 +157,35 @@ struct WorkerUnansweredCallTests {
             // Claimed unseen, it was named by the heartbeat as held but not running, and given back.
             #expect(attempts.count == (landsFirst ? 2 : 1), "\(attempts)")
             if landsFirst { #expect(attempts.first?.error?.contains("never received") == true, "\(attempts)") }
+            #expect(attempts.last?.error == nil)
+        }
+    }
+
+    @Test(
+        "a claim sent before the store reconnected is given up on when it does, and the worker claims again at once",
+        arguments: StoreKind.all, [false, true])
+    func claimGivenUpOnReconnect(_ kind: StoreKind, landsFirst: Bool) async throws {
+        try await withStore(kind) { store in
+            let unanswering = UnansweredCallStore(store, leavingUnanswered: .claim, landsFirst: landsFirst)
+            defer { unanswering.release.open() }
+            let intercepting = InterceptingStore(unanswering, hooks: .init())
+            let handle = try await DurableQueue(name: "default", store: intercepting).add(Echo.self, input: 8, retry: .never)
+            var configuration = testWorkerConfiguration(name: "reconnecting")
+            // Only giving up on the claim can free the worker within the test's bounds.
+            configuration.storeCallTimeout = .seconds(600)
+            configuration.staleClaimAge = .zero
+            let worker = DurableWorker(store: intercepting, queues: ["default"], kinds: allTestKinds, configuration: configuration)
+            let value = try await withRunningWorker(worker) {
+                await unanswering.unanswered.wait()
+                intercepting.inject(.resynchronize)
+                return try await within(30, "the operation after the reconnect") { try await handle.value }
+            }
+            #expect(value == 8)
+            // A claim given up on that had landed was given back without costing the one
+            // attempt (the store's own reconnect at start can also catch a claim in flight).
+            let attempts = try await handle.attempts
+            #expect(attempts.count >= (landsFirst ? 2 : 1), "\(attempts)")
+            #expect(attempts.dropLast().allSatisfy { $0.error?.contains("never received") == true }, "\(attempts)")
             #expect(attempts.last?.error == nil)
         }
     }

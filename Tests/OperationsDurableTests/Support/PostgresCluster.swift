@@ -114,6 +114,17 @@ final class PostgresCluster: Sendable {
         try await connection.close()
     }
 
+    /// The first column of the first row of a query that returns a `double precision`, over a
+    /// connection of its own (a pool's connections may be waiting out a backoff).
+    func double(_ sql: String, database: String) async throws -> Double? {
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: "127.0.0.1", port: port, username: "postgres", password: nil, database: database, tls: .disable),
+            id: 98, logger: Logger(label: "test"))
+        defer { Task { try? await connection.close() } }
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "test")).collect()
+        return try rows.first?.decode(Double?.self)
+    }
+
     private static func asPostgresArguments(_ command: String) -> [String] {
         if geteuid() == 0 {
             return ["/bin/sh", "-c", "su postgres -s /bin/sh -c '\(command.replacingOccurrences(of: "'", with: "'\\''"))'"]
