@@ -32,8 +32,21 @@ public struct DurableContext: Sendable {
     public let id: DurableOperationID
     /// The attempt being run: 1 for the first.
     public let attempt: Int
+    /// The operations it depends on, in the order they were stored.
+    public let dependencies: [DurableOperationID]
     let store: any DurableOperationStore
     let cancellation: DurableCancellationFlag
+
+    init(
+        id: DurableOperationID, attempt: Int, dependencies: [DurableOperationID] = [], store: any DurableOperationStore,
+        cancellation: DurableCancellationFlag
+    ) {
+        self.id = id
+        self.attempt = attempt
+        self.dependencies = dependencies
+        self.store = store
+        self.cancellation = cancellation
+    }
 
     /// Whether the operation was cancelled (from any machine) or the worker is giving it back.
     public var isCancelled: Bool { Task.isCancelled || cancellation.reason != nil }
@@ -53,6 +66,22 @@ public struct DurableContext: Sendable {
     /// Throws ``DurableError`` when that operation did not succeed.
     public func output<K: DurableOperation>(of handle: DurableHandle<K>) async throws -> K.Output {
         try await DurableHandle<K>(id: handle.id, store: store).finishedOutput()
+    }
+
+    /// The outputs of its dependencies of kind `K`, in the order they were stored: how a
+    /// member of a ``DurableBatch`` reads what the members it depends on produced.
+    ///
+    /// Throws ``DurableError`` when one of them did not succeed.
+    public func outputs<K: DurableOperation>(of kind: K.Type) async throws -> [K.Output] {
+        var outputs: [K.Output] = []
+        for dependency in dependencies {
+            guard let record = try await store.record(of: dependency, includingAttempts: false) else {
+                throw DurableError(.notFound, "\(dependency), a dependency of \(id), is not stored: pruned")
+            }
+            guard record.kind == K.kind else { continue }
+            outputs.append(try await DurableHandle<K>(id: dependency, store: store).finishedOutput())
+        }
+        return outputs
     }
 }
 

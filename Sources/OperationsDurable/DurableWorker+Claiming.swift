@@ -27,7 +27,7 @@ extension DurableWorker {
                         state.withLock { $0.claims.begin() }
                         defer { state.withLock { $0.claims.end() } }
                         let claims = try await withDeadline(
-                            configuration.storeCallTimeout, "claiming from queue \"\(queue)\"", abandonedBy: claimsInFlight
+                            configuration.storeCallTimeout, "claiming from queue \"\(queue)\"", abandonedBy: callsInFlight
                         ) {
                             try await store.claim(queue: queue, kinds: kindNames, worker: worker, limit: limit, lease: lease)
                         }
@@ -50,7 +50,8 @@ extension DurableWorker {
 
     private func start(_ claim: DurableClaim, queue: String, leaseFrom: ContinuousClock.Instant) {
         let flag = DurableCancellationFlag()
-        let context = DurableContext(id: claim.id, attempt: claim.attempt, store: store, cancellation: flag)
+        let context = DurableContext(
+            id: claim.id, attempt: claim.attempt, dependencies: claim.dependencies, store: store, cancellation: flag)
         // Registered before the task exists, so that a cancel or a lost lease finds it. The
         // attempt's events are recorded under this lock, so that a cancel's event falls
         // between its start and its end.
@@ -136,7 +137,7 @@ extension DurableWorker {
             return queue
         }
         guard let queue else {
-            try await withDeadline(timeout, "recording \(batch.count) finished attempts") {
+            try await withDeadline(timeout, "recording \(batch.count) finished attempts", abandonedBy: callsInFlight) {
                 try await store.complete(batch, worker: worker)
             }
             return
@@ -148,7 +149,7 @@ extension DurableWorker {
         // A claim that lands after the deadline is not lost: a heartbeat finds its operations
         // held but not running, and they are given back.
         let claims = try await withDeadline(
-            timeout, "recording \(batch.count) finished attempts and claiming", abandonedBy: claimsInFlight
+            timeout, "recording \(batch.count) finished attempts and claiming", abandonedBy: callsInFlight
         ) {
             try await store.completeAndClaim(batch, worker: worker, queue: queue, kinds: kindNames, limit: limit, lease: lease)
         }

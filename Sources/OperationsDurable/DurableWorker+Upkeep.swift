@@ -122,9 +122,10 @@ extension DurableWorker {
                 let reason = record?.cancelReason
                 cancelBody(operation, reason: reason ?? "cancelled")
             case .resynchronize:
-                // The store reconnected: a claim sent before is likely lost with the old
-                // connection (a healthy claim answers within milliseconds).
-                claimsInFlight.abandon(startedBefore: .now - configuration.staleClaimAge)
+                // The store reconnected: a claim or a record of ends sent before is likely lost
+                // with the old connection (a healthy one answers within milliseconds). Both
+                // are safe to send again.
+                callsInFlight.abandon(startedBefore: .now - configuration.staleClaimAge)
                 wakeSignal.wake()
             case .finished:
                 continue

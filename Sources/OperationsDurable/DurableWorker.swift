@@ -42,8 +42,8 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         /// the process; the process's earlier handling is restored when it returns. Empty:
         /// the worker leaves signals alone (a `ServiceGroup`'s own handling still applies).
         public var stopSignals: [Int32] = [SIGTERM, SIGINT]
-        /// How long a claim must have waited to be given up on when the store reconnects (a
-        /// healthy claim answers within milliseconds).
+        /// How long a claim or a record of ends must have waited to be given up on when the
+        /// store reconnects (a healthy one answers within milliseconds).
         var staleClaimAge: Duration = .milliseconds(250)
 
         public init() {}
@@ -60,8 +60,8 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
     let configuration: Configuration
     let state = Locked(WorkerState())
     let wakeSignal = WakeSignal()
-    /// The claims waiting for the database, given up on when it comes back.
-    let claimsInFlight = StoreCallsInFlight()
+    /// The claims and records of ends waiting for the database, given up on when it comes back.
+    let callsInFlight = StoreCallsInFlight()
     let completions: CompletionBatcher
     let broadcaster: DurableEventBroadcaster
 

@@ -67,6 +67,16 @@ public struct Flaky: DurableOperation {
     }
 }
 
+/// Its input plus the outputs of the echoes it depends on, read through the context.
+public struct SumOfEchoes: DurableOperation {
+    public static let kind = "sum-of-echoes"
+    public init() {}
+    public func run(_ input: Int, context: DurableContext) async throws -> [Int] {
+        let echoes = try await context.outputs(of: Echo.self)
+        return [input + echoes.reduce(0, +)] + echoes
+    }
+}
+
 /// Every kind above, for a worker.
-public let allTestKinds: [any DurableOperation] = [Echo(), Node(), Work(), Hold(), Flaky()]
+public let allTestKinds: [any DurableOperation] = [Echo(), Node(), Work(), Hold(), Flaky(), SumOfEchoes()]
 #endif

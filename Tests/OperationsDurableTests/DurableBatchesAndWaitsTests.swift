@@ -82,6 +82,23 @@ struct DurableBatchesAndWaitsTests {
         }
     }
 
+    @Test("a batch member reads the outputs of the members it depends on through its context, in the order they were added", arguments: StoreKind.all)
+    func batchMemberReadsItsDependenciesOutputs(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let queue = DurableQueue(name: "default", store: store)
+            let stored = try await queue.add(Echo.self, input: 1_000)
+            var batch = DurableBatch()
+            let echoes = try [3, 1, 2].map { try batch.add(Echo.self, input: $0) }
+            let unrelated = try batch.add(Work.self, input: 0)
+            let sum = try batch.add(SumOfEchoes.self, input: 100, dependencies: [stored] + echoes + [unrelated])
+            let added = try await queue.addOperations(batch)
+            let value = try await withWorkers(store: store) { _ async throws in
+                try await within(30, "the sum") { try await added[sum].value }
+            }
+            #expect(value == [1_106, 1_000, 3, 1, 2])
+        }
+    }
+
     @Test("a batch member whose key another kind holds refuses the whole batch, naming both kinds", arguments: StoreKind.all)
     func batchIsAllOrNothing(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in

@@ -36,6 +36,10 @@ struct ProcessDrain {
     var startup: Double
     var commitsPerOperation: Double?
     var walBytesPerOperation: Double?
+    /// The machine's cores busy during the drain, on average, and how many of them the
+    /// PostgreSQL server's processes used.
+    var busyCores: Double?
+    var serverCores: Double?
 
     var perSecond: Double { Double(count) / seconds }
     var perSecondFromFirstClaim: Double { Double(count) / (seconds - startup) }
@@ -174,10 +178,12 @@ func processDrain(
         polls += 1
         return try await poller.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()[0]
     }
+    let cpuBefore = cpuSample()
     let started = ContinuousClock.now
     let children = try (0..<processes).map { try ChildProcess(worker, log: "\(directory)/\(name)-worker-\($0).log") }
     var startup: Double?
     var elapsed: Double?
+    var cpuAfter: (busy: Double, server: Double)?
     do {
         while elapsed == nil {
             if startup == nil, try Int(await poll(claimable).decode(Int64.self)) < count {
@@ -185,6 +191,7 @@ func processDrain(
             }
             if startup != nil, try await !poll("SELECT \(unfinished)").decode(Bool.self) {
                 elapsed = seconds(ContinuousClock.now - started)
+                cpuAfter = cpuSample()
                 break
             }
             for child in children {
@@ -211,7 +218,32 @@ func processDrain(
     return ProcessDrain(
         contender: contender, processes: processes, round: round, count: count, seconds: elapsed ?? .nan,
         startup: startup ?? .nan, commitsPerOperation: Double(commits) / Double(count),
-        walBytesPerOperation: Double(after.wal - before.wal) / Double(count))
+        walBytesPerOperation: Double(after.wal - before.wal) / Double(count),
+        busyCores: cpuAfter.map { ($0.busy - cpuBefore.busy) / (elapsed ?? .nan) },
+        serverCores: cpuAfter.map { ($0.server - cpuBefore.server) / (elapsed ?? .nan) })
+}
+
+/// CPU seconds so far: the machine's busy time over all cores (/proc/stat), and the time of
+/// the processes named `postgres` (the server's; a backend that ended meanwhile is missed).
+func cpuSample() -> (busy: Double, server: Double) {
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    var busy = 0.0
+    if let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8), let line = stat.split(separator: "\n").first {
+        let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        // user nice system idle iowait irq softirq steal: all but idle and iowait.
+        if fields.count >= 8 { busy = (fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7]) / ticks }
+    }
+    var server = 0.0
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where entry.allSatisfy(\.isNumber) {
+        guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
+            stat[stat.index(after: open)..<close] == "postgres"
+        else { continue }
+        // After the name: state is field 3; utime and stime are fields 14 and 15.
+        let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+        if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) { server += (user + system) / ticks }
+    }
+    return (busy, server)
 }
 
 /// The kernel's release, as `uname -r` prints it.
@@ -235,7 +267,7 @@ func againstPgqueuer(count: Int, rounds: Int) async throws {
     // The library's defaults, read from a worker and a store made here and never run.
     let probeStore = PostgresOperationStore(configuration: .init(port: port, username: "postgres"))
     let probe = DurableWorker(store: probeStore, queues: [processQueue], kinds: [Empty()])
-    let defaultConcurrency = Mirror(reflecting: probe).children.first { $0.label == "concurrency" }?.value as? Int
+    let defaultConcurrency: Int? = probe.concurrency
     let connections = probeStore.configuration.maximumConnections
     await probeStore.shutdown()
 
@@ -299,11 +331,11 @@ func againstPgqueuer(count: Int, rounds: Int) async throws {
     table(\.perSecondFromFirstClaim)
 
     print("\nEvery run (transactions: the database's xact_commit delta, the poller's own left out; WAL: the server's, cluster-wide):\n")
-    print("| round | processes | system | worker setting | spawn → empty s | spawn → first claim s | ops/s | ops/s from first claim | transactions committed per operation | WAL bytes per operation |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| round | processes | system | worker setting | spawn → empty s | spawn → first claim s | ops/s | ops/s from first claim | transactions committed per operation | WAL bytes per operation | cores busy (of \(ProcessInfo.processInfo.activeProcessorCount)) | of which PostgreSQL |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for run in runs {
         print(
-            "| \(run.round + 1) | \(run.processes) | \(system(run.contender)) | \(setting(run.contender)) | \(format(run.seconds, 2)) | \(format(run.startup, 2)) | \(format(run.perSecond)) | \(format(run.perSecondFromFirstClaim)) | \(format(run.commitsPerOperation, 2)) | \(format(run.walBytesPerOperation)) |"
+            "| \(run.round + 1) | \(run.processes) | \(system(run.contender)) | \(setting(run.contender)) | \(format(run.seconds, 2)) | \(format(run.startup, 2)) | \(format(run.perSecond)) | \(format(run.perSecondFromFirstClaim)) | \(format(run.commitsPerOperation, 2)) | \(format(run.walBytesPerOperation)) | \(format(run.busyCores, 2)) | \(format(run.serverCores, 2)) |"
         )
     }
 }

@@ -5,6 +5,7 @@
 import Foundation
 import OperationsDurable
 import OperationsPostgres
+import OperationsSQLite
 
 #if canImport(Glibc)
 import Glibc
@@ -14,15 +15,24 @@ import Glibc
 let processQueue = "bench"
 
 /// `durable-benchmark --worker-process PORT DATABASE CONCURRENCY`, CONCURRENCY a number or
-/// `default` (the worker made without a concurrency argument). Opens a store with the
+/// `default` (the worker made without a concurrency argument); PORT `sqlite` and DATABASE a
+/// file's path for the SQLite store. Opens a store with the
 /// library's default connection settings, runs the worker, counts the queue's unfinished
 /// operations every 50 ms and stops the worker once there are none. Returns the exit status.
 func runWorkerProcess(_ arguments: [String]) async -> Int32 {
-    guard arguments.count == 3, let port = Int(arguments[0]), arguments[2] == "default" || Int(arguments[2]) != nil else {
+    guard arguments.count == 3, let port = Int(arguments[0]) ?? (arguments[0] == "sqlite" ? 0 : nil), arguments[2] == "default" || Int(arguments[2]) != nil else {
         FileHandle.standardError.write(Data("usage: durable-benchmark --worker-process PORT DATABASE CONCURRENCY|default\n".utf8))
         return 2
     }
-    let store = PostgresOperationStore(configuration: .init(port: port, username: "postgres", database: arguments[1]))
+    let store: any DurableOperationStore
+    let shutdown: @Sendable () async -> Void
+    if arguments[0] == "sqlite" {
+        let sqlite = SQLiteOperationStore(path: arguments[1])
+        (store, shutdown) = (sqlite, { await sqlite.shutdown() })
+    } else {
+        let postgres = PostgresOperationStore(configuration: .init(port: port, username: "postgres", database: arguments[1]))
+        (store, shutdown) = (postgres, { await postgres.shutdown() })
+    }
     let worker =
         if let concurrency = Int(arguments[2]) {
             DurableWorker(store: store, queues: [processQueue], kinds: [Empty()], concurrency: concurrency)
@@ -46,7 +56,7 @@ func runWorkerProcess(_ arguments: [String]) async -> Int32 {
         FileHandle.standardError.write(Data("worker process: \(error)\n".utf8))
         status = 1
     }
-    await store.shutdown()
+    await shutdown()
     return status
 }
 

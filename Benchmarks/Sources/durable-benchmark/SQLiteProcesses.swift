@@ -1,0 +1,48 @@
+// The SQLite store drained by worker processes on one file: the same measurement as the
+// comparison with pgqueuer, without a server.
+
+import Foundation
+import OperationsDurable
+import OperationsSQLite
+
+/// Pre-fills `count` empty operations in a fresh file, spawns 1 or 2 worker processes (this
+/// executable, `--worker-process sqlite PATH default`) and times spawn → no unfinished
+/// operation (read every 10 ms); `rounds` times, 1 and 2 processes in turn. Prints a table.
+func sqliteWorkerProcesses(count: Int, rounds: Int) async throws {
+    print("\n## SQLite, worker processes on one file\n")
+    print("\(count) empty operations stored before each run in a fresh file (WAL, synchronous=FULL), then 1 or 2 worker processes with the default concurrency (\(DurableWorker.defaultConcurrency)) or 4; spawn → no unfinished operation; \(rounds) rounds, the rows in turn; medians (every run listed)\n")
+    let settings = ["default", "4"]
+    var runs: [String: [Double]] = [:]
+    for round in 0..<rounds {
+        for setting in settings {
+        for processes in [1, 2] {
+            let path = "\(directory)/sqlite-processes-\(round)-\(setting)-\(processes).sqlite"
+            let store = SQLiteOperationStore(path: path)
+            try await store.migrate()
+            let queue = DurableQueue(name: processQueue, store: store)
+            for start in stride(from: 0, to: count, by: 1_000) {
+                try await queue.addOperations(Empty.self, inputs: Array(start..<min(count, start + 1_000)))
+            }
+            let started = ContinuousClock.now
+            let children = try (0..<processes).map { index in
+                try ChildProcess(
+                    [ownExecutable(), "--worker-process", "sqlite", path, setting], log: "\(directory)/sqlite-worker-\(index).log")
+            }
+            while try await store.unfinishedCount(queue: processQueue) > 0 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            runs["\(setting) \(processes)", default: []].append(Double(count) / seconds(ContinuousClock.now - started))
+            try await waitForExit(children, timeout: .seconds(120))
+            await store.shutdown()
+        }
+        }
+    }
+    print("| concurrency | worker processes | operations/s (median) | runs |")
+    print("|---|---:|---:|---|")
+    for setting in settings {
+        for processes in [1, 2] {
+            let rates = runs["\(setting) \(processes)", default: []]
+            print("| \(setting == "default" ? "default (\(DurableWorker.defaultConcurrency))" : setting) | \(processes) | \(Int(median(rates))) | \(rates.map { String(Int($0)) }.joined(separator: ", ")) |")
+        }
+    }
+}
