@@ -79,16 +79,20 @@ public struct DurableHandle<K: DurableOperation>: Sendable, Codable, Hashable {
     /// cancelled.
     ///
     /// Waits through the store's ``DurableFinishWatch``: the process listens once for all its
-    /// waiters, and a finish wakes only the waiters of its own operation, so awaiting many
-    /// handles at once costs each one a few reads of its own. Cancelling the waiting task
+    /// waiters, a finish wakes only the waiters of its own operation, and the records of the
+    /// awaited operations are read together, so awaiting many handles at once costs each a
+    /// share of a few reads. Cancelling the waiting task
     /// stops the wait, not the operation.
     public var value: K.Output {
         get async throws {
             let store = try boundStore()
-            let record = try await currentRecord()
-            if record.state.isFinished { return try decodeOutput(record) }
-            try await store.finishWatch.waitUntilFinished([id], store: store)
-            return try await finishedOutput()
+            let record: DurableRecord
+            do {
+                record = try await store.finishWatch.finishedRecord(of: id, store: store)
+            } catch let error as DurableError where error.code == .notFound {
+                throw DurableError(.notFound, "\(id) (\(K.kind)) is not stored: never added, or pruned")
+            }
+            return try decodeOutput(record)
         }
     }
 

@@ -374,6 +374,9 @@ public protocol DurableOperationStore: Sendable {
     /// The states of the operations among `ids` that are stored, in one read.
     func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState]
 
+    /// The records (without attempts) of the operations among `ids` that are stored, in one read.
+    func records(of ids: [DurableOperationID]) async throws -> [DurableRecord]
+
     /// How many operations of the queue are in each state. The unfinished ones are counted
     /// from indexes; the finished ones by reading the queue's kept rows (until pruned).
     func counts(queue: String) async throws -> DurableOperationCounts
@@ -412,6 +415,15 @@ extension DurableOperationStore {
     ) async throws -> [DurableClaim] {
         try await complete(completions, worker: worker)
         return try await claim(queue: queue, kinds: kinds, worker: worker, limit: limit, lease: lease)
+    }
+
+    /// Reads the records one by one: for stores that cannot read many at once.
+    public func records(of ids: [DurableOperationID]) async throws -> [DurableRecord] {
+        var records: [DurableRecord] = []
+        for id in ids {
+            if let record = try await record(of: id, includingAttempts: false) { records.append(record) }
+        }
+        return records
     }
 
     /// Reads the records one by one: for stores that cannot read many at once.

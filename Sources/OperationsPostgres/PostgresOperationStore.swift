@@ -119,20 +119,42 @@ public final class PostgresOperationStore: DurableOperationStore {
 
     // MARK: Reading
 
-    public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
-        let found = try await rows(
-            """
-            SELECT id, queue, kind, state, attempt, max_attempts, output, error, cancel_reason, progress_completed,
-                progress_total, not_before, pending_dependencies FROM durable_operations WHERE id = \(id.rawValue)
-            """, "reading \(id)")
-        guard let row = found.first else { return nil }
+    /// The columns `record(from:)` decodes.
+    static let recordColumns = """
+        id, queue, kind, state, attempt, max_attempts, output, error, cancel_reason, progress_completed,
+            progress_total, not_before, pending_dependencies
+        """
+
+    static func record(from row: PostgresRow) throws -> DurableRecord {
         let (rawID, queue, kind, state, attempt, maximum, output, error, reason, completed, total, notBefore, pending) =
             try row.decode((Int64, String, String, String, Int, Int, String?, String?, String?, Int64, Int64, Date, Int).self)
-        var record = DurableRecord(
+        return DurableRecord(
             id: DurableOperationID(rawValue: rawID), queue: queue, kind: kind, state: DurableState(rawValue: state) ?? .waiting,
             attempt: attempt, maximumAttempts: maximum, output: output, error: error, cancelReason: reason,
             progressCompleted: completed, progressTotal: total, notBefore: notBefore, unfinishedDependencies: pending,
             attempts: [])
+    }
+
+    public func records(of ids: [DurableOperationID]) async throws -> [DurableRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await rows(
+            PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns) FROM durable_operations WHERE id = ANY($1::bigint[])", binds: {
+                var binds = PostgresBindings()
+                binds.append(ids.map(\.rawValue))
+                return binds
+            }()), "reading \(ids.count) operations"
+        ).map(Self.record(from:))
+    }
+
+    public func record(of id: DurableOperationID, includingAttempts: Bool) async throws -> DurableRecord? {
+        let found = try await rows(
+            PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns) FROM durable_operations WHERE id = $1", binds: {
+                var binds = PostgresBindings()
+                binds.append(id.rawValue)
+                return binds
+            }()), "reading \(id)")
+        guard let row = found.first else { return nil }
+        var record = try Self.record(from: row)
         if includingAttempts {
             let attemptRows = try await rows(
                 "SELECT number, worker, started_at, ended_at, error FROM durable_attempts WHERE operation = \(id.rawValue) ORDER BY number",

@@ -122,6 +122,15 @@ public final class SQLiteOperationStore: DurableOperationStore {
         }
     }
 
+    public func records(of ids: [DurableOperationID]) async throws -> [DurableRecord] {
+        guard !ids.isEmpty else { return [] }
+        let list = ids.map { String($0.rawValue) }.joined(separator: ",")
+        return try await access.withConnection("reading \(ids.count) operations") { connection in
+            try await connection.rows("SELECT \(Self.recordColumns) FROM durable_operations WHERE id IN (\(list))")
+                .map(Self.record(from:))
+        }
+    }
+
     public func counts(queue: String) async throws -> DurableOperationCounts {
         try await access.withConnection("counting the operations of queue \"\(queue)\"") { connection in
             var counts = DurableOperationCounts()

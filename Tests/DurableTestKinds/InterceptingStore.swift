@@ -32,6 +32,7 @@ public final class InterceptingStore: DurableOperationStore {
         public let subscriptions = Atomic<Int>(0)
         /// Notifications handed to subscribers, summed over them.
         public let notificationsDelivered = Atomic<Int>(0)
+        /// Records read, one by one or many at once.
         public let recordReads = Atomic<Int>(0)
         public let stateReads = Atomic<Int>(0)
         public let enqueueCalls = Atomic<Int>(0)
@@ -152,6 +153,10 @@ public final class InterceptingStore: DurableOperationStore {
         return try await base.states(of: ids)
     }
     public func counts(queue: String) async throws -> DurableOperationCounts { try await base.counts(queue: queue) }
+    public func records(of ids: [DurableOperationID]) async throws -> [DurableRecord] {
+        calls.recordReads.add(ids.count, ordering: .relaxed)
+        return try await base.records(of: ids)
+    }
     public func unfinishedCount(queue: String) async throws -> Int { try await base.unfinishedCount(queue: queue) }
 }
 #endif

@@ -1,7 +1,7 @@
 // The durable layer on PostgreSQL and on SQLite, against a plain FOR UPDATE SKIP LOCKED
 // loop and against pgqueuer, on a throwaway cluster with default durability (fsync on). From
 // the repository root: `swift run -c release --package-path Benchmarks durable-benchmark
-// [--quick] [--rounds N] [--only-pgqueuer-comparison | --only-sqlite-processes]`.
+// [--quick] [--rounds N] [--only-pgqueuer-comparison | --only-sqlite-processes | --only-waiting]`.
 
 import Foundation
 import OperationsDurable
@@ -34,6 +34,11 @@ startCluster()
 defer { stopCluster() }
 if CommandLine.arguments.contains("--only-pgqueuer-comparison") {
     try await againstPgqueuer(count: pgqueuerCount, rounds: roundsArgument ?? (quick ? 1 : 3))
+    stopCluster()
+    exit(0)
+}
+if CommandLine.arguments.contains("--only-waiting") {
+    try await waitingForResults(counts: quick ? [1_000] : [2_000, 10_000], rounds: roundsArgument ?? (quick ? 1 : 3))
     stopCluster()
     exit(0)
 }
@@ -116,3 +121,4 @@ for kind in StoreKind.allCases {
 
 try await againstPgqueuer(count: pgqueuerCount, rounds: rounds)
 try await sqliteWorkerProcesses(count: pgqueuerCount, rounds: rounds)
+try await waitingForResults(counts: quick ? [1_000] : [2_000, 10_000], rounds: rounds)

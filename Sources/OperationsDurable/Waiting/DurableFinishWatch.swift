@@ -8,7 +8,8 @@
 ///
 /// A store keeps one (``DurableOperationStore/finishWatch``). While anybody waits, it
 /// listens to the store's notifications once, keeps its waiters by operation, and wakes on a
-/// finish only the waiters of that operation. A notification can be lost (a connection that
+/// finish only the waiters of that operation; the records of the operations awaited for their
+/// output are read together, a chunk per read. A notification can be lost (a connection that
 /// drops between NOTIFY and LISTEN): after the store reconnects, and every
 /// ``recheckInterval`` while anybody waits, it reads the states of every awaited operation
 /// in one read, for the whole process.
@@ -30,6 +31,11 @@ public final class DurableFinishWatch: Sendable {
         var waiters: [Int: Waiter] = [:]
         /// The waiters of each awaited operation.
         var byOperation: [DurableOperationID: [Int]] = [:]
+        /// The waiters for an operation's finished record, by operation and token.
+        var recordWaiters: [DurableOperationID: [Int: CheckedContinuation<DurableRecord, any Error>]] = [:]
+        /// Operations whose record is to be read for their waiters: just awaited, or finished.
+        var toRead: Set<DurableOperationID> = []
+        var reading = false
         /// Waiters for any change (a finish, a reconnect, a recheck), by token.
         var changeWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
         /// Grows at each finish, reconnect and recheck.
@@ -38,6 +44,8 @@ public final class DurableFinishWatch: Sendable {
         var holds = 0
         var listener: Task<Void, Never>?
         var listenerGeneration = 0
+        /// The store the listener listens to, while it does.
+        var store: (any DurableOperationStore)?
         var nextToken = 0
     }
 
@@ -46,6 +54,89 @@ public final class DurableFinishWatch: Sendable {
     public init() {}
 
     // MARK: Waiting
+
+    /// The operation's record once it has finished (read together with the records other
+    /// callers await); throws ``DurableError`` `.notFound` when it is not stored, or the
+    /// store's error when the read fails.
+    func finishedRecord(of id: DurableOperationID, store: any DurableOperationStore) async throws -> DurableRecord {
+        hold(store: store)
+        defer { release() }
+        let token = state.withLock { state -> Int in
+            state.nextToken += 1
+            return state.nextToken
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DurableRecord, any Error>) in
+                let (cancelled, startReading) = state.withLock { state -> (Bool, Bool) in
+                    if Task.isCancelled { return (true, false) }
+                    state.recordWaiters[id, default: [:]][token] = continuation
+                    return (false, Self.read(id, &state))
+                }
+                if cancelled { continuation.resume(throwing: CancellationError()) }
+                if startReading { Task { await self.readRecords(store) } }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<DurableRecord, any Error>? in
+                let continuation = state.recordWaiters[id]?.removeValue(forKey: token)
+                if state.recordWaiters[id]?.isEmpty == true { state.recordWaiters[id] = nil }
+                return continuation
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Queues the operation's record to be read; returns whether the caller starts the reader.
+    private static func read(_ id: DurableOperationID, _ state: inout State) -> Bool {
+        state.toRead.insert(id)
+        guard !state.reading else { return false }
+        state.reading = true
+        return true
+    }
+
+    /// Reads the queued records a chunk at a time until none is queued, and hands each
+    /// finished one to its waiters; an unfinished one is read again when it finishes.
+    private func readRecords(_ store: any DurableOperationStore) async {
+        while true {
+            let chunk = state.withLock { state -> [DurableOperationID] in
+                // An operation whose waiters were woken (or gave up) meanwhile is not read.
+                state.toRead = state.toRead.filter { state.recordWaiters[$0] != nil }
+                let chunk = Array(state.toRead.prefix(Self.readChunk))
+                state.toRead.subtract(chunk)
+                if chunk.isEmpty { state.reading = false }
+                return chunk
+            }
+            if chunk.isEmpty { return }
+            let result: Result<[DurableRecord], any Error>
+            do {
+                result = .success(try await store.records(of: chunk))
+            } catch {
+                result = .failure(error)
+            }
+            let woken = state.withLock { state -> [(CheckedContinuation<DurableRecord, any Error>, Result<DurableRecord, any Error>)] in
+                var woken: [(CheckedContinuation<DurableRecord, any Error>, Result<DurableRecord, any Error>)] = []
+                func wake(_ id: DurableOperationID, _ outcome: Result<DurableRecord, any Error>) {
+                    for continuation in (state.recordWaiters.removeValue(forKey: id) ?? [:]).values {
+                        woken.append((continuation, outcome))
+                    }
+                }
+                switch result {
+                case .success(let records):
+                    var found = Set<DurableOperationID>()
+                    for record in records {
+                        found.insert(record.id)
+                        if record.state.isFinished { wake(record.id, .success(record)) }
+                    }
+                    for id in chunk where !found.contains(id) {
+                        wake(id, .failure(DurableError(.notFound, "\(id) is not stored: never added, or pruned")))
+                    }
+                case .failure(let error):
+                    for id in chunk { wake(id, .failure(error)) }
+                }
+                return woken
+            }
+            for (continuation, outcome) in woken { continuation.resume(with: outcome) }
+        }
+    }
 
     /// Returns once every operation of `ids` has finished; throws ``DurableError`` `.notFound`
     /// for one that is not stored, or when the store stops telling changes.
@@ -166,6 +257,7 @@ public final class DurableFinishWatch: Sendable {
         state.listenerGeneration += 1
         let generation = state.listenerGeneration
         let notifications = store.notifications()
+        state.store = store
         state.listener = Task { await self.listen(notifications, store: store, generation: generation) }
         return nil
     }
@@ -177,6 +269,7 @@ public final class DurableFinishWatch: Sendable {
         guard state.holds == 0 else { return nil }
         let listener = state.listener
         state.listener = nil
+        state.store = nil
         return listener
     }
 
@@ -207,9 +300,11 @@ public final class DurableFinishWatch: Sendable {
         }
         if Task.isCancelled { return }
         // The store stopped telling changes (it was shut down): the waiters would wait for ever.
-        let failed = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard state.listenerGeneration == generation, state.listener != nil else { return [] }
+        let failed = state.withLock {
+            state -> ([CheckedContinuation<Void, any Error>], [CheckedContinuation<DurableRecord, any Error>]) in
+            guard state.listenerGeneration == generation, state.listener != nil else { return ([], []) }
             state.listener = nil
+            state.store = nil
             let failure = DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited")
             var failed: [CheckedContinuation<Void, any Error>] = []
             for token in Array(state.waiters.keys) {
@@ -219,16 +314,18 @@ public final class DurableFinishWatch: Sendable {
             }
             failed.append(contentsOf: state.changeWaiters.values)
             state.changeWaiters = [:]
-            return failed
+            let records = state.recordWaiters.values.flatMap(\.values)
+            state.recordWaiters = [:]
+            return (failed, records)
         }
-        for continuation in failed {
-            continuation.resume(throwing: DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited"))
-        }
+        let failure = DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited")
+        for continuation in failed.0 { continuation.resume(throwing: failure) }
+        for continuation in failed.1 { continuation.resume(throwing: failure) }
     }
 
     /// Reads the states of every awaited operation, in chunks, and wakes whoever waits for a change.
     private func recheck(_ store: any DurableOperationStore) async {
-        let awaited = state.withLock { Array($0.byOperation.keys) }
+        let awaited = state.withLock { Array(Set($0.byOperation.keys).union($0.recordWaiters.keys)) }
         var index = 0
         while index < awaited.count {
             let chunk = Array(awaited[index..<min(awaited.count, index + Self.readChunk)])
@@ -241,9 +338,10 @@ public final class DurableFinishWatch: Sendable {
 
     /// One operation finished: wakes its waiters whose operations have all finished.
     private func finished(_ id: DurableOperationID) {
-        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+        let (woken, startReading) = state.withLock { state -> ([CheckedContinuation<Void, any Error>], Bool) in
             var woken = Self.takeChangeWaiters(&state)
-            guard let tokens = state.byOperation.removeValue(forKey: id) else { return woken }
+            let startReading = state.recordWaiters[id] != nil && Self.read(id, &state)
+            guard let tokens = state.byOperation.removeValue(forKey: id) else { return (woken, startReading) }
             for token in tokens {
                 guard state.waiters[token]?.remaining.remove(id) != nil, state.waiters[token]!.remaining.isEmpty,
                     let continuation = state.waiters[token]!.continuation
@@ -251,9 +349,10 @@ public final class DurableFinishWatch: Sendable {
                 state.waiters[token]!.continuation = nil
                 woken.append(continuation)
             }
-            return woken
+            return (woken, startReading)
         }
         for continuation in woken { continuation.resume() }
+        if startReading, let store = state.withLock({ $0.store }) { Task { await self.readRecords(store) } }
     }
 
     private func changed() {
@@ -272,7 +371,7 @@ public final class DurableFinishWatch: Sendable {
 
     /// How many operations are awaited and how many callers wait, for tests and diagnostics.
     package var waiting: (operations: Int, holds: Int, listening: Bool) {
-        state.withLock { ($0.byOperation.count, $0.holds, $0.listener != nil) }
+        state.withLock { (Set($0.byOperation.keys).union($0.recordWaiters.keys).count, $0.holds, $0.listener != nil) }
     }
 }
 #endif
