@@ -12,8 +12,10 @@ extension DurableQueue {
     /// none (an error names the member). Reports an `enqueued` event for each that did not
     /// coalesce with a pending operation of the same key.
     ///
-    /// - Parameter waitUntilFinished: returns only once every operation of the batch has
-    ///   finished, however it ended (the handles tell how).
+    /// - Parameters:
+    ///   - batch: the operations, built with ``DurableBatch/add(_:input:dependencies:runsAnyway:priority:key:notBefore:retry:)``.
+    ///   - waitUntilFinished: returns only once every operation of the batch has finished,
+    ///     however it ended (the handles tell how).
     @discardableResult
     public func addOperations(_ batch: DurableBatch, waitUntilFinished: Bool = false) async throws -> DurableBatch.Added {
         var requests = batch.requests

@@ -70,11 +70,16 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
 
     /// A worker of `queues` that runs the given kinds.
     ///
-    /// - Parameter concurrency: how many bodies run at once in this process. A slot freed by a
-    ///   body's end is filled by the same call that records the end, so more slots mean fewer
-    ///   round trips per operation. For bodies that mostly wait (HTTP, files, other
-    ///   services), 128; for bodies that compute, about the number of cores. The queue's
-    ///   ``DurableQueue/setMaxConcurrentOperationCount(_:)`` bounds the whole cluster.
+    /// - Parameters:
+    ///   - store: where the operations are.
+    ///   - queues: the queues it claims from, in turn.
+    ///   - kinds: the kinds of work it runs, one value of each.
+    ///   - concurrency: how many bodies run at once in this process. A slot freed by a body's
+    ///     end is filled by the same call that records the end, so more slots mean fewer
+    ///     round trips per operation. For bodies that mostly wait (HTTP, files, other
+    ///     services), 128; for bodies that compute, about the number of cores. The queue's
+    ///     ``DurableQueue/setMaxConcurrentOperationCount(_:)`` bounds the whole cluster.
+    ///   - configuration: its timings, name and stop signals.
     public init(
         store: any DurableOperationStore, queues: [String], kinds: [any DurableOperation],
         concurrency: Int = DurableWorker.defaultConcurrency,
