@@ -109,6 +109,9 @@ extension DurableWorker {
     }
 
     func notificationLoop() async {
+        // The first resynchronization is usually the store's first connection, which the
+        // worker's first claim may be waiting on: only later ones say it reconnected.
+        var connected = false
         for await notification in store.notifications() {
             switch notification {
             case .workAvailable(let queue):
@@ -125,7 +128,8 @@ extension DurableWorker {
                 // The store reconnected: a claim or a record of ends sent before is likely lost
                 // with the old connection (a healthy one answers within milliseconds). Both
                 // are safe to send again.
-                callsInFlight.abandon(startedBefore: .now - configuration.staleClaimAge)
+                if connected { callsInFlight.abandon(startedBefore: .now - configuration.staleClaimAge) }
+                connected = true
                 wakeSignal.wake()
             case .finished:
                 continue

@@ -26,7 +26,7 @@ struct WorkerSignalTests {
             try await eventually(60, "the held body's start") { try await held.state == .running }
             workers.send(signal, to: "w0")
             let status = try await within(60, "the worker's exit") { await workers.exitStatus("w0") }
-            #expect(status == 0, "the worker process ended with status \(String(describing: status)), not by exiting normally")
+            #expect(status == 0, "the worker process ended with status \(String(describing: status)), not by exiting normally\n\(status == 0 ? "" : workers.logs())")
             #expect(try await held.state == .ready)
             let attempts = try await held.attempts
             #expect(attempts.count == 1)

@@ -181,6 +181,8 @@ struct WorkerUnansweredCallTests {
             let worker = DurableWorker(store: intercepting, queues: ["default"], kinds: allTestKinds, configuration: configuration)
             let value = try await withRunningWorker(worker) {
                 await unanswering.unanswered.wait()
+                // A connection, then a reconnection.
+                intercepting.inject(.resynchronize)
                 intercepting.inject(.resynchronize)
                 return try await within(30, "the operation after the reconnect") { try await handle.value }
             }
