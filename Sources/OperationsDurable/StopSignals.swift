@@ -13,12 +13,17 @@ import Musl
 import Darwin
 #endif
 
-/// The process's stop signals. A signal is watched while at least one worker asked for it:
-/// its default action (ending the process) is replaced by telling every such worker, and the
-/// handling the process had before is restored when the last one stops watching.
+/// The process's stop signals. A signal is watched while at least one worker asked for it,
+/// with a Dispatch signal source, as swift-service-lifecycle's `ServiceGroup` does: every
+/// source of the signal is told (a `ServiceGroup`'s and the workers'), and stopping twice is
+/// stopping once.
 ///
-/// A `ServiceGroup` that handles the same signal watches it beside this: both are told, and
-/// both stop the worker, which is idempotent.
+/// On Linux, Dispatch catches the signal with a handler of its own, installed when the
+/// process makes its first source for that signal and kept for the life of the process: the
+/// signal no longer ends the process, also after the last worker returned, and no
+/// disposition is changed here (ignoring the signal would hide it from Dispatch's handler
+/// for good). On Darwin, Dispatch sees a signal through kqueue beside its disposition, so the
+/// signal is ignored while watched and the earlier disposition restored afterwards.
 enum StopSignals {
     private struct Watched {
         var source: any DispatchSourceSignal
@@ -41,8 +46,6 @@ enum StopSignals {
                 state.nextListener += 1
                 tokens[signal] = state.nextListener
                 if state.watched[signal] == nil {
-                    // Ignored first, so that the default action cannot end the process before
-                    // the source is ready; the source still sees the signal.
                     let previous = Self.ignore(signal)
                     let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
                     source.setEventHandler { StopSignals.received(signal) }
@@ -72,12 +75,20 @@ enum StopSignals {
         for listener in listeners { listener() }
     }
 
+    /// Darwin: ignored, so that the default action cannot end the process (kqueue still
+    /// sees the signal). Linux: left alone for Dispatch's handler.
     private static func ignore(_ number: Int32) -> Handler? {
-        signal(number, SIG_IGN)
+        #if canImport(Darwin)
+        return signal(number, SIG_IGN)
+        #else
+        return nil
+        #endif
     }
 
     private static func restore(_ number: Int32, _ previous: Handler?) {
+        #if canImport(Darwin)
         _ = signal(number, previous ?? SIG_DFL)
+        #endif
     }
 
     private typealias Handler = @convention(c) (Int32) -> Void

@@ -1,8 +1,8 @@
 // A worker process for the multi-process durable tests:
 // DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]
-//     [--die after-claim|before-completion --die-with KIND] [--plain 1] [--shutdown-deadline-ms MS]
-// Stops gracefully on SIGTERM; the tests also kill it with SIGKILL. With `--plain 1` it runs
-// the worker without a ServiceGroup, as `try await worker.run()`.
+//     [--die after-claim|before-completion --die-with KIND] [--plain RUNS] [--shutdown-deadline-ms MS]
+// Stops gracefully on SIGTERM; the tests also kill it with SIGKILL. With `--plain RUNS` it runs
+// the worker without a ServiceGroup, as `try await worker.run()` (RUNS times in a row).
 #if PostgreSQL && SQLite
 
 import DurableTestKinds
@@ -48,21 +48,29 @@ configuration.name = options["name"]?.first ?? "worker"
 if let milliseconds = options["shutdown-deadline-ms"]?.first.flatMap(Int.init) {
     configuration.shutdownDeadline = .milliseconds(milliseconds)
 }
-let worker = DurableWorker(
-    store: store, queues: options["queue"] ?? ["default"], kinds: allTestKinds,
-    concurrency: options["concurrency"]?.first.flatMap(Int.init) ?? 4, configuration: configuration)
-FileHandle.standardOutput.write(Data("worker \(worker.id) started\n".utf8))
+let (queues, concurrency) = (options["queue"] ?? ["default"], options["concurrency"]?.first.flatMap(Int.init) ?? 4)
+/// A worker on the store, new for each run.
+@MainActor func makeWorker() -> DurableWorker {
+    DurableWorker(store: store, queues: queues, kinds: allTestKinds, concurrency: concurrency, configuration: configuration)
+}
 do {
-    if options["plain"]?.first == "1" {
-        try await worker.run()
-        FileHandle.standardOutput.write(Data("worker \(worker.id) stopped\n".utf8))
+    if let runs = options["plain"]?.first.flatMap(Int.init) {
+        for _ in 0..<runs {
+            let worker = makeWorker()
+            FileHandle.standardOutput.write(Data("worker \(worker.id) started\n".utf8))
+            try await worker.run()
+            FileHandle.standardOutput.write(Data("worker \(worker.id) stopped\n".utf8))
+        }
     } else {
+        let worker = makeWorker()
+        FileHandle.standardOutput.write(Data("worker \(worker.id) started\n".utf8))
         let group = ServiceGroup(
             services: [worker], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "durable-test-worker"))
         try await group.run()
+        FileHandle.standardOutput.write(Data("worker \(worker.id) stopped\n".utf8))
     }
 } catch {
-    FileHandle.standardError.write(Data("worker \(worker.id): \(error)\n".utf8))
+    FileHandle.standardError.write(Data("worker: \(error)\n".utf8))
     await shutdown()
     exit(1)
 }

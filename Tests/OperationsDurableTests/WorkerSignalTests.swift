@@ -13,31 +13,60 @@ struct WorkerSignalTests {
         "a worker run without a ServiceGroup gives back what it runs on SIGTERM or SIGINT and exits normally; the attempt is not counted",
         arguments: [SIGTERM, SIGINT])
     func signalStopsThePlainWorkerGracefully(_ signal: Int32) async throws {
-        let file = SQLiteFile()
-        defer { file.remove() }
-        let store = try await file.migratedStore()
-        let workers = WorkerProcesses()
-        defer { workers.stopAll() }
-        let queue = DurableQueue(name: "default", store: store)
-        // One attempt in all: were the interrupted run counted, the operation would fail.
-        let held = try await queue.add(Hold.self, input: 2, retry: .never)
-        try workers.startPlain(name: "w0", sqlite: file.path, shutdownDeadlineMilliseconds: 0)
-        try await workers.recordingLogsOnFailure { () async throws in
-            try await eventually(60, "the held body's start") { try await held.state == .running }
-            workers.send(signal, to: "w0")
-            let status = try await within(60, "the worker's exit") { await workers.exitStatus("w0") }
-            #expect(status == 0, "the worker process ended with status \(String(describing: status)), not by exiting normally\n\(status == 0 ? "" : workers.logs())")
-            #expect(try await held.state == .ready)
-            let attempts = try await held.attempts
-            #expect(attempts.count == 1)
-            #expect(attempts.first?.error?.contains("stopped before the body finished") == true)
-        }
-        // Another worker runs it: its second attempt returns.
-        let value = try await withWorkers(store: store) { _ async throws in
-            try await within(30, "the held operation's value") { try await held.value }
-        }
-        #expect(value == 2)
-        await store.shutdown()
+        try await checkSignalsStopTheWorker(mode: .plain(runs: 1), signal: signal)
     }
+
+    @Test("a second run() in the same process stops on SIGTERM too")
+    func signalStopsASecondRun() async throws {
+        try await checkSignalsStopTheWorker(mode: .plain(runs: 2), signal: SIGTERM)
+    }
+
+    @Test("a worker in a ServiceGroup that handles SIGTERM still stops gracefully on it")
+    func signalStopsTheWorkerOfAServiceGroup() async throws {
+        try await checkSignalsStopTheWorker(mode: .serviceGroup, signal: SIGTERM)
+    }
+}
+
+/// Starts a worker process as `mode` says, and for each of its runs: waits for a held body to
+/// start, sends `signal`, and checks that the operation was given back without costing its
+/// one attempt. Then checks the process exited normally and another worker finishes it.
+private func checkSignalsStopTheWorker(mode: WorkerProcesses.RunMode, signal: Int32) async throws {
+    let file = SQLiteFile()
+    defer { file.remove() }
+    let store = try await file.migratedStore()
+    let workers = WorkerProcesses()
+    defer { workers.stopAll() }
+    let queue = DurableQueue(name: "default", store: store)
+    let runs = if case .plain(let runs) = mode { runs } else { 1 }
+    // One attempt in all: were an interrupted run counted, the operation would fail.
+    let held = try await queue.add(Hold.self, input: runs + 1, retry: .never)
+    try workers.start(name: "w0", sqlite: file.path, mode: mode, shutdownDeadlineMilliseconds: 0)
+    try await workers.recordingLogsOnFailure { () async throws in
+        for run in 1...runs {
+            try await eventually(60, "run \(run): the held body's start") {
+                let state = try await held.state
+                let attempts = try await held.attempts
+                return state == .running && attempts.count == run
+            }
+            workers.send(signal, to: "w0")
+            // The next run may claim it again at once: the give-back is read in the attempts.
+            try await eventually(60, "run \(run): the give-back") {
+                let attempts = try await held.attempts
+                return attempts.count >= run && attempts[run - 1].error != nil
+            }
+        }
+        let status = try await within(60, "the worker's exit") { await workers.exitStatus("w0") }
+        #expect(try await held.state == .ready)
+        #expect(status == 0, "the worker process ended with status \(String(describing: status)), not by exiting normally\n\(status == 0 ? "" : workers.logs())")
+        let attempts = try await held.attempts
+        #expect(attempts.count == runs)
+        #expect(attempts.allSatisfy { $0.error?.contains("stopped before the body finished") == true }, "\(attempts)")
+    }
+    // Another worker runs it: its next attempt returns.
+    let value = try await withWorkers(store: store) { _ async throws in
+        try await within(30, "the held operation's value") { try await held.value }
+    }
+    #expect(value == runs + 1)
+    await store.shutdown()
 }
 #endif

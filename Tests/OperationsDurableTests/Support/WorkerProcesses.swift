@@ -30,12 +30,28 @@ final class WorkerProcesses: Sendable {
         try start(name: name, store: ["--sqlite", sqlite], queue: queue, concurrency: concurrency, dying: dying)
     }
 
-    /// A worker process that runs its worker as a program would without swift-service-lifecycle
-    /// (`try await worker.run()`), with the given shutdown deadline.
-    func startPlain(name: String, sqlite: String, shutdownDeadlineMilliseconds: Int) throws {
-        try start(
-            name: name, store: ["--sqlite", sqlite, "--plain", "1", "--shutdown-deadline-ms", "\(shutdownDeadlineMilliseconds)"],
-            queue: "default", concurrency: 4, dying: nil)
+    /// How a worker process runs its worker.
+    enum RunMode: Sendable, CustomTestStringConvertible {
+        /// `try await worker.run()`, as a program without swift-service-lifecycle does, this
+        /// many times in a row (a new worker each time).
+        case plain(runs: Int)
+        /// In a `ServiceGroup` that stops gracefully on SIGTERM.
+        case serviceGroup
+
+        var testDescription: String {
+            switch self {
+            case .plain(let runs): "run() \(runs == 1 ? "once" : "\(runs) times")"
+            case .serviceGroup: "a ServiceGroup"
+            }
+        }
+    }
+
+    /// A worker process on the SQLite store in `sqlite`, run as `mode` says, with the given
+    /// shutdown deadline.
+    func start(name: String, sqlite: String, mode: RunMode, shutdownDeadlineMilliseconds: Int) throws {
+        var store = ["--sqlite", sqlite, "--shutdown-deadline-ms", "\(shutdownDeadlineMilliseconds)"]
+        if case .plain(let runs) = mode { store += ["--plain", "\(runs)"] }
+        try start(name: name, store: store, queue: "default", concurrency: 4, dying: nil)
     }
 
     /// Sends `signal` to the process.
