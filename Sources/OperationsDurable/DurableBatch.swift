@@ -20,10 +20,14 @@ public struct DurableBatch: Sendable {
     public struct Member<K: DurableOperation>: Sendable, Hashable, DurableBatchDependency {
         /// Its position in the batch.
         public let index: Int
-        public var batchTarget: DurableBatchTarget { .member(index) }
+        /// The batch it belongs to.
+        let batch: UInt64
+        public var batchTarget: DurableBatchTarget { .member(index, batch: batch) }
     }
 
     var requests: [DurableEnqueueRequest] = []
+    /// Tells this batch's members from another's.
+    let identity = UInt64.random(in: 1...UInt64.max)
 
     public init() {}
 
@@ -51,10 +55,10 @@ public struct DurableBatch: Sendable {
             switch dependency.batchTarget {
             case .stored(let id):
                 stored.append(id)
-            case .member(let member):
-                guard member < index, member >= 0 else {
+            case .member(let member, let batch):
+                guard batch == identity, member < index, member >= 0 else {
                     throw DurableError(
-                        .invalidArgument, "\(what): it depends on member \(member), which is not an earlier member of this batch")
+                        .invalidArgument, "\(what): it depends on member \(member)\(batch == identity ? "" : " of another batch"), which is not an earlier member of this batch")
                 }
                 members.append(member)
             }
@@ -63,7 +67,7 @@ public struct DurableBatch: Sendable {
             try DurableQueue.storedRequest(
                 kind, input: input, queue: "", what: what, dependencies: stored, dependenciesInBatch: members,
                 runsAnyway: runsAnyway, priority: priority, key: key, notBefore: notBefore, retry: retry))
-        return Member(index: index)
+        return Member(index: index, batch: identity)
     }
 
     /// The handles of a batch's operations once added.
@@ -72,10 +76,15 @@ public struct DurableBatch: Sendable {
         public let results: [DurableEnqueueResult]
         let store: any DurableOperationStore
         let events: DurableHandleEvents
+        let batch: UInt64
 
         /// The handle of a member (of an operation with the same key, if it coalesced).
+        /// - Precondition: `member` was added to the batch these operations came from.
         public subscript<K: DurableOperation>(member: Member<K>) -> DurableHandle<K> {
-            DurableHandle(id: results[member.index].id, store: store, events: events)
+            precondition(
+                member.batch == batch && results.indices.contains(member.index),
+                "DurableBatch.Added: member \(member.index) (\(K.kind)) belongs to another batch")
+            return DurableHandle(id: results[member.index].id, store: store, events: events)
         }
 
         /// The ids of the stored operations, in the batch's order.
@@ -86,7 +95,8 @@ public struct DurableBatch: Sendable {
 /// What a member of a batch depends on: an operation already stored, or an earlier member.
 public enum DurableBatchTarget: Sendable, Hashable {
     case stored(DurableOperationID)
-    case member(Int)
+    /// The member at a position of the batch that `batch` identifies.
+    case member(Int, batch: UInt64)
 }
 
 /// Something a member of a ``DurableBatch`` can depend on: a handle, an id, or an earlier

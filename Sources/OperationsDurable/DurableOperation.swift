@@ -32,7 +32,7 @@ public struct DurableContext: Sendable {
     public let id: DurableOperationID
     /// The attempt being run: 1 for the first.
     public let attempt: Int
-    /// The operations it depends on, in the order they were stored.
+    /// The operations it depends on, each once, in the order they were stored.
     public let dependencies: [DurableOperationID]
     let store: any DurableOperationStore
     let cancellation: DurableCancellationFlag
@@ -68,8 +68,10 @@ public struct DurableContext: Sendable {
         try await DurableHandle<K>(id: handle.id, store: store).finishedOutput()
     }
 
-    /// The outputs of its dependencies of kind `K`, in the order they were stored: how a
-    /// member of a ``DurableBatch`` reads what the members it depends on produced.
+    /// The outputs of its dependencies of kind `K`, each once, in the order the operations
+    /// were stored (a member whose key coalesced stands at the place of the operation it
+    /// coalesced with): how a member of a ``DurableBatch`` reads what the members it depends
+    /// on produced.
     ///
     /// Throws ``DurableError`` when one of them did not succeed.
     public func outputs<K: DurableOperation>(of kind: K.Type) async throws -> [K.Output] {

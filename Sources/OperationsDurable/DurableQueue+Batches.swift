@@ -31,7 +31,8 @@ extension DurableQueue {
                 kind: .enqueued, operation: result.id, operationKind: request.kind, queue: name, dependencies: dependencies))
         }
         let added = DurableBatch.Added(
-            results: results, store: store, events: DurableHandleEvents(broadcaster: broadcaster, queue: name))
+            results: results, store: store, events: DurableHandleEvents(broadcaster: broadcaster, queue: name),
+            batch: batch.identity)
         if waitUntilFinished { try await self.waitUntilFinished(added.ids) }
         return added
     }

@@ -31,7 +31,7 @@ extension DurableWorker {
                         ) {
                             try await store.claim(queue: queue, kinds: kindNames, worker: worker, limit: limit, lease: lease)
                         }
-                        for claim in claims { start(claim, queue: queue, leaseFrom: claimBegan) }
+                        await startOrGiveBack(claims, queue: queue, leaseFrom: claimBegan)
                         wanted -= claims.count
                     }
                     rotation += 1
@@ -48,20 +48,37 @@ extension DurableWorker {
         stop()
     }
 
-    private func start(_ claim: DurableClaim, queue: String, leaseFrom: ContinuousClock.Instant) {
+    /// Starts the claimed bodies; once the worker is stopping, starts none and gives them back
+    /// (a claim's answer can arrive after the stop, when the shutdown no longer looks).
+    private func startOrGiveBack(_ claims: [DurableClaim], queue: String, leaseFrom: ContinuousClock.Instant) async {
+        let refused = claims.filter { !start($0, queue: queue, leaseFrom: leaseFrom) }
+        guard !refused.isEmpty else { return }
+        let (store, worker, timeout) = (store, id, configuration.storeCallTimeout)
+        let attempts = refused.map { DurableAttemptID(operation: $0.id, attempt: $0.attempt) }
+        _ = try? await withDeadline(timeout, "giving back operations claimed as worker \(worker) stopped") {
+            try await store.giveBack(attempts, worker: worker, reason: "worker \(worker) stopped before it started the body")
+        }
+    }
+
+    /// Starts a claimed body, unless the worker is stopping: returns whether it started.
+    private func start(_ claim: DurableClaim, queue: String, leaseFrom: ContinuousClock.Instant) -> Bool {
         let flag = DurableCancellationFlag()
         let context = DurableContext(
             id: claim.id, attempt: claim.attempt, dependencies: claim.dependencies, store: store, cancellation: flag)
         // Registered before the task exists, so that a cancel or a lost lease finds it. The
         // attempt's events are recorded under this lock, so that a cancel's event falls
-        // between its start and its end.
-        state.withLock {
-            $0.running[claim.id] = RunningBody(
+        // between its start and its end. A stopping worker starts nothing: the shutdown's
+        // list of what runs is taken after `stopping` is set.
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.running[claim.id] = RunningBody(
                 flag: flag, attempt: claim.attempt, claimedAt: .now, renewedAt: leaseFrom, queue: queue, kind: claim.kind)
             broadcaster.record(DurableEvent.Draft(
                 kind: .started, operation: claim.id, operationKind: claim.kind, queue: queue, attempt: claim.attempt,
                 worker: id, dependencies: claim.dependencies))
+            return true
         }
+        guard accepted else { return false }
         broadcaster.deliver()
         let task = Task {
             let result = await self.execute(claim, context: context)
@@ -121,6 +138,7 @@ extension DurableWorker {
             return state.running[claim.id]?.flag.reason != nil
         }
         if cancelledAlready { task.cancel() }
+        return true
     }
 
     /// Records a batch of ends and, unless the worker stops (or the batch is being tried
@@ -129,12 +147,12 @@ extension DurableWorker {
     /// returns, so the new ones never take the worker past its concurrency.
     func recordEnds(_ batch: [DurableCompletion], claiming: Bool) async throws {
         let (store, worker, timeout, lease) = (store, id, configuration.storeCallTimeout, configuration.lease)
+        // From the worker's queues in turn, so that no queue of a busy worker waits on another.
         let queue = state.withLock { state -> String? in
-            guard claiming, !state.stopping,
-                let queue = batch.first(where: { state.running[$0.id] != nil }).flatMap({ state.running[$0.id]?.queue })
-            else { return nil }
+            guard claiming, !state.stopping else { return nil }
+            state.claimsWithEnds &+= 1
             state.claims.begin()
-            return queue
+            return queues[state.claimsWithEnds % queues.count]
         }
         guard let queue else {
             try await withDeadline(timeout, "recording \(batch.count) finished attempts", abandonedBy: callsInFlight) {
@@ -153,7 +171,7 @@ extension DurableWorker {
         ) {
             try await store.completeAndClaim(batch, worker: worker, queue: queue, kinds: kindNames, limit: limit, lease: lease)
         }
-        for claim in claims { start(claim, queue: queue, leaseFrom: claimBegan) }
+        await startOrGiveBack(claims, queue: queue, leaseFrom: claimBegan)
     }
 
     /// Whether the store hears of an attempt's result, or why not.

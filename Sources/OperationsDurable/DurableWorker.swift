@@ -154,7 +154,8 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
 
     private func stopOnSignal() {
         state.withLock { state in
-            if state.stopping { state.hurried = true }
+            state.signals += 1
+            if state.signals > 1 { state.hurried = true }
             state.stopping = true
         }
         wakeSignal.wake()
@@ -199,6 +200,10 @@ struct WorkerState {
     var stopping = false
     /// A second stop signal came: what still runs is given back without waiting for the deadline.
     var hurried = false
+    /// Stop signals received.
+    var signals = 0
+    /// Claims made with a batch of ends, which take the worker's queues in turn.
+    var claimsWithEnds = 0
     var claims = ClaimCount()
 }
 

@@ -133,7 +133,7 @@ struct DurableBatchesAndWaitsTests {
         }
     }
 
-    @Test("a batch member may depend only on members added before it")
+    @Test("a batch member may depend only on members added before it to the same batch")
     func batchMemberDependsOnEarlierMembersOnly() throws {
         var batch = DurableBatch()
         _ = try batch.add(Echo.self, input: 1)
@@ -142,7 +142,13 @@ struct DurableBatchesAndWaitsTests {
         let later = try other.add(Echo.self, input: 2)
         let error = #expect(throws: DurableError.self) { try batch.add(Echo.self, input: 3, dependencies: [later]) }
         #expect(error?.message.contains("member 1") == true)
-        #expect(batch.count == 1)
+        // A member of another batch, even at an earlier position, is refused.
+        let first = try other.add(Echo.self, input: 4)
+        _ = try batch.add(Echo.self, input: 5)
+        _ = try batch.add(Echo.self, input: 7)
+        let foreign = #expect(throws: DurableError.self) { try batch.add(Echo.self, input: 6, dependencies: [first]) }
+        #expect(foreign?.message.contains("another batch") == true)
+        #expect(batch.count == 3)
     }
 
     @Test("the counts tell each state, and operationCount the unfinished ones", arguments: StoreKind.all)
