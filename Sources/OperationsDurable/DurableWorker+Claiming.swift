@@ -24,8 +24,8 @@ extension DurableWorker {
                         let (store, worker, limit, lease) = (store, id, wanted, configuration.lease)
                         // The leases of what it claims start no earlier than this.
                         let claimBegan = ContinuousClock.now
-                        state.withLock { $0.claims.begin() }
-                        defer { state.withLock { $0.claims.end() } }
+                        let claim = state.withLock { $0.claims.begin() }
+                        defer { state.withLock { $0.claims.end(claim) } }
                         let claims = try await withDeadline(
                             configuration.storeCallTimeout, "claiming from queue \"\(queue)\"", abandonedBy: callsInFlight
                         ) {
@@ -148,19 +148,18 @@ extension DurableWorker {
     func recordEnds(_ batch: [DurableCompletion], claiming: Bool) async throws {
         let (store, worker, timeout, lease) = (store, id, configuration.storeCallTimeout, configuration.lease)
         // From the worker's queues in turn, so that no queue of a busy worker waits on another.
-        let queue = state.withLock { state -> String? in
+        let claim = state.withLock { state -> (queue: String, number: Int)? in
             guard claiming, !state.stopping else { return nil }
             state.claimsWithEnds &+= 1
-            state.claims.begin()
-            return queues[state.claimsWithEnds % queues.count]
+            return (queues[state.claimsWithEnds % queues.count], state.claims.begin())
         }
-        guard let queue else {
+        guard let (queue, number) = claim else {
             try await withDeadline(timeout, "recording \(batch.count) finished attempts", abandonedBy: callsInFlight) {
                 try await store.complete(batch, worker: worker)
             }
             return
         }
-        defer { state.withLock { $0.claims.end() } }
+        defer { state.withLock { $0.claims.end(number) } }
         let (kindNames, limit) = (kinds.keys.sorted(), batch.count)
         // The leases of what it claims start no earlier than this.
         let claimBegan = ContinuousClock.now

@@ -207,14 +207,28 @@ struct WorkerState {
     var claims = ClaimCount()
 }
 
-/// The worker's claims so far: one at a time, each ended when its operations are registered
-/// or the worker gave up on it.
+/// The worker's claims so far, numbered as they begin. Claims overlap (the claim loop's and
+/// those made with a batch of ends); each ends when its operations are registered or the
+/// worker gave up on it.
 struct ClaimCount: Equatable {
     private(set) var begun = 0
-    private(set) var ended = 0
+    private(set) var inFlight: Set<Int> = []
 
-    mutating func begin() { begun += 1 }
-    mutating func end() { ended += 1 }
+    /// Returns the claim's number, for `end(_:)`.
+    mutating func begin() -> Int {
+        begun += 1
+        inFlight.insert(begun)
+        return begun
+    }
+
+    mutating func end(_ claim: Int) {
+        precondition(inFlight.remove(claim) != nil, "durable worker: claim \(claim) ended twice or never began")
+    }
+
+    /// Whether every claim numbered up to `number` has ended.
+    func allEnded(through number: Int) -> Bool {
+        !inFlight.contains { $0 <= number }
+    }
 }
 
 /// Attempts the store says the worker holds whose operations it does not run. Each may be the
@@ -242,7 +256,7 @@ struct UnstartedLeases {
         for given in unnamed where !running.contains(given.operation) && seen[given.operation]?.attempt != given.attempt {
             seen[given.operation] = (given.attempt, claims.begun)
         }
-        let settled = seen.filter { $0.value.claimsBegun <= claims.ended }
+        let settled = seen.filter { claims.allEnded(through: $0.value.claimsBegun) }
             .map { DurableAttemptID(operation: $0.key, attempt: $0.value.attempt) }.sorted()
         for given in settled { seen[given.operation] = nil }
         return settled

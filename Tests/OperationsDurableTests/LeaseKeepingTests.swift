@@ -54,10 +54,11 @@ struct UnstartedLeasesTests {
     let one = DurableOperationID(rawValue: 1)
     let two = DurableOperationID(rawValue: 2)
 
+    /// `begun` claims, of which the first `ended` have ended.
     func claims(begun: Int, ended: Int) -> ClaimCount {
         var count = ClaimCount()
-        for _ in 0..<begun { count.begin() }
-        for _ in 0..<ended { count.end() }
+        for _ in 0..<begun { _ = count.begin() }
+        for claim in 0..<ended { count.end(claim + 1) }
         return count
     }
 
@@ -74,6 +75,20 @@ struct UnstartedLeasesTests {
         // Named now, so renewed; claim 4 began and is in flight; claim 3 ended without starting it.
         #expect(unstarted.heartbeatAnswered(held: [one], unnamed: [], running: [], claims: claims(begun: 4, ended: 3)) == [attempt(one, 1)])
         #expect(unstarted.renewing.isEmpty)
+    }
+
+    @Test("unnamed while a claim is in flight: later claims that begin and end do not settle it")
+    func laterClaimsDoNotSettleAnEarlierOne() {
+        var unstarted = UnstartedLeases()
+        var count = ClaimCount()
+        let first = count.begin()
+        #expect(unstarted.heartbeatAnswered(held: [], unnamed: [attempt(one, 1)], running: [], claims: count).isEmpty)
+        // Two claims made with batches of ends come and go while the first is still in flight.
+        for _ in 0..<2 { count.end(count.begin()) }
+        #expect(unstarted.heartbeatAnswered(held: [one], unnamed: [], running: [], claims: count).isEmpty)
+        #expect(unstarted.renewing == [one])
+        count.end(first)
+        #expect(unstarted.heartbeatAnswered(held: [one], unnamed: [], running: [], claims: count) == [attempt(one, 1)])
     }
 
     @Test("unnamed with no claim in flight: given back at once, by attempt")
