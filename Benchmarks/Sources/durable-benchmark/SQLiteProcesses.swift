@@ -14,8 +14,7 @@ func sqliteWorkerProcesses(count: Int, rounds: Int) async throws {
     let settings = ["default", "4"]
     var runs: [String: [Double]] = [:]
     for round in 0..<rounds {
-        for setting in settings {
-        for processes in [1, 2] {
+        for (setting, processes) in settings.flatMap({ setting in [1, 2].map { (setting, $0) } }) {
             let path = "\(directory)/sqlite-processes-\(round)-\(setting)-\(processes).sqlite"
             let store = SQLiteOperationStore(path: path)
             try await store.migrate()
@@ -34,7 +33,6 @@ func sqliteWorkerProcesses(count: Int, rounds: Int) async throws {
             runs["\(setting) \(processes)", default: []].append(Double(count) / seconds(ContinuousClock.now - started))
             try await waitForExit(children, timeout: .seconds(120))
             await store.shutdown()
-        }
         }
     }
     print("| concurrency | worker processes | operations/s (median) | runs |")

@@ -17,6 +17,10 @@ public final class DurableFinishWatch: Sendable {
     /// How often the watch reads the awaited operations again without a notification.
     public static let recheckInterval: Duration = .seconds(2)
 
+    /// What the waiters are told when the store's notifications end (the store was shut down).
+    static let stoppedTelling = DurableError(
+        .databaseUnreachable, "the store stopped telling changes while operations were awaited")
+
     /// The most ids one read of states names.
     static let readChunk = 1_000
 
@@ -305,10 +309,9 @@ public final class DurableFinishWatch: Sendable {
             guard state.listenerGeneration == generation, state.listener != nil else { return ([], []) }
             state.listener = nil
             state.store = nil
-            let failure = DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited")
             var failed: [CheckedContinuation<Void, any Error>] = []
             for token in Array(state.waiters.keys) {
-                state.waiters[token]!.failure = failure
+                state.waiters[token]!.failure = Self.stoppedTelling
                 if let continuation = state.waiters[token]!.continuation { failed.append(continuation) }
                 state.waiters[token]!.continuation = nil
             }
@@ -318,9 +321,8 @@ public final class DurableFinishWatch: Sendable {
             state.recordWaiters = [:]
             return (failed, records)
         }
-        let failure = DurableError(.databaseUnreachable, "the store stopped telling changes while operations were awaited")
-        for continuation in failed.0 { continuation.resume(throwing: failure) }
-        for continuation in failed.1 { continuation.resume(throwing: failure) }
+        for continuation in failed.0 { continuation.resume(throwing: Self.stoppedTelling) }
+        for continuation in failed.1 { continuation.resume(throwing: Self.stoppedTelling) }
     }
 
     /// Reads the states of every awaited operation, in chunks, and wakes whoever waits for a change.
