@@ -22,6 +22,8 @@ public final class InterceptingStore: DurableOperationStore {
         public var afterHeartbeat: (@Sendable () async -> Void)?
         /// Before attempts are given back, with the reason given.
         public var beforeGiveBack: (@Sendable ([DurableAttemptID], String) async -> Void)?
+        /// Before the states of operations are read, with the ids.
+        public var beforeStates: (@Sendable ([DurableOperationID]) async -> Void)?
 
         public init() {}
     }
@@ -52,9 +54,15 @@ public final class InterceptingStore: DurableOperationStore {
         for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.yield(notification) }
     }
 
-    public init(_ base: any DurableOperationStore, hooks: Hooks) {
+    public init(_ base: any DurableOperationStore, hooks: Hooks, finishWatch: DurableFinishWatch = DurableFinishWatch()) {
         self.base = base
         self.hooks = hooks
+        self.finishWatch = finishWatch
+    }
+
+    /// Ends every current subscriber's notifications, as a store that shuts down does.
+    public func endNotifications() {
+        for subscriber in subscribers.withLock({ Array($0.values) }) { subscriber.finish() }
     }
 
     public func claim(queue: String, kinds: [String], worker: String, limit: Int, lease: Duration) async throws -> [DurableClaim] {
@@ -147,9 +155,10 @@ public final class InterceptingStore: DurableOperationStore {
         }
         return stream
     }
-    public let finishWatch = DurableFinishWatch()
+    public let finishWatch: DurableFinishWatch
     public func states(of ids: [DurableOperationID]) async throws -> [DurableOperationID: DurableState] {
         calls.stateReads.add(1, ordering: .relaxed)
+        await hooks.beforeStates?(ids)
         return try await base.states(of: ids)
     }
     public func counts(queue: String) async throws -> DurableOperationCounts { try await base.counts(queue: queue) }

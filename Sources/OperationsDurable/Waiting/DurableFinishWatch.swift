@@ -12,10 +12,16 @@
 /// output are read together, a chunk per read. A notification can be lost (a connection that
 /// drops between NOTIFY and LISTEN): after the store reconnects, and every
 /// ``recheckInterval`` while anybody waits, it reads the states of every awaited operation
-/// in one read, for the whole process.
+/// in one read, for the whole process. Such a read never holds up the notifications that come
+/// meanwhile, and is given up on after ``readDeadline``.
 public final class DurableFinishWatch: Sendable {
     /// How often the watch reads the awaited operations again without a notification.
     public static let recheckInterval: Duration = .seconds(2)
+
+    /// How long a read of the awaited operations' states may take before the watch gives up on
+    /// it (a read sent just as the server went away may never be answered) and reads again at
+    /// the next reconnect or recheck.
+    public let readDeadline: Duration
 
     /// What the waiters are told when the store's notifications end (the store was shut down).
     static let stoppedTelling = DurableError(
@@ -40,6 +46,10 @@ public final class DurableFinishWatch: Sendable {
         /// Operations whose record is to be read for their waiters: just awaited, or finished.
         var toRead: Set<DurableOperationID> = []
         var reading = false
+        /// A read of every awaited operation's state is under way; `recheckAgain` asks for one
+        /// more when it ends.
+        var rechecking = false
+        var recheckAgain = false
         /// Waiters for any change (a finish, a reconnect, a recheck), by token.
         var changeWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
         /// Grows at each finish, reconnect and recheck.
@@ -55,7 +65,9 @@ public final class DurableFinishWatch: Sendable {
 
     private let state = Locked(State())
 
-    public init() {}
+    public init(readDeadline: Duration = .seconds(10)) {
+        self.readDeadline = readDeadline
+    }
 
     // MARK: Waiting
 
@@ -71,12 +83,13 @@ public final class DurableFinishWatch: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<DurableRecord, any Error>) in
-                let (cancelled, startReading) = state.withLock { state -> (Bool, Bool) in
-                    if Task.isCancelled { return (true, false) }
+                let (refusal, startReading) = state.withLock { state -> ((any Error)?, Bool) in
+                    if Task.isCancelled { return (CancellationError(), false) }
+                    if state.listener == nil { return (Self.stoppedTelling, false) }
                     state.recordWaiters[id, default: [:]][token] = continuation
-                    return (false, Self.read(id, &state))
+                    return (nil, Self.read(id, &state))
                 }
-                if cancelled { continuation.resume(throwing: CancellationError()) }
+                if let refusal { continuation.resume(throwing: refusal) }
                 if startReading { Task { await self.readRecords(store) } }
             }
         } onCancel: {
@@ -204,12 +217,15 @@ public final class DurableFinishWatch: Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let now = state.withLock { state -> Bool in
-                    if state.changes != seen || Task.isCancelled { return true }
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.changes != seen || Task.isCancelled { return .success(()) }
+                    // Held but not listening: the store's notifications ended, and no change
+                    // would ever come.
+                    if state.listener == nil { return .failure(Self.stoppedTelling) }
                     state.changeWaiters[token] = continuation
-                    return false
+                    return nil
                 }
-                if now { continuation.resume() }
+                if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
             state.withLock { $0.changeWaiters.removeValue(forKey: token) }?.resume(throwing: CancellationError())
@@ -290,13 +306,16 @@ public final class DurableFinishWatch: Sendable {
                     } catch {
                         return
                     }
-                    await self.recheck(store)
+                    if self.startRecheck() { await self.recheckUntilCaughtUp(store) }
                 }
             }
             for await notification in notifications {
                 switch notification {
                 case .finished(let id): finished(id)
-                case .resynchronize: await recheck(store)
+                case .resynchronize:
+                    // Beside the notifications, not in their way: a finish told while the read
+                    // waits still wakes its waiters.
+                    if startRecheck() { group.addTask { await self.recheckUntilCaughtUp(store) } }
                 case .workAvailable, .cancelRequested: continue
                 }
             }
@@ -325,6 +344,35 @@ public final class DurableFinishWatch: Sendable {
         for continuation in failed.1 { continuation.resume(throwing: Self.stoppedTelling) }
     }
 
+    /// Returns whether the caller starts the read of every awaited operation; when one is under
+    /// way, it asks that one for one more read instead.
+    private func startRecheck() -> Bool {
+        state.withLock { state in
+            if state.rechecking {
+                state.recheckAgain = true
+                return false
+            }
+            state.rechecking = true
+            return true
+        }
+    }
+
+    private func recheckUntilCaughtUp(_ store: any DurableOperationStore) async {
+        while true {
+            await recheck(store)
+            let again = state.withLock { state -> Bool in
+                if state.recheckAgain, !Task.isCancelled {
+                    state.recheckAgain = false
+                    return true
+                }
+                state.rechecking = false
+                state.recheckAgain = false
+                return false
+            }
+            if !again { return }
+        }
+    }
+
     /// Reads the states of every awaited operation, in chunks, and wakes whoever waits for a change.
     private func recheck(_ store: any DurableOperationStore) async {
         let awaited = state.withLock { Array(Set($0.byOperation.keys).union($0.recordWaiters.keys)) }
@@ -332,7 +380,11 @@ public final class DurableFinishWatch: Sendable {
         while index < awaited.count {
             let chunk = Array(awaited[index..<min(awaited.count, index + Self.readChunk)])
             index += chunk.count
-            guard let states = try? await store.states(of: chunk) else { break }
+            guard
+                let states = try? await withDeadline(readDeadline, "reading the states of awaited operations", {
+                    try await store.states(of: chunk)
+                })
+            else { break }
             for id in chunk where states[id]?.isFinished ?? true { finished(id) }
         }
         changed()

@@ -1,0 +1,109 @@
+// The process's watch over a store's finishes when the store misbehaves: a read that is never
+// answered, and notifications that end while somebody waits.
+#if PostgreSQL && SQLite
+
+import DurableTestKinds
+import Foundation
+import Operations
+@testable import OperationsDurable
+import OperationsTestSupport
+import Synchronization
+import Testing
+
+@Suite("The finish watch when the store misbehaves", .timeLimit(.minutes(2)))
+struct FinishWatchTests {
+    @Test("a finish told while the watch re-reads the awaited operations wakes its waiter without waiting for that read", arguments: StoreKind.all)
+    func finishHeardWhileARecheckWaits(_ kind: StoreKind) async throws {
+        try await withStore(kind) { base in
+            let reads = Atomic<Int>(0)
+            let unanswered = TestGate()
+            // The waiter's own first read passes; every later read (the watch's) waits.
+            let counted = InterceptingStore(
+                base,
+                hooks: {
+                    var hooks = InterceptingStore.Hooks()
+                    hooks.beforeStates = { _ in
+                        if reads.add(1, ordering: .relaxed).newValue >= 2 { await unanswered.waitIgnoringCancellation() }
+                    }
+                    return hooks
+                }())
+            defer { unanswered.open() }
+            let queue = DurableQueue(name: "default", store: counted)
+            let handle = try await queue.add(Echo.self, input: 1)
+            let waiter = Task { try await queue.waitUntilFinished([handle]) }
+            try await eventually(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
+            counted.inject(.resynchronize)
+            try await eventually(30, "the watch's read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
+            try await withWorkers(store: base, concurrency: 1) { _ async throws in
+                try await within(30, "the wait, while the watch's read is unanswered") { try await waiter.value }
+            }
+            #expect(try await handle.state == .succeeded)
+        }
+    }
+
+    @Test("a read of the awaited operations that is never answered is given up on, and the watch reads again", arguments: StoreKind.all)
+    func unansweredRecheckIsGivenUp(_ kind: StoreKind) async throws {
+        try await withStore(kind) { base in
+            let reads = Atomic<Int>(0)
+            let unanswered = TestGate()
+            // The waiter's own first read passes; the watch's next two are never answered.
+            let counted = InterceptingStore(
+                base,
+                hooks: {
+                    var hooks = InterceptingStore.Hooks()
+                    hooks.beforeStates = { _ in
+                        let read = reads.add(1, ordering: .relaxed).newValue
+                        if read == 2 || read == 3 { await unanswered.waitIgnoringCancellation() }
+                    }
+                    return hooks
+                }(),
+                finishWatch: DurableFinishWatch(readDeadline: .milliseconds(200)))
+            defer { unanswered.open() }
+            let queue = DurableQueue(name: "default", store: counted)
+            let handle = try await queue.add(Echo.self, input: 1)
+            let waiter = Task { try await queue.waitUntilFinished([handle]) }
+            try await eventually(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
+            counted.inject(.resynchronize)
+            try await eventually(30, "the watch's first read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
+            counted.inject(.resynchronize)
+            // Two unanswered reads, each given up on at its deadline, then an answered one.
+            try await eventually(30, "a read after the unanswered ones") { reads.load(ordering: .relaxed) >= 4 }
+            waiter.cancel()
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+        }
+    }
+
+    @Test("a drain wait that is counting when the store's notifications end throws instead of waiting for ever", arguments: StoreKind.all)
+    func drainWaitEndsWhenNotificationsEnd(_ kind: StoreKind) async throws {
+        try await withStore(kind) { base in
+            let counted = InterceptingStore(base, hooks: .init())
+            let queue = DurableQueue(name: "default", store: counted)
+            _ = try await queue.add(Echo.self, input: 1)
+            let counts = Atomic<Int>(0)
+            let watch = counted.finishWatch
+            let outcome: Result<Void, any Error> = try await within(30, "the drain wait") {
+                do {
+                    try await watch.waitUntil(store: counted) {
+                        // The first count: the notifications end, and the watch has taken it in,
+                        // before the count answers.
+                        if counts.add(1, ordering: .relaxed).newValue == 1 {
+                            counted.endNotifications()
+                            try await eventually(30, "the watch's end of listening") { !watch.waiting.listening }
+                        }
+                        return try await counted.unfinishedCount(queue: "default") == 0
+                    }
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch outcome {
+            case .success: Issue.record("the wait returned with an unfinished operation")
+            case .failure(let error as DurableError): #expect(error.code == .databaseUnreachable)
+            case .failure(let error): Issue.record("unexpected error: \(error)")
+            }
+            #expect(watch.waiting.holds == 0)
+        }
+    }
+}
+#endif
