@@ -205,6 +205,66 @@ struct DependencyTests {
         operation.waitUntilFinished()
         #expect(operation.isFinished)
     }
+
+    /// `removeDependency` on the same thread, inside `addDependency`. Forced: `target` has a
+    /// `.prior` observer of `isReady`; `addDependency` announces `willChange("isReady")`
+    /// while it adds the edge, and the observer's first prior callback calls
+    /// `removeDependency` for that same dependency. The hazard: the edge counted, the
+    /// removal finding no registered edge (nothing decremented), and the edge registered
+    /// afterwards, so that `target` lists no dependency but is not ready, and never runs.
+    ///
+    /// Whichever order the two take effect in (the removal before or after the addition),
+    /// the state must agree with `dependencies`: listed → not ready and runs once the
+    /// dependency finishes; not listed → ready and runs at once.
+    @Test("removeDependency inside addDependency's isReady announcement leaves no phantom count")
+    func addRemoveRaceSameThread() {
+        checkAddRemoveRace(removeOnAnotherThread: false)
+    }
+
+    /// `removeDependency` on another thread: as the test above, but the prior callback runs
+    /// `removeDependency` on another thread and waits for it to return.
+    @Test("removeDependency on another thread during addDependency leaves no phantom count")
+    func addRemoveRaceTwoThreads() {
+        checkAddRemoveRace(removeOnAnotherThread: true)
+    }
+
+    private func checkAddRemoveRace(removeOnAnotherThread: Bool) {
+        let ran = Gate()
+        let target = BlockOperation { ran.open() }
+        target.name = "target"
+        let dependency = BlockOperation {}
+        dependency.name = "dependency"
+        let armed = Shared(true)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, takeOnce(armed) else { return }
+            if removeOnAnotherThread {
+                let removed = Gate()
+                onNewThread {
+                    target.removeDependency(dependency)
+                    removed.open()
+                }
+                removed.wait()
+            } else {
+                target.removeDependency(dependency)
+            }
+        }
+        target.addObserver(observer, forKeyPath: "isReady", options: [.prior], context: nil)
+        target.addDependency(dependency)
+        #expect(!armed(), "the hook did not fire: addDependency announced no isReady change")
+        let listed = target.dependencies.contains { $0 === dependency }
+        #expect(target.isReady == !listed, "isReady is \(target.isReady) while dependencies lists \(target.dependencies.map { $0.name ?? "?" })")
+        #expect(!target.waitDescription.contains("overridden isReady"), "\(target.waitDescription)")
+        let queue = OperationQueue()
+        queue.addOperation(target)
+        if listed { queue.addOperation(dependency) }
+        if target.isReady || listed {
+            #expect(ran.wait(), "target never ran: \(target.waitDescription)")
+        } else {
+            Issue.record("target is stuck: \(target.waitDescription)")
+            target.cancel()
+        }
+        target.removeObserver(observer, forKeyPath: "isReady")
+    }
 }
 
 /// Duplicate edges are ignored whichever of the two lists (the dependent's dependencies, the

@@ -150,4 +150,40 @@ struct EventTests {
         #expect(slots.count == 2)
         _ = subscription
     }
+
+    /// An operation that runs and finishes before `addOperation` returns still has its
+    /// `.enqueued` event first, never [started, finished, enqueued]. Forced: a serial queue
+    /// runs `first`, which waits on a gate, so its worker is busy. An observer of the
+    /// queue's `operationCount` fires on the adding thread once `second` is in the queue
+    /// (after the queue's lock, before `addOperation` returns): it releases `first` and
+    /// waits for `second` to run on the same worker (bounded: the queue may hold `second`
+    /// back until its `.enqueued` event is out).
+    @Test("per operation, .enqueued comes before .started and .finished")
+    func enqueuedComesFirst() {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let (recorder, subscription) = Recorder.recording(queue)
+        let firstStarted = Gate(), releaseFirst = Gate()
+        queue.addOperation {
+            firstStarted.open()
+            releaseFirst.wait()
+        }
+        #expect(firstStarted.wait())
+        let secondRan = Gate()
+        let second = BlockOperation { secondRan.open() }
+        let armed = Shared(false)
+        let observer = CallbackObserver { _, change in
+            guard !change.isPrior, takeOnce(armed) else { return }
+            releaseFirst.open()
+            _ = secondRan.wait(timeout: 5)
+        }
+        queue.addObserver(observer, forKeyPath: "operationCount", options: [.new], context: nil)
+        armed.update { $0 = true }
+        queue.addOperation(second)
+        queue.waitUntilAllOperationsAreFinished()
+        queue.removeObserver(observer, forKeyPath: "operationCount")
+        #expect(!armed(), "the hook did not fire")
+        #expect(recorder.kinds(of: second) == [.enqueued, .started, .finished(wasCancelled: false)])
+        subscription.cancel()
+    }
 }

@@ -1,6 +1,34 @@
 import Operations
 import OperationsComposition
 import Testing
+import TestTraits
+
+/// The tutorial's asynchronous operation (`isReady` = `super.isReady && state ==
+/// .ready`) that, the first time a worker of `queue` reads `isReady`, is finished from
+/// another thread; the getter waits for that finish before it answers (false).
+private final class FinishedWhileClaimedOperation: TutorialAsyncOperation, @unchecked Sendable {
+    let queue: OperationQueue
+    private let armed = Shared(true)
+
+    init(queue: OperationQueue) {
+        self.queue = queue
+    }
+
+    override var isReady: Bool {
+        if OperationQueue.current === queue, armed.update({ armed in defer { armed = false }; return armed }) {
+            let finished = Gate()
+            onNewThread {
+                self.finish()
+                finished.open()
+            }
+            if !finished.wait() { fatalError("the finish from another thread did not return") }
+        }
+        return super.isReady
+    }
+
+    /// If the engine never reads `isReady` on the worker, the operation still finishes.
+    override func main() { finish() }
+}
 
 /// An operation shaped as the frameworks built on Operation shape theirs (the "Advanced
 /// NSOperations" sample and PSOperations): its own `state`, announced only through the
@@ -239,5 +267,31 @@ struct FinishingRuleTests {
         #expect(operation.ran())
         #expect(operation.isFinished)
         #expect(!operation.isExecuting)
+    }
+
+    /// A worker that confirms an operation's readiness and finds it finished meanwhile
+    /// must give it up and go on: it must not keep trying to un-claim an operation that is
+    /// no longer dispatched, so the serial queue runs the next operation. Forced: the queue
+    /// is suspended when the operation is added (so the admission reads `isReady` on the
+    /// test thread and puts it in the ready list); after resuming, the worker claims it and
+    /// reads `isReady`, and the override finishes the operation from another thread and
+    /// waits for that finish before answering false. The child detects a hang with a
+    /// bounded wait and exits with a failure.
+    @Test("an operation finished while a worker confirms its readiness does not stall the worker", .oneExitTestAtATime)
+    func finishedWhileClaimedDoesNotSpin() async {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.name = "serial"
+            queue.maxConcurrentOperationCount = 1
+            queue.isSuspended = true
+            let operation = FinishedWhileClaimedOperation(queue: queue)
+            let next = Gate()
+            queue.addOperation(operation)
+            queue.addOperation { next.open() }
+            queue.isSuspended = false
+            guard next.wait() else { fatalError("HANG: the serial queue never ran the operation after the finished one (worker spinning)") }
+            guard operation.isFinished else { fatalError("the operation is not finished") }
+            queue.waitUntilAllOperationsAreFinished()
+        }.expectQuietChild()
     }
 }

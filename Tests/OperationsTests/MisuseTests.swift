@@ -142,6 +142,27 @@ struct MisuseTests {
             Operation().removeObserver(StateObserver(), forKeyPath: "isFinished")
         }.map { $0.standardErrorContent.containsText("not registered as an observer") }.check()
     }
+
+    /// An asynchronous operation that executes is refused by a queue, as on Darwin: the
+    /// queue must not admit it and call its `start()` a second time. Forced: no race;
+    /// `start()` is called by hand on an asynchronous operation (overridden `isExecuting`,
+    /// base phase untouched) that never finishes, then it is added to a queue. Should it
+    /// be admitted, the child reports whether `start()` ran twice and exits normally.
+    @Test("an asynchronous operation started by hand cannot be added to a queue", .oneExitTestAtATime)
+    func startedByHandAsyncIsRefused() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let starts = Shared(0)
+            let operation = DocumentedAsyncOperation { _ in starts.increment() }
+            operation.name = "by-hand"
+            operation.start()
+            guard operation.isExecuting else { fatalError("setup: not executing") }
+            let queue = OperationQueue()
+            queue.addOperation(operation)
+            // Not refused: report whether start() ran twice, then exit normally.
+            let twice = eventually(timeout: 5) { starts() == 2 }
+            FileHandle.standardError.write(Data("admitted; start() ran \(twice ? "twice" : "once")\n".utf8))
+        }.map { $0.standardErrorContent.containsText("\"by-hand\"", "is executing") }.check()
+    }
 }
 
 extension Array where Element == UInt8 {

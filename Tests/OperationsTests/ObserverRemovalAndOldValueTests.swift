@@ -128,4 +128,35 @@ struct ObservationPerThreadTests {
             },
             afterB: { bDid.open() })
     }
+
+    /// `start()`: the phase changes after `willChange("isExecuting")`, so the first change
+    /// reads old = false, new = true (not old = true). Forced: no race; an observer with
+    /// `.old`/`.new` of `isExecuting`.
+    @Test("start() reports isExecuting false → true, then true → false")
+    func startOldValues() {
+        let operation = BlockOperation {}
+        let observer = StateObserver()
+        operation.addObserver(observer, forKeyPath: "isExecuting", options: [.old, .new, .prior], context: nil)
+        operation.start()
+        let events = observer.events().filter { $0.keyPath == "isExecuting" }
+        #expect(events.filter { !$0.prior }.map { "\($0.old ?? "nil") → \($0.new ?? "nil")" } == ["false → true", "true → false"])
+        #expect(events.filter(\.prior).map { $0.old ?? "nil" } == ["false", "true"], "prior notifications carry the old value")
+        operation.removeObserver(observer, forKeyPath: "isExecuting")
+    }
+
+    /// `addDependency`: the count rises after `willChange("isReady")`, so adding an
+    /// unfinished dependency reads old = true, new = false (not old = false). Forced: no
+    /// race; an observer with `.old`/`.new` of `isReady`.
+    @Test("addDependency reports isReady true → false; the dependency's finish false → true")
+    func addDependencyOldValues() {
+        let operation = BlockOperation {}
+        let dependency = BlockOperation {}
+        let observer = StateObserver()
+        operation.addObserver(observer, forKeyPath: "isReady", options: [.old, .new], context: nil)
+        operation.addDependency(dependency)
+        dependency.start()
+        let changes = observer.events().filter { $0.keyPath == "isReady" && !$0.prior }.map { "\($0.old ?? "nil") → \($0.new ?? "nil")" }
+        #expect(changes == ["true → false", "false → true"])
+        operation.removeObserver(observer, forKeyPath: "isReady")
+    }
 }

@@ -177,6 +177,76 @@ struct OperationStateTests {
         final class Concurrent: Operation, @unchecked Sendable { override var isConcurrent: Bool { true } }
         #expect(Concurrent().isAsynchronous)
     }
+
+    /// Two cancels: only one may pass the "not cancelled yet" check, so `isCancelled` is
+    /// announced once and one `.cancelled` event is emitted, not two of each. Forced: a
+    /// `.prior` observer of `isCancelled`; the first `cancel()` announces
+    /// `willChange("isCancelled")`, and in that callback a second `cancel()` runs on
+    /// another thread while the callback waits for it (bounded: the second cancel may wait
+    /// for the first, or return at once).
+    @Test("two concurrent cancels announce the cancellation once")
+    func concurrentCancelsAnnounceOnce() {
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let (recorder, subscription) = EventTests.Recorder.recording(queue)
+        let operation = BlockOperation {}
+        queue.addOperation(operation)
+        let armed = Shared(true)
+        let secondReturned = Gate()
+        let secondWaited = Shared(false)
+        let notifications = Shared(0)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior else {
+                notifications.increment()
+                return
+            }
+            guard takeOnce(armed) else { return }
+            onNewThread {
+                operation.cancel()
+                secondReturned.open()
+            }
+            let returned = secondReturned.wait(timeout: 5)
+            secondWaited.update { $0 = returned }
+        }
+        operation.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        operation.cancel()
+        if !secondWaited() { #expect(secondReturned.wait(), "the second cancel never returned") }
+        #expect(!armed(), "the hook did not fire")
+        #expect(operation.isCancelled)
+        #expect(notifications() == 1, "isCancelled announced \(notifications()) times")
+        #expect(recorder.kinds(of: operation).filter { $0 == .cancelled }.count == 1, "\(recorder.kinds(of: operation))")
+        queue.isSuspended = false
+        queue.waitUntilAllOperationsAreFinished()
+        operation.removeObserver(observer, forKeyPath: "isCancelled")
+        subscription.cancel()
+    }
+
+    /// A cancel racing the finish must not leave a finished operation cancelled: the flag
+    /// the completion block saw is the flag for good, whichever of the two takes effect
+    /// first (a completion block that saw false must not be followed by reads of true).
+    /// Forced: a `.prior` observer of `isCancelled`; in the first prior callback (after
+    /// `cancel()` decided to cancel, before it set the flag) the operation is started by
+    /// hand and finishes, running its completion block, which records `isCancelled`.
+    @Test("a cancel racing the finish never cancels a finished operation")
+    func cancelRacingFinish() {
+        let operation = BlockOperation {}
+        let sawCancelled = Shared<Bool?>(nil)
+        operation.completionBlock = { sawCancelled.update { $0 = operation.isCancelled } }
+        let armed = Shared(true)
+        let observer = CallbackObserver { _, change in
+            guard change.isPrior, takeOnce(armed) else { return }
+            operation.start()
+        }
+        operation.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        operation.cancel()
+        #expect(!armed(), "the hook did not fire")
+        #expect(operation.isFinished)
+        // The completion block runs after the start() that finished the operation returned.
+        operation.waitUntilFinished()
+        #expect(sawCancelled() != nil, "the completion block did not run")
+        #expect(operation.isCancelled == sawCancelled(), "the completion block saw isCancelled \(String(describing: sawCancelled())); now it is \(operation.isCancelled)")
+        operation.removeObserver(observer, forKeyPath: "isCancelled")
+    }
 }
 
 /// Marks the thread running `start()` of its operations while that `start()` runs: a

@@ -3,6 +3,25 @@ import OperationsComposition
 import Testing
 import TestTraits
 
+/// A tutorial asynchronous operation whose `deinit` runs `body` (user code
+/// that touches a queue or another operation) and then opens `died`.
+private final class DeinitProbeOperation: TutorialAsyncOperation, @unchecked Sendable {
+    let died: Gate
+    let body: @Sendable () -> Void
+
+    init(died: Gate, _ body: @escaping @Sendable () -> Void) {
+        self.died = died
+        self.body = body
+    }
+
+    override func main() { finish() }
+
+    deinit {
+        body()
+        died.open()
+    }
+}
+
 /// User code the engine calls (a `deinit`, an event handler) runs with none of the
 /// library's locks held; each test forces the call at the point where a lock could be held.
 @Suite("User code runs outside the library's locks")
@@ -72,6 +91,66 @@ struct UserCodeOutsideLocksTests {
             first.waitUntilAllOperationsAreFinished()
             second.waitUntilAllOperationsAreFinished()
         }
+    }
+
+    /// An operation the queue drops runs its `deinit` outside the queue's lock: a `deinit`
+    /// that reads `queue.operationCount` must not trap ("Recursive call to lock Mutex").
+    /// Forced: the queue is suspended, so the ready operation waits in the ready list; it
+    /// is then finished by hand (the tutorial's `finish()`), which takes it out of the
+    /// queue's members, and the test drops its reference: the ready list holds the last
+    /// one. Resuming makes a worker pop it, refuse it (finished), and drop it, and its
+    /// `deinit` reads `queue.operationCount`.
+    @Test("an operation released by the queue runs its deinit outside the queue's lock", .oneExitTestAtATime)
+    func deinitOutsideQueueLock() async {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.isSuspended = true
+            let died = Gate()
+            do {
+                let operation = DeinitProbeOperation(died: died) { _ = queue.operationCount }
+                queue.addOperation(operation)
+                operation.finish()
+            }
+            let next = Gate()
+            queue.addOperation { next.open() }
+            queue.isSuspended = false
+            guard next.wait(), died.wait() else { fatalError("the queue did not go on, or the operation was not released") }
+            queue.waitUntilAllOperationsAreFinished()
+        }.expectQuietChild()
+    }
+
+    /// A barrier drops the operations it waited for outside its own lock: a `deinit` of
+    /// such an operation that reads the barrier's properties must not trap. Forced: on a
+    /// suspended serial queue, `member` is added, then a barrier; the barrier is found as
+    /// the last of `queue.operations` and handed to the member, and the test drops its
+    /// reference to the member. After resuming, the member finishes and leaves the queue,
+    /// so the barrier's hidden dependency is its last reference; the barrier completes and
+    /// drops it. The member's `deinit` reads the barrier's `name` and `dependencies`.
+    @Test("a barrier releases the operations it waited for outside its own lock", .oneExitTestAtATime)
+    func barrierReleasesMembersOutsideItsLock() async {
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            queue.isSuspended = true
+            let died = Gate()
+            let barrierBox = WeakOperationBox()
+            do {
+                let member = DeinitProbeOperation(died: died) {
+                    guard let barrier = barrierBox.operation else { return }
+                    _ = barrier.name
+                    _ = barrier.dependencies
+                }
+                queue.addOperation(member)
+            }
+            queue.addBarrierBlock {}
+            guard let barrier = queue.operations.last else { fatalError("no barrier in the queue") }
+            barrierBox.operation = barrier
+            queue.isSuspended = false
+            guard died.wait() else { fatalError("the member was never released") }
+            queue.waitUntilAllOperationsAreFinished()
+            _ = barrier
+        }.expectQuietChild()
     }
 }
 

@@ -3,6 +3,8 @@
 import OperationsTestSupport
 import Testing
 
+private let underlyingKey = DispatchSpecificKey<Int>()
+
 @Suite("AsyncBlockOperation and TaskOperation: async bodies in a queue", .timeLimit(.minutes(1)))
 struct AsyncBlockOperationTests {
     @Test("the value of the body is awaited with value")
@@ -322,6 +324,41 @@ struct InlineStartTests {
         #expect(meter.most == 1)
         #expect(order() == (0..<50).map(String.init))
         #expect(started() == 50)
+    }
+
+    @Test("with an underlying queue, the next async operation is started there, not on the thread the last body ended on")
+    func underlyingQueueRespected() async {
+        let underlying = DispatchQueue(label: "underlying")
+        underlying.setSpecific(key: underlyingKey, value: 7)
+        let queue = OperationQueue()
+        queue.underlyingQueue = underlying
+        queue.maxConcurrentOperationCount = 1
+        let first = AsyncBlockOperation { await Task.yield() }
+        let second = AsyncBlockOperation {}
+        let startedOn = Shared<[Int?]>([])
+        let observation = second.observe(\.isExecuting, options: [.new]) { _, change in
+            if change.newValue == true { startedOn.update { $0.append(DispatchQueue.getSpecific(key: underlyingKey)) } }
+        }
+        queue.addOperations([first, second], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(startedOn() == [7])
+        _ = observation
+    }
+
+    @Test("OperationQueue.current is the queue while an async operation is being started after another's body")
+    func currentDuringInlineStart() async {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        let first = AsyncBlockOperation { await Task.yield() }
+        let second = AsyncBlockOperation {}
+        let current = Shared<[Bool]>([])
+        let observation = second.observe(\.isExecuting, options: [.new]) { _, change in
+            if change.newValue == true { current.update { $0.append(OperationQueue.current === queue) } }
+        }
+        queue.addOperations([first, second], waitUntilFinished: false)
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(current() == [true])
+        _ = observation
     }
 }
 

@@ -151,4 +151,51 @@ struct ResultsAndCapacityTests {
             queue.capacity = 0
         }
     }
+
+    @Test("a results loop whose task is cancelled throws CancellationError instead of ending as if complete")
+    func cancelledLoopThrows() async {
+        let queue = OperationQueue()
+        let first = AsyncBlockOperation { 0 }
+        let rest = (0..<2).map { _ in
+            AsyncBlockOperation { () async throws -> Int in
+                await TestGate().wait()
+                try Task.checkCancellation()
+                return 1
+            }
+        }
+        let gotFirst = TestGate()
+        let consumer = Task { () async throws -> [Int] in
+            var values: [Int] = []
+            for try await value in queue.results(adding: [first] + rest) {
+                values.append(value)
+                gotFirst.open()
+            }
+            return values
+        }
+        await gotFirst.waitIgnoringCancellation()
+        consumer.cancel()
+        await #expect(throws: CancellationError.self) { try await consumer.value }
+        await queue.waitUntilAllOperationsAreFinished()
+        #expect(rest.allSatisfy { $0.outcome?.isCancelled == true })
+    }
+
+    @Test("a results loop that is left takes its finish hooks off operations that never run")
+    func hooksRemovedWhenLoopEnds() async {
+        // Never added to a queue: nothing will ever finish them.
+        let operations = (0..<3).map { _ in ValueBlockOperation { 1 } }
+        let consumer = Task {
+            for try await _ in OperationResults(operations) {}
+        }
+        #expect(await eventuallyAsync { operations.allSatisfy { $0._update { $0.finishWaiters.count } == 1 } })
+        consumer.cancel()
+        _ = await consumer.result
+        #expect(await eventuallyAsync { operations.allSatisfy { $0._update { $0.finishWaiters.count } == 0 } })
+    }
+
+    @Test("enqueue returns the operation it added, as its closure form does")
+    func enqueueReturnsOperation() async throws {
+        let queue = OperationQueue()
+        let operation = try await queue.enqueue(ValueBlockOperation { 3 })
+        #expect(try await operation.value == 3)
+    }
 }

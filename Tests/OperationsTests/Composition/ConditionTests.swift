@@ -303,6 +303,30 @@ struct ConditionTests {
         limited.isSuspended = false
         await limited.waitUntilAllOperationsAreFinished()
     }
+
+    /// With only a condition still being evaluated for a cancelled operation, the queue
+    /// lists and counts nothing, and its `underlyingQueue` may be set as for an empty
+    /// queue.
+    @Test("a queue whose only pending work is a condition of a cancelled operation counts as empty for underlyingQueue")
+    func underlyingQueueWithPendingCondition() async {
+        let evaluating = TestGate(), release = TestGate()
+        let operation = BlockOperation {}
+        operation.addCondition(BlockCondition { _ in
+            evaluating.open()
+            await release.waitIgnoringCancellation()
+            return true
+        })
+        let queue = OperationQueue()
+        queue.addOperation(operation)
+        await evaluating.waitIgnoringCancellation()
+        operation.cancel()
+        await operation.waitUntilFinished()
+        // It leaves the queue just after it finished.
+        #expect(await eventuallyAsync { queue.operationCount == 0 })
+        queue.underlyingQueue = DispatchQueue(label: "later")
+        release.open()
+        await queue.waitUntilAllOperationsAreFinished()
+    }
 }
 
 /// Blocks every thread of Swift's pool for background-priority tasks (Dispatch keeps a

@@ -393,4 +393,37 @@ struct GateTests {
         guarded.waitUntilFinished()
         #expect(guarded.outcome?.isSucceeded == true)
     }
+
+    /// The operations a child's conditions contribute join the group as children when the
+    /// child's conditions are consulted (the group running, the child's dependencies done):
+    /// the group counts them and finishes after them. A cancelled child consults nothing,
+    /// so nothing joins a group that may be closing.
+    @Test("the operations a child's conditions contribute join the group as children, and the group finishes after them")
+    func contributedJoinGroup() {
+        let signIn = BlockOperation {}
+        let child = BlockOperation {}
+        child.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        let group = GroupOperation()
+        group.addChild(child)
+        #expect(!group.children.contains { $0 === signIn }, "joined before the group ran")
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(group.children.contains { $0 === signIn })
+        #expect(signIn.isFinished && child.isFinished)
+    }
+
+    /// A contributed operation that fails is its condition's business (a condition
+    /// may accept stale data); it does not fail the group.
+    @Test("a contributed operation's failure does not fail the group; the condition decides")
+    func contributedFailureIsTheConditions() {
+        let refresh = ValueBlockOperation<Int> { throw TestError(code: 7) }
+        let child = BlockOperation {}
+        child.addCondition(BlockCondition(dependency: { _ in refresh }) { _ in true })
+        let group = GroupOperation(operations: [child])
+        OperationQueue().addOperation(group)
+        group.waitUntilFinished()
+        #expect(refresh.outcome?.isFailed == true)
+        #expect(child.outcome?.isSucceeded == true)
+        #expect(group.outcome?.isSucceeded == true, "\(String(describing: group.outcome))")
+    }
 }

@@ -4,6 +4,20 @@ import OperationsTestSupport
 import Testing
 import TestTraits
 
+/// A child whose first `cancel()` stops inside, after the base cancel, until released.
+private final class SlowCancel: BlockOperation, @unchecked Sendable {
+    // `@unchecked Sendable`: the gates and the flag are Sendable; nothing else is stored.
+    let inCancel = Gate(), proceed = Gate()
+    let first = Shared(true)
+    override func cancel() {
+        super.cancel()
+        if takeOnce(first) {
+            inCancel.open()
+            _ = proceed.wait(timeout: 600)
+        }
+    }
+}
+
 /// A child that records its completion block, so that tests can check finish order.
 private func recorded(_ name: String, into log: Shared<[String]>, _ body: @escaping @Sendable () -> Void = {}) -> BlockOperation {
     let operation = BlockOperation(block: body)
@@ -482,6 +496,35 @@ struct GroupOperationTests {
         #expect(succeeded.outcome?.isSucceeded == true && succeeded.outcome?.isFailed == false)
         #expect(failed.outcome?.isFailed == true && failed.outcome?.isSucceeded == false)
         #expect(cancelled.outcome?.isCancelled == true && cancelled.outcome?.isSucceeded == false && cancelled.outcome?.isFailed == false)
+    }
+
+    /// `cancel()` takes the children under the group's lock and cancels them after it; a
+    /// start in between must not take "already being cancelled" as done, cancel nobody
+    /// and open the queue: a child not reached yet must not run. Forced: the first child
+    /// cancelled (the newest) stops inside its `cancel()` while the suspended queue is
+    /// resumed.
+    @Test("a group started while another thread is still cancelling its children runs none of them")
+    func startDuringChildCancellation() {
+        let ran = Shared(false)
+        let victim = BlockOperation { ran.update { $0 = true } }
+        let slow = SlowCancel()
+        let group = GroupOperation(operations: [victim, slow])
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        queue.addOperation(group)
+        let cancelled = Gate()
+        Thread.detachNewThread {
+            group.cancel()
+            cancelled.open()
+        }
+        #expect(slow.inCancel.wait())
+        queue.isSuspended = false
+        #expect(eventually { victim.isFinished })
+        slow.proceed.open()
+        #expect(cancelled.wait())
+        group.waitUntilFinished()
+        #expect(!ran(), "a child ran inside a cancelled group")
+        #expect(victim.isCancelled)
     }
 }
 

@@ -188,4 +188,34 @@ struct RetryTests {
             _ = RepeatOperation<Int>(maximumRuns: 0, until: { _ in true }) { _ in ValueBlockOperation { 1 } }
         }.map { $0.standardErrorContent.containsText("RepeatOperation", "maximumRuns", "at least 1") }.check()
     }
+
+    /// (The holds below outlast any starvation of the test: with a 20 s hold, a test
+    /// starved under Thread Sanitizer can see the hold expire and the retry finish.)
+    ///
+    /// A retry must not finish when its attempt does while an operation the attempt's
+    /// condition contributed still runs (holding a category scoped to the retry): the
+    /// retry cancels and waits for everything in its attempts' queue. Deterministic: the
+    /// contributed operation is held on a gate.
+    @Test("a retry finishes after what its attempts' conditions contributed, and cancels it with itself")
+    func retryWaitsForContributed() async {
+        let started = TestGate(), release = Gate()
+        let prerequisite = BlockOperation {
+            started.open()
+            _ = release.wait(timeout: 600)
+        }
+        let retry = RetryOperation<Int>(maximumAttempts: 1) { _ in
+            let attempt = ValueBlockOperation<Int> { 1 }
+            attempt.addCondition(BlockCondition(dependency: { _ in prerequisite }) { _ in true })
+            return attempt
+        }
+        OperationQueue().addOperation(retry)
+        await started.waitIgnoringCancellation()
+        retry.cancel()
+        #expect(prerequisite.isCancelled)
+        let finishedEarly = await eventuallyAsync(timeout: 1) { retry.isFinished }
+        #expect(!finishedEarly, "the retry finished while the contributed operation ran")
+        release.open()
+        await retry.waitUntilFinished()
+        #expect(prerequisite.isFinished)
+    }
 }

@@ -221,3 +221,30 @@ final class CancelEndsBodyOperation: Operation, @unchecked Sendable {
         if first { afterCleanup() }
     }
 }
+
+/// A weak reference that can be filled in later and read from any thread.
+final class WeakOperationBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private weak var _operation: Operation?
+    var operation: Operation? {
+        get { lock.withLock { _operation } }
+        set { lock.withLock { _operation = newValue } }
+    }
+}
+
+extension Optional where Wrapped == ExitTest.Result {
+    /// Records an issue, showing the child's standard error, unless it printed nothing.
+    func expectQuietChild(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let result = self else { return }
+        let text = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(text.isEmpty, "child's standard error: \(text)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Takes a one-shot flag: true the first time only.
+func takeOnce(_ flag: Shared<Bool>) -> Bool {
+    flag.update { flag in
+        defer { flag = false }
+        return flag
+    }
+}
