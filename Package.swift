@@ -180,6 +180,18 @@ let package = Package(
         .testTarget(
             name: "DifferentialTests",
             dependencies: ["DifferentialPrograms", "DifferentialOnFoundation", "DifferentialOnOperations"]),
+        // The Swift blocks of the README and the DocC articles, compiled, and a test that they
+        // match the documents.
+        .testTarget(
+            name: "DocumentationExamplesTests",
+            dependencies: [
+                "Operations", "OperationsComposition", "OperationsRecording", "OperationsTestSupport", "OperationsXCTest",
+                "OperationsTracing", "OperationsMetrics", "OperationsLogging", .product(name: "Logging", package: "swift-log"),
+                .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
+                .target(name: "OperationsPostgres", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Durable"])),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )
