@@ -70,6 +70,17 @@ public final class OperationRecorder: Sendable {
         }
     }
 
+    /// Runs `body`, a stretch of work inside `operation` (one block of a BlockOperation),
+    /// and records when it began and ended: the timeline draws it as a bar of its own under
+    /// the operation's row, so that parts running at once are seen overlapping.
+    ///
+    /// - Note: Capture `operation` weakly or unowned in its own blocks: they keep it alive.
+    public func recordPart<Result>(_ name: String, of operation: Operation, _ body: () throws -> Result) rethrows -> Result {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer { state.recordPart(name, of: operation, started: started, finished: DispatchTime.now().uptimeNanoseconds) }
+        return try body()
+    }
+
     /// Stops recording and returns what was recorded. Later calls return an empty recording.
     public func stop() -> Recording {
         state.stop(title: title, grouping: grouping)

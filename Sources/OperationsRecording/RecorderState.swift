@@ -14,6 +14,9 @@ final class RecorderState: Sendable {
         var index: [ObjectIdentifier: Int] = [:]
         var queues: [(queue: OperationQueue, name: String)] = []
         var subscriptions: [OperationEventSubscription] = []
+        /// Parts of operations, by the operation they belong to (kept alive, like the
+        /// entries', so that its identifier names no other operation until the stop).
+        var parts: [ObjectIdentifier: (operation: Operation, parts: [Recording.Part])] = [:]
         var isStopped = false
         var end: UInt64 = 0
     }
@@ -65,6 +68,16 @@ final class RecorderState: Sendable {
         }
     }
 
+    /// A stretch of work inside `operation`, timed by its caller.
+    func recordPart(_ name: String, of operation: Operation, started: UInt64, finished: UInt64) {
+        let part = Recording.Part(name: name, started: time(started), finished: time(finished))
+        state.withLock { state in
+            guard !state.isStopped else { return }
+            state.parts[ObjectIdentifier(operation), default: (operation, [])].parts.append(part)
+            state.end = max(state.end, part.finished)
+        }
+    }
+
     /// An operation found in a queue when its recording started: entered unless an event
     /// entered it already.
     func found(_ operation: Operation, queue: Int, queueName: String, time eventTime: UInt64) {
@@ -97,15 +110,16 @@ final class RecorderState: Sendable {
     }
 
     func stop(title: String, grouping: OperationRecorder.Grouping) -> Recording {
-        let (entries, queues, subscriptions, end) = state.withLock { state in
+        let (entries, queues, subscriptions, parts, end) = state.withLock { state in
             defer {
                 state.isStopped = true
                 state.entries = []
                 state.index = [:]
                 state.queues = []
                 state.subscriptions = []
+                state.parts = [:]
             }
-            return (state.entries, state.queues, state.subscriptions, state.end)
+            return (state.entries, state.queues, state.subscriptions, state.parts, state.end)
         }
         for subscription in subscriptions { subscription.cancel() }
         // Names, groups and dependencies are read now, with no lock held (the getters may
@@ -130,6 +144,7 @@ final class RecorderState: Sendable {
             recorded.name = name
             recorded.group = group
             recorded.dependencies = entry.operation.dependencies.compactMap { index[ObjectIdentifier($0)] }
+            recorded.parts = (parts[ObjectIdentifier(entry.operation)]?.parts ?? []).sorted { $0.started < $1.started }
             if recorded.finished != nil { recorded.outcome = Self.outcome(of: entry.operation) ?? .unfinished }
             return recorded
         }

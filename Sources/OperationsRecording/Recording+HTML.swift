@@ -8,7 +8,8 @@ extension Recording {
     public func html(notes: [String] = [], maximumRows: Int = 400) -> String {
         var timeline = TimelineSVG(self, maximumRows: maximumRows)
         let svg = timeline.render()
-        let explanation = timeline.isGrouped ? TimelineStyle.explanationGrouped : TimelineStyle.explanationPerOperation
+        var explanation = timeline.isGrouped ? TimelineStyle.explanationGrouped : TimelineStyle.explanationPerOperation
+        if !timeline.isGrouped, operations.contains(where: { !$0.parts.isEmpty }) { explanation += " " + TimelineStyle.explanationParts }
         let colors = TimelineStyle.colors
         let legend = TimelineStyle.outcomes.map { name in
             "<span><i style=\"background:\(colors[name]!)\"></i>\(name)</span>"

@@ -50,6 +50,9 @@ public struct Recording: Sendable {
         public var outcome: Outcome
         /// The recorded operations it depended on (their ``id``), in the order added.
         public var dependencies: [Int]
+        /// Stretches of work inside it (a BlockOperation's blocks), as
+        /// ``OperationRecorder/recordPart(_:of:_:)`` timed them, in the order they began.
+        public internal(set) var parts: [Part] = []
 
         /// Cancelled before its queue started it: it never ran.
         public var wasCancelledBeforeStart: Bool {
@@ -67,6 +70,17 @@ public struct Recording: Sendable {
             guard let started, let finished, !wasCancelledBeforeStart else { return nil }
             return finished >= started ? finished - started : 0
         }
+    }
+
+    /// A stretch of work inside an operation (one block of a BlockOperation). Times are
+    /// nanoseconds since the recording began.
+    public struct Part: Sendable {
+        /// What the part is, as given to ``OperationRecorder/recordPart(_:of:_:)``.
+        public let name: String
+        /// When it began.
+        public let started: UInt64
+        /// When it ended.
+        public let finished: UInt64
     }
 
     /// A recorded queue.

@@ -19,8 +19,8 @@ extension TimelineSVG {
     }
 
     /// A row's label (`t0`…`t1`: its bar, or its waiting strip for one that never ran) and
-    /// the plate it may sit on, hidden unless used.
-    func label(_ text: String, t0: Double, t1: Double, rowStart: Double, center: Double, mayBeInside: Bool) -> String {
+    /// the plate it may sit on, hidden unless used; with the pixels the text covers.
+    func label(_ text: String, t0: Double, t1: Double, rowStart: Double, center: Double, mayBeInside: Bool) -> (markup: String, extent: ClosedRange<Double>) {
         let x0 = x(t0), x1 = max(x(t1), x0 + 2)
         let width = Double(text.count) * TimelineStyle.characterWidth
         let (place, position) = Self.place(
@@ -36,6 +36,6 @@ extension TimelineSVG {
         result += "<text class=\"label\" data-inside=\"\(mayBeInside)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" data-row=\"\(rowStart)\""
         result += " x=\"\(Markup.number(position))\" y=\"\(Markup.number(center + 4))\" text-anchor=\"\(anchor)\" fill=\"\(fill)\" stroke=\"\(halo)\""
         result += " stroke-width=\"3\" stroke-linejoin=\"round\" paint-order=\"stroke\" pointer-events=\"none\">\(Markup.escape(text))</text>"
-        return result
+        return (result, anchor == "start" ? position...(position + width) : (position - width)...position)
     }
 }

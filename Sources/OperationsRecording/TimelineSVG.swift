@@ -10,8 +10,10 @@ struct TimelineSVG {
     let isGrouped: Bool
     let left: Double
     let span: Double
-    private var body = ""
-    private var y = TimelineStyle.axisHeight
+    var body = ""
+    var y = TimelineStyle.axisHeight
+    /// What each drawn row covers, top to bottom, for routing the dependency arrows.
+    var rowSpans: [RowSpan] = []
 
     init(_ recording: Recording, maximumRows: Int) {
         self.recording = recording
@@ -65,6 +67,7 @@ struct TimelineSVG {
             for operation in operations {
                 rowCenters[operation.id] = y + TimelineStyle.rowHeight / 2
                 operationRow(operation)
+                for part in operation.parts { partRow(part, of: operation) }
             }
         }
         if !isGrouped { arrows(rowCenters) }
@@ -143,8 +146,25 @@ struct TimelineSVG {
             }
             (labelStart, labelEnd, hasBar) = (Self.ms(started), finish, true)
         }
-        body += label(operation.name, t0: labelStart, t1: labelEnd, rowStart: enqueued, center: center, mayBeInside: hasBar)
+        let label = label(operation.name, t0: labelStart, t1: labelEnd, rowStart: enqueued, center: center, mayBeInside: hasBar)
+        body += label.markup
         body += "</g>\n"
+        rowSpans.append(RowSpan(operation: operation.id, top: y, bottom: y + height, covered: [x(enqueued)...max(x(labelEnd), x(enqueued) + 2), label.extent]))
+        y += height
+    }
+
+    /// A part of an operation (one of a BlockOperation's blocks), in a thin row under it.
+    private mutating func partRow(_ part: Recording.Part, of operation: Recording.Operation) {
+        let height = TimelineStyle.partRowHeight
+        let center = y + height / 2
+        let t0 = Self.ms(part.started), t1 = Self.ms(part.finished)
+        let title = Markup.escape("\(part.name) — part of \(operation.name), ran \(Markup.duration(part.finished - part.started)) from \(Markup.duration(part.started))")
+        body += "<g class=\"part\" data-operation=\"\(operation.id)\">"
+        body += rect("part-bar", t0: t0, t1: t1, y: center - 5, height: 10, fill: TimelineStyle.colors[operation.outcome.name]!, opacity: 0.7, minimum: 2, title: title)
+        let label = label(part.name, t0: t0, t1: t1, rowStart: t0, center: center, mayBeInside: true)
+        body += label.markup
+        body += "</g>\n"
+        rowSpans.append(RowSpan(operation: operation.id, top: y, bottom: y + height, covered: [x(t0)...max(x(t1), x(t0) + 2), label.extent]))
         y += height
     }
 
@@ -215,25 +235,10 @@ struct TimelineSVG {
         "<g class=\"scaled\" transform=\"translate(\(Markup.number(left)) 0) scale(\(plotWidth / span) 1)\">\(content)</g>"
     }
 
-    private func rect(_ className: String, t0: Double, t1: Double, y: Double, height: Double, fill: String, minimum: Double, title: String) -> String {
+    func rect(_ className: String, t0: Double, t1: Double, y: Double, height: Double, fill: String, opacity: Double = 1, minimum: Double, title: String) -> String {
         let x0 = x(t0), width = max(x(t1) - x0, minimum)
-        return "<rect class=\"\(className)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" data-min=\"\(Markup.number(minimum))\" x=\"\(Markup.number(x0))\" y=\"\(Markup.number(y))\" width=\"\(Markup.number(width))\" height=\"\(Markup.number(height))\" rx=\"2\" fill=\"\(fill)\"><title>\(title)</title></rect>"
-    }
-
-    private mutating func arrows(_ centers: [Int: Double]) {
-        var edges = 0
-        for operation in recording.operations {
-            guard let to = centers[operation.id] else { continue }
-            let start = Self.ms(operation.started ?? operation.finished ?? operation.enqueued)
-            for dependency in operation.dependencies {
-                let source = recording.operations[dependency]
-                guard let from = centers[dependency], let finished = source.finished else { continue }
-                edges += 1
-                if edges > 3_000 { return }
-                let t0 = Self.ms(finished)
-                body += "<line class=\"dependency\" data-t0=\"\(t0)\" data-t1=\"\(start)\" x1=\"\(Markup.number(x(t0)))\" y1=\"\(Markup.number(from))\" x2=\"\(Markup.number(x(start)))\" y2=\"\(Markup.number(to))\" stroke=\"#444\" stroke-opacity=\"0.55\" marker-end=\"url(#arrow)\"><title>\(Markup.escape("\(operation.name) waited for \(source.name)"))</title></line>\n"
-            }
-        }
+        let opacityAttribute = opacity < 1 ? " fill-opacity=\"\(opacity)\"" : ""
+        return "<rect class=\"\(className)\" data-t0=\"\(t0)\" data-t1=\"\(t1)\" data-min=\"\(Markup.number(minimum))\" x=\"\(Markup.number(x0))\" y=\"\(Markup.number(y))\" width=\"\(Markup.number(width))\" height=\"\(Markup.number(height))\" rx=\"2\" fill=\"\(fill)\"\(opacityAttribute)><title>\(title)</title></rect>"
     }
 
     private func axis(height: Double) -> String {

@@ -11,11 +11,14 @@ enum TimelineStyle {
     static let axisHeight = 30.0
     static let headerHeight = 36.0
     static let rowHeight = 18.0
+    /// A part of an operation (a block of a BlockOperation), under the operation's row.
+    static let partRowHeight = 14.0
     static let groupRowHeight = 46.0
     /// Rough width of a character of the 11 px labels, for the layout made without a browser.
     static let characterWidth = 6.3
 
     static let explanationPerOperation = "One row per operation, in the order added, under its queue: striped = waiting in the queue, solid = running (colour: how it ended), | on a bar = when it was cancelled while running, ✕ = cancelled before it started, arrows = dependencies; a name too long for the space beside its row sits on a white plate. Hover for details."
+    static let explanationParts = "Thin rows under an operation's row are parts of the operation above (a BlockOperation's blocks), each from when it began to when it ended: overlapping parts ran at once."
     static let explanationGrouped = "One row per group of operations named alike (numbers → #): striped band = how many waited, solid area = how many ran at once, coloured by how they ended and stacked (succeeded at the bottom; waiting and running each on its own scale), orange ticks = cancelled before they started. Hover for details."
 
     /// The SVG's shared definitions: the waiting hatch and the arrow head.
