@@ -158,8 +158,12 @@ public enum Tour {
         DurableChapter.self,
     ]
 
+    /// Chapters that the tour's run leaves out, each run by its subcommand
+    /// (`operations-demo scale`).
+    public static let chaptersOutsideTheRun: [any Chapter.Type] = [ScaleChapter.self]
+
     public static func chapter(named name: String) -> (any Chapter.Type)? {
-        chapters.first { $0.name == name }
+        (chapters + chaptersOutsideTheRun).first { $0.name == name }
     }
 
     /// Runs chapters in order, printing what each showed and where its files are.
@@ -196,6 +200,12 @@ public enum Tour {
             }.joined(separator: " · ")
             let summary = result.recording?.summary ?? ""
             rows += "<tr><td><b>\(escape(result.chapter))</b><br>\(escape(title))</td><td>\(links)<br><small>\(escape(summary))</small></td></tr>\n"
+        }
+        // Every chapter has a row: those this run left out say how to run them.
+        let ran = Set(results.map(\.chapter))
+        for chapter in chapters + chaptersOutsideTheRun where !ran.contains(chapter.name) {
+            let note = chapters.contains { $0.name == chapter.name } ? "not in this run" : "not in the tour's run"
+            rows += "<tr><td><b>\(escape(chapter.name))</b><br>\(escape(chapter.title))</td><td><small>\(note): <code>swift run --package-path Tour operations-demo \(escape(chapter.name))</code></small></td></tr>\n"
         }
         return """
             <!DOCTYPE html>

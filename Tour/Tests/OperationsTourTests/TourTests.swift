@@ -100,6 +100,15 @@ struct TourChapterTests {
         // grows under load (under a sanitizer with the stress test running, five); the
         // strict check that blocks that wait for each other all run is BlockOperationTests'.
         #expect(try #require(result.numbers["most at once"]) >= 2)
+        // The picture shows the blocks: one bar per block under the operation's bar, the
+        // blocks that ran at once overlapping.
+        let parts = try #require(result.operations.first { $0.name == "sentence" }?.parts)
+        #expect(parts.count == 8)
+        let overlapping = parts.filter { part in parts.contains { $0.name != part.name && $0.started < part.finished && part.started < $0.finished } }
+        #expect(overlapping.count >= 2)
+        let page = try String(contentsOf: #require(files(result, ending: ".html").first), encoding: .utf8)
+        #expect(page.components(separatedBy: "class=\"part-bar\"").count - 1 == 8)
+        try checkTimelineFiles(result)
     }
 
     @Test("filter: every image is filtered and written as a PNG that decodes")
@@ -166,7 +175,15 @@ struct TourChapterTests {
     @Test("groups: cancelling part-way stops the rest; the slow image does not arrive")
     func groups() async throws {
         let (result, _) = try await runChapter(GroupsChapter.self)
-        #expect(try #require(result.numbers["sum parts done"]) < 40)
+        // The text counts what the picture draws: done = succeeded, the rest cancelled.
+        let done = try #require(result.numbers["sum parts done"])
+        let cancelled = try #require(result.numbers["sum parts cancelled"])
+        let sumParts = result.operations.filter { $0.queue == "sum group" }
+        #expect(sumParts.count == 40)
+        #expect(done == Double(sumParts.filter { $0.outcome.name == "succeeded" }.count))
+        #expect(cancelled == Double(sumParts.filter { $0.outcome.name == "cancelled" }.count))
+        #expect(done + cancelled == 40)
+        #expect(done >= 10 && done < 40, "cancelled once ten parts had succeeded")
         let delivered = try #require(result.lists["delivered"])
         #expect(!delivered.contains("1"), "image 1 takes four units; the providers were cancelled after two")
         #expect(result.operations.contains { $0.outcome.name == "cancelled" })
@@ -193,6 +210,13 @@ struct TourChapterTests {
         let barrier = try #require(order.firstIndex(of: "BARRIER"))
         #expect(Set(order[..<barrier]) == ["before1", "before2", "before3", "before4"])
         #expect(Set(order[(barrier + 1)...]) == ["after1", "after2", "after3", "after4"])
+        // The picture names the barrier, and draws it after the four before it.
+        let barrierQueue = result.operations.filter { $0.queue == "barrier" }
+        let drawn = try #require(barrierQueue.first { $0.name == "barrier" })
+        for before in barrierQueue where before.name.hasPrefix("before") {
+            #expect(try #require(before.finished) <= #require(drawn.started))
+        }
+        #expect(!barrierQueue.contains { $0.name.hasPrefix("BlockOperation") })
         #expect(result.lists["priority order"] == ["veryHigh", "high", "normal", "low", "veryLow"])
         #expect(result.lists["main"] == ["true", "true"])
     }
@@ -263,5 +287,20 @@ struct TourChapterTests {
             #expect(index.contains("href=\"\(file.lastPathComponent)\""), "\(file.lastPathComponent)")
         }
         #expect(index.contains("2-blocks.html") && index.contains("6-cancel.trace.json"))
+        // Every chapter has a row, those left out of this run with their command.
+        for chapter in Tour.chapters + Tour.chaptersOutsideTheRun {
+            #expect(index.contains("<b>\(chapter.name)</b>"), "\(chapter.name)")
+        }
+        #expect(index.contains("operations-demo scale</code>"))
+    }
+
+    @Test("the tour's README lists every chapter in its table")
+    func readmeListsEveryChapter() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        for chapter in Tour.chapters + Tour.chaptersOutsideTheRun {
+            #expect(text.contains("| `\(chapter.name)` |"), "\(chapter.name)")
+        }
     }
 }

@@ -14,14 +14,19 @@ public struct BlocksChapter: Chapter {
         let words = sentence.split(separator: " ").map(String.init)
         let log = Protected<[String]>()
         let running = Protected<Int>(), most = Protected<Int>()
+        let recorder = OperationRecorder(title: "Blocks: \(words.count) execution blocks of one unit")
         let operation = BlockOperation()
         operation.name = "sentence"
-        for word in words {
-            operation.addExecutionBlock {
-                most.raise(to: running.increment())
-                context.work()
-                running.decrement()
-                log.append(word)
+        for (index, word) in words.enumerated() {
+            // Each block timed as a part of the operation: the timeline draws them as bars of
+            // their own under its one bar, overlapping.
+            operation.addExecutionBlock { [unowned operation] in
+                recorder.recordPart("block \(index + 1): \(word)", of: operation) {
+                    most.raise(to: running.increment())
+                    context.work()
+                    running.decrement()
+                    log.append(word)
+                }
             }
         }
         let completed = DispatchSemaphore(value: 0)
@@ -31,7 +36,6 @@ public struct BlocksChapter: Chapter {
         }
         let queue = OperationQueue()
         queue.name = "blocks"
-        let recorder = OperationRecorder(title: "Blocks: \(words.count) execution blocks of one unit")
         recorder.record(queue)
         let start = Date()
         queue.addOperation(operation)

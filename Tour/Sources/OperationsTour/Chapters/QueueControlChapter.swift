@@ -41,6 +41,9 @@ public struct QueueControlChapter: Chapter {
             barrierQueue.addOperation(operation)
         }
         barrierQueue.addBarrierBlock { order.append("BARRIER") }
+        // `addBarrierBlock` makes an unnamed operation; named, the timeline calls it what
+        // it is. It is the queue's last operation (the four before it end before it does).
+        barrierQueue.operations.last?.name = "barrier"
         for index in 1...4 {
             let operation = BlockOperation { order.append("after\(index)"); context.work(0.2) }
             operation.name = "after \(index)"
