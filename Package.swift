@@ -132,14 +132,24 @@ let package = Package(
             path: "Tests/DifferentialOnOperations"),
         // Traits the test targets share (one process runs them all).
         .target(name: "TestTraits", dependencies: ["Operations"], path: "Tests/TestTraits"),
+        // The helpers the test targets share: bounded waits, values shared between threads,
+        // the tutorials' operations, observers, readers of exit tests, logs and recordings.
+        .target(
+            name: "OperationsTestHelpers",
+            dependencies: [
+                "Operations", "OperationsRecording", "OperationsTestSupport",
+                .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            path: "Tests/TestHelpers"),
         .testTarget(
-            name: "OperationsTests", dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport", "TestTraits"]),
+            name: "OperationsTests",
+            dependencies: ["Operations", "OperationsComposition", "OperationsTestSupport", "OperationsTestHelpers", "TestTraits"]),
         .testTarget(name: "OperationsXCTestTests", dependencies: ["OperationsXCTest"]),
         // A framework that declares composition names of its own, and a client that uses them
         // beside `import Operations` (the names must not be ambiguous).
         .target(name: "FrameworkOnOperations", dependencies: ["Operations"], path: "Tests/Fixtures/FrameworkOnOperations"),
         .testTarget(name: "FrameworkClientTests", dependencies: ["FrameworkOnOperations", "Operations"]),
-        .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording"]),
+        .testTarget(name: "OperationsRecordingTests", dependencies: ["OperationsRecording", "OperationsTestHelpers"]),
         .testTarget(
             name: "OperationsTracingTests",
             dependencies: [
@@ -161,7 +171,7 @@ let package = Package(
         .testTarget(
             name: "OperationsLoggingTests",
             dependencies: [
-                "OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log"), "TestTraits",
+                "OperationsLogging", .product(name: "InMemoryLogging", package: "swift-log"), "OperationsTestHelpers", "TestTraits",
                 // The durable parts of the adapters' tests run a worker on an SQLite store.
                 .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
                 .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
@@ -172,7 +182,7 @@ let package = Package(
             name: "OperationsDurableTests",
             dependencies: [
                 "Operations", "OperationsDurable", "OperationsPostgres", "OperationsSQLite", "DurableTestKinds", "DurableTestWorker",
-                "TestTraits", .product(name: "Logging", package: "swift-log"),
+                "OperationsTestHelpers", "TestTraits", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ]),

@@ -23,7 +23,7 @@ struct DurableBatchesAndWaitsTests {
             let started = counted.calls.recordReads.load(ordering: .relaxed)
             let waiters = handles.map { handle in Task { try await handle.value } }
             // Every waiter has read its record (and is waiting) before any operation runs.
-            try await eventually(30, "every waiter's first read") {
+            try await pollUntil(30, "every waiter's first read") {
                 counted.calls.recordReads.load(ordering: .relaxed) - started >= count
             }
             let values = try await withWorkers(store: base, concurrency: 8) { _ async throws in
@@ -194,7 +194,7 @@ struct DurableBatchesAndWaitsTests {
                             returned.set(true)
                         }
                         // The wait has begun; the queue is suspended, so it cannot return.
-                        try await eventually(30, "the wait's start") { store.finishWatch.waiting.holds == 1 }
+                        try await pollUntil(30, "the wait's start") { store.finishWatch.waiting.holds == 1 }
                         #expect(!returned.value)
                         let later = try await queue.add(Echo.self, input: 99)
                         try await queue.setSuspended(false)
@@ -247,7 +247,7 @@ struct DurableBatchesAndWaitsTests {
             try await queue.setSuspended(true)
             let handle = try await queue.add(Echo.self, input: 1)
             let waiting = Task { try await handle.value }
-            try await eventually(30, "the wait") { store.finishWatch.waiting.operations == 1 }
+            try await pollUntil(30, "the wait") { store.finishWatch.waiting.operations == 1 }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { try await waiting.value }
             #expect(store.finishWatch.waiting == (0, 0, false))

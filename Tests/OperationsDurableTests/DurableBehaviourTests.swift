@@ -305,7 +305,7 @@ struct DurableBehaviourTests {
             let queue = DurableQueue(name: "default", store: store)
             let held = try await queue.add(Hold.self, input: 99)
             try await withWorkers(store: store) { _ async throws in
-                try await eventually(30, "the body started") { try await held.state == .running }
+                try await pollUntil(30, "the body started") { try await held.state == .running }
                 let cancelled = ContinuousClock.now
                 try await held.cancel(reason: "the user closed the window")
                 await #expect(throws: DurableError.self) {
@@ -454,7 +454,7 @@ struct DurableBehaviourTests {
             let operation = try await queue.add(HoldsThenFails.self, input: 0, retry: retry)
             try await withWorkerUntilStarted(operation.id, store: store, kinds: [HoldsThenFails()])
             try await withWorkers(store: store, kinds: [HoldsThenFails()]) { _ async throws in
-                try await eventually(30, "the second attempt failed") {
+                try await pollUntil(30, "the second attempt failed") {
                     let attempts = try await operation.attempts
                     return attempts.count == 2 && attempts[1].end != nil
                 }
@@ -496,7 +496,7 @@ struct DurableBehaviourTests {
             let claims = try await store.claim(
                 queue: "default", kinds: [Work.kind], worker: "vanished", limit: 1, lease: .milliseconds(200))
             #expect(claims.map(\.id) == [handle.id])
-            try await eventually(30, "the lease expired and was rescued") { try await store.rescueExpiredLeases() == 1 }
+            try await pollUntil(30, "the lease expired and was rescued") { try await store.rescueExpiredLeases() == 1 }
             #expect(try await handle.state == .ready)
             // The vanished worker's finish arrives late: the attempt is no longer its to end.
             try await store.complete(
@@ -525,7 +525,7 @@ struct DurableBehaviourTests {
             let claims = try await store.claim(
                 queue: "default", kinds: [Echo.kind], worker: "w", limit: 1, lease: .milliseconds(300))
             #expect(claims.map(\.id) == [handle.id])
-            try await eventually(30, "the unrun claim's lease expired and was rescued") {
+            try await pollUntil(30, "the unrun claim's lease expired and was rescued") {
                 let heartbeat = try await store.heartbeat(
                     worker: "w", queues: ["default"], kinds: [Echo.kind], holding: [], lease: .milliseconds(300))
                 #expect(heartbeat.held.isEmpty)

@@ -37,7 +37,7 @@ struct DurableEventDeliveryTests {
         second.cancel()
         holding.signal()
         broadcaster.report(draft(2))
-        try await eventually(60, "both events delivered to the first handler") { firstSaw.value == [0, 1] }
+        try await pollUntil(60, "both events delivered to the first handler") { firstSaw.value == [0, 1] }
         #expect(secondSaw.value == [], "called after its subscription was cancelled")
         first.cancel()
     }
@@ -68,7 +68,7 @@ struct DurableEventDeliveryTests {
         for number in 1...100 { broadcaster.report(draft(Int64(number))) }
         #expect(broadcaster.waitingCount <= 8)
         holding.signal()
-        try await eventually(60, "the newest event delivered") { seen.value.last == 100 }
+        try await pollUntil(60, "the newest event delivered") { seen.value.last == 100 }
         let delivered = seen.value
         #expect(delivered.count <= 1 + 8, "\(delivered)")
         #expect(delivered == delivered.sorted())

@@ -31,9 +31,9 @@ struct FinishWatchTests {
             let queue = DurableQueue(name: "default", store: counted)
             let handle = try await queue.add(Echo.self, input: 1)
             let waiter = Task { try await queue.waitUntilFinished([handle]) }
-            try await eventually(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
+            try await pollUntil(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
             counted.inject(.resynchronize)
-            try await eventually(30, "the watch's read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
+            try await pollUntil(30, "the watch's read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
             try await withWorkers(store: base, concurrency: 1) { _ async throws in
                 try await within(30, "the wait, while the watch's read is unanswered") { try await waiter.value }
             }
@@ -62,12 +62,12 @@ struct FinishWatchTests {
             let queue = DurableQueue(name: "default", store: counted)
             let handle = try await queue.add(Echo.self, input: 1)
             let waiter = Task { try await queue.waitUntilFinished([handle]) }
-            try await eventually(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
+            try await pollUntil(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
             counted.inject(.resynchronize)
-            try await eventually(30, "the watch's first read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
+            try await pollUntil(30, "the watch's first read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
             counted.inject(.resynchronize)
             // Two unanswered reads, each given up on at its deadline, then an answered one.
-            try await eventually(30, "a read after the unanswered ones") { reads.load(ordering: .relaxed) >= 4 }
+            try await pollUntil(30, "a read after the unanswered ones") { reads.load(ordering: .relaxed) >= 4 }
             waiter.cancel()
             await #expect(throws: CancellationError.self) { try await waiter.value }
         }
@@ -88,7 +88,7 @@ struct FinishWatchTests {
                         // before the count answers.
                         if counts.add(1, ordering: .relaxed).newValue == 1 {
                             counted.endNotifications()
-                            try await eventually(30, "the watch's end of listening") { !watch.waiting.listening }
+                            try await pollUntil(30, "the watch's end of listening") { !watch.waiting.listening }
                         }
                         return try await counted.unfinishedCount(queue: "default") == 0
                     }

@@ -187,7 +187,7 @@ struct PostgresStoreTests {
             }
             // The claim's statement has begun (its snapshot is taken) and waits for the row.
             // Read outside the open transaction, whose view of the statistics stays as first read.
-            try await eventually(30, "the claim waiting for the queue's row") {
+            try await pollUntil(30, "the claim waiting for the queue's row") {
                 let rows = try await store.client.query(
                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%durable_claim%' AND pid <> pg_backend_pid()"
                 ).collect()

@@ -94,7 +94,7 @@ struct SQLiteConnectionTests {
         let notifications = store.notifications()
         let listening = Task { for await _ in notifications {} }
         defer { listening.cancel() }
-        try await eventually(30, "the old event deleted") { try await oldEvents() == 0 }
+        try await pollUntil(30, "the old event deleted") { try await oldEvents() == 0 }
         await store.shutdown()
     }
 

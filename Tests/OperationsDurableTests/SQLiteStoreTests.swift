@@ -138,7 +138,7 @@ struct SQLiteStoreTests {
         try await queue.setMaxConcurrentOperationCount(6)
         // Every process registered before the work arrives, so that each takes part.
         for index in 0..<3 { try workers.start(name: "w\(index)", sqlite: file.path) }
-        try await eventually(60, "three workers registered") {
+        try await pollUntil(60, "three workers registered") {
             try await rawCount(file.path, "SELECT count(*) FROM durable_workers") == 3
         }
         let bottom = try await addDiamond(to: queue)
@@ -212,7 +212,7 @@ struct SQLiteStoreTests {
         let remaining: @Sendable () async throws -> Int = {
             try await rawCount(file.path, "SELECT count(*) FROM durable_operations WHERE state <> 'succeeded'")
         }
-        try await eventually(120, "every operation succeeded") { try await remaining() == 0 }
+        try await pollUntil(120, "every operation succeeded") { try await remaining() == 0 }
         #expect(added.count == 2_000)
         let drained = ContinuousClock.now - started - enqueued
         let seconds = Double(drained.components.seconds) + Double(drained.components.attoseconds) * 1e-18
@@ -237,7 +237,7 @@ struct SQLiteStoreTests {
         var latencies: [Duration] = []
         for round in 0..<5 {
             let held = try await queue.add(Hold.self, input: 99)
-            try await eventually(60, "the held body started") { try await held.state == .running }
+            try await pollUntil(60, "the held body started") { try await held.state == .running }
             let cancelled = ContinuousClock.now
             try await held.cancel(reason: "stopped from the test process \(round)")
             await #expect(throws: DurableError.self) { try await within(30, "the cancelled body") { try await held.value } }

@@ -90,7 +90,7 @@ struct WorkerConversationTests {
             let other = DurableQueue(name: "other", store: store)
             let many = try await busy.addOperations(Work.self, inputs: Array(repeating: 10, count: 200))
             let late = try await withWorkers(store: store, queues: ["busy", "other"], concurrency: 2) { _ async throws in
-                try await eventually(30, "the busy queue's first end") { try await busy.operationCounts.succeeded > 0 }
+                try await pollUntil(30, "the busy queue's first end") { try await busy.operationCounts.succeeded > 0 }
                 let late = try await other.add(Echo.self, input: 1)
                 _ = try await within(60, "the other queue's operation") { try await late.value }
                 // It ran while the busy queue still had work: 200 bodies of 10 ms on 2 slots.

@@ -79,7 +79,7 @@ struct WorkerProcessTests {
         let handles = try await store.enqueue((0..<total).map { _ in try queue.request(Work.self, input: 50) })
         for index in 0..<3 { try workers.start(name: "w\(index)", port: cluster.port, database: database) }
         let invariants = StoreInvariants(store: store)
-        try await eventually(60, "a tenth finished") {
+        try await pollUntil(60, "a tenth finished") {
             try await invariants.count("SELECT count(*)::integer FROM durable_operations WHERE state = 'succeeded'") >= total / 10
         }
         try await cluster.restart()
@@ -88,7 +88,7 @@ struct WorkerProcessTests {
             "SELECT count(*)::integer FROM durable_operations WHERE state = 'succeeded'")
         #expect(finishedBeforeRestart < total, "the restart came after the run")
         do {
-            try await eventually(120, "every operation finished") {
+            try await pollUntil(120, "every operation finished") {
                 (try? await invariants.count("SELECT count(*)::integer FROM durable_operations WHERE state IN ('waiting', 'ready', 'running')")) == 0
             }
         } catch {
@@ -114,7 +114,7 @@ struct WorkerProcessTests {
         _ = try await queue.addOperations(Work.self, inputs: Array(repeating: 40, count: 8_000))
         for index in 0..<2 { try workers.start(name: "w\(index)", port: cluster.port, database: database) }
         let latestStart = "SELECT extract(epoch FROM max(started_at))::double precision FROM durable_attempts"
-        try await eventually(60, "the first start") { (try? await cluster.double(latestStart, database: database)) != nil }
+        try await pollUntil(60, "the first start") { (try? await cluster.double(latestStart, database: database)) != nil }
         var pauses: [Double] = []
         try await workers.recordingLogsOnFailure { () async throws in
             for _ in 0..<10 {
@@ -122,7 +122,7 @@ struct WorkerProcessTests {
                 // The server's clock once it is back, read over a fresh connection.
                 let back = try #require(try await cluster.double(
                     "SELECT extract(epoch FROM clock_timestamp())::double precision", database: database))
-                try await eventually(60, "a start after the restart") {
+                try await pollUntil(60, "a start after the restart") {
                     ((try? await cluster.double(latestStart, database: database)) ?? 0) > back
                 }
                 let first = try #require(try await cluster.double(
@@ -147,7 +147,7 @@ struct WorkerProcessTests {
         try workers.start(name: "w0", port: cluster.port, database: database)
         let held = try await queue.add(Hold.self, input: 99)
         let done = try await queue.add(Echo.self, input: 1)
-        try await eventually(60, "the held body started") { try await held.state == .running }
+        try await pollUntil(60, "the held body started") { try await held.state == .running }
         let cancelled = ContinuousClock.now
         try await held.cancel(reason: "stopped from the test process")
         await #expect(throws: DurableError.self) { try await within(30, "the cancelled body") { try await held.value } }

@@ -43,14 +43,14 @@ private func checkSignalsStopTheWorker(mode: WorkerProcesses.RunMode, signal: In
     try workers.start(name: "w0", sqlite: file.path, mode: mode, shutdownDeadlineMilliseconds: 0)
     try await workers.recordingLogsOnFailure { () async throws in
         for run in 1...runs {
-            try await eventually(60, "run \(run): the held body's start") {
+            try await pollUntil(60, "run \(run): the held body's start") {
                 let state = try await held.state
                 let attempts = try await held.attempts
                 return state == .running && attempts.count == run
             }
             workers.send(signal, to: "w0")
             // The next run may claim it again at once: the give-back is read in the attempts.
-            try await eventually(60, "run \(run): the give-back") {
+            try await pollUntil(60, "run \(run): the give-back") {
                 let attempts = try await held.attempts
                 return attempts.count >= run && attempts[run - 1].error != nil
             }

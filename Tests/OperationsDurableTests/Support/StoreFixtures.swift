@@ -13,13 +13,13 @@ import Testing
 /// The sizes of the tests with worker processes are divided by this under a sanitizer
 /// (`OPERATIONS_SANITIZED=1`, set by `.ci/run`): instrumented worker processes on a loaded
 /// machine run a tenth of the work in the same bounds; the plain run checks the full sizes.
-let sanitizedScale = ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1" ? 10 : 1
+let sanitizedScale = isSanitized ? 10 : 1
 
 /// For the tests with worker processes that do not pass under a sanitizer yet: under
 /// ThreadSanitizer the instrumented workers did not finish them within their bounds (the
 /// restart test not even at a tenth of its work); they run in the plain suite.
 let notUnderSanitizers = ConditionTrait.disabled(
-    if: ProcessInfo.processInfo.environment["OPERATIONS_SANITIZED"] == "1",
+    if: isSanitized,
     "instrumented worker processes do not finish this test within its bounds under a sanitizer")
 
 /// A kind of store under test. The behaviour tests take it as an argument, so that every
@@ -149,37 +149,8 @@ func withWorkers<T: Sendable>(
     }
 }
 
-struct TimedOut: Error, CustomStringConvertible {
-    let description: String
-}
 
-/// The body's result, or a thrown `TimedOut` after `seconds`: a test that would hang fails.
-func within<T: Sendable>(
-    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut(description: "\(what): not within \(seconds) s")
-        }
-        let result = try await group.next()!
-        group.cancelAll()
-        return result
-    }
-}
 
-/// Reads until `condition` holds: a bounded wait for an event the store records.
-func eventually(
-    _ seconds: Double, _ what: String, _ condition: @Sendable () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(25))
-    }
-    throw TimedOut(description: "\(what): not within \(seconds) s")
-}
 
 /// The largest number of attempts whose [start, end] intervals overlap at one instant.
 func maximumOverlap(_ attempts: [DurableAttempt]) -> Int {
@@ -199,13 +170,4 @@ func maximumOverlap(_ attempts: [DurableAttempt]) -> Int {
     return maximum
 }
 
-/// A value shared between tasks of a test (behind the library's lock, which Thread
-/// Sanitizer is told about).
-final class Shared<Value: Sendable>: Sendable {
-    private let lock: Locked<Value>
-    init(_ value: Value) { lock = Locked(value) }
-    var value: Value { lock.withLock { $0 } }
-    func set(_ value: Value) { lock.withLock { $0 = value } }
-    func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&$0) } }
-}
 #endif

@@ -168,7 +168,7 @@ func checkKilledWorkerIsRescued(
     var others: [DurableHandle<Work>] = []
     for _ in 0..<otherCount { others.append(try await queue.add(Work.self, input: 20)) }
     try await workers.recordingLogsOnFailure {
-        try await eventually(60, "the held body started") { try await held.state == .running }
+        try await pollUntil(60, "the held body started") { try await held.state == .running }
     }
     let first = try #require(try await held.attempts.first)
     let name = String(first.worker.prefix { $0 != "-" })

@@ -12,7 +12,7 @@ struct AwaitingTests {
 
     @Test("await waitUntilFinished() returns after the operation and its completion block")
     func awaitOperation() async {
-        let gate = Gate()
+        let gate = BlockingSignal()
         let completed = Shared(false)
         let operation = BlockOperation { gate.wait() }
         operation.completionBlock = { completed.update { $0 = true } }
@@ -48,7 +48,7 @@ struct AwaitingTests {
     @Test("await waitUntilAllOperationsAreFinished() waits for operations added while waiting")
     func awaitQueue() async {
         let queue = OperationQueue()
-        let release = Gate()
+        let release = BlockingSignal()
         let second = Shared<Operation?>(nil)
         queue.addOperation {
             release.wait()

@@ -119,7 +119,7 @@ struct MainActorAndEscalationTests {
         let queue = OperationQueue()
         let parked = OperationQueue()
         parked.isSuspended = true
-        let go = Gate(), started = Gate()
+        let go = BlockingSignal(), started = BlockingSignal()
         let waited = BlockOperation {}
         let waiting = BlockOperation {
             started.open()

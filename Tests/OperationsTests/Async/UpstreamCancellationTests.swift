@@ -97,7 +97,7 @@ struct UpstreamCancellationTests {
         queue.addOperations([awaited, blocked, group], waitUntilFinished: false)
         let performing = Task { try await queue.perform(performed) }
         let waiting = Task { await awaited.waitUntilFinished() }
-        let returned = Gate()
+        let returned = BlockingSignal()
         onNewThread {
             blocked.waitUntilFinished()
             returned.open()

@@ -63,7 +63,7 @@ struct ConditionTests {
     @Test("a failing condition cancels the operation with its error; main never runs")
     func failure() {
         let ran = Shared(0)
-        let completed = Gate()
+        let completed = BlockingSignal()
         let operation = BlockOperation { ran.increment() }
         operation.completionBlock = { completed.open() }
         operation.addCondition(Refusing(code: 5))
@@ -351,7 +351,7 @@ struct CompositionLaneTests {
     func conditionWithPoolBlocked() {
         let release = blockBackgroundPool()
         defer { release() }
-        let finished = Gate()
+        let finished = BlockingSignal()
         let operation = BlockOperation {}
         operation.addCondition(BlockCondition { _ in
             await Task.yield()
@@ -369,7 +369,7 @@ struct CompositionLaneTests {
     func delayWithPoolBlocked() {
         let release = blockBackgroundPool()
         defer { release() }
-        let finished = Gate()
+        let finished = BlockingSignal()
         let delay = DelayOperation(for: .zero)
         delay.completionBlock = { finished.open() }
         let queue = OperationQueue()
@@ -381,14 +381,14 @@ struct CompositionLaneTests {
     @Test("an operation a condition contributed runs on when the guarded operation is cancelled while a thread waits for it")
     func contributedWaitedForRunsOn() {
         let queue = OperationQueue()
-        let release = Gate()
+        let release = BlockingSignal()
         let signIn = BlockOperation { _ = release.wait() }
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition(name: "signed in", dependency: { _ in signIn }) { _ in true })
         queue.addOperation(guarded)
         #expect(eventually { signIn.isExecuting })
         let waitsBefore = signIn._finishWaiterCount
-        let returned = Gate()
+        let returned = BlockingSignal()
         onNewThread {
             signIn.waitUntilFinished()
             returned.open()
@@ -406,7 +406,7 @@ struct CompositionLaneTests {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let other = OperationQueue()
-        let releaseAhead = Gate(), releaseDependency = Gate()
+        let releaseAhead = BlockingSignal(), releaseDependency = BlockingSignal()
         let ran = Shared<[String]>([])
         let ahead = BlockOperation { _ = releaseAhead.wait() }
         let dependency = BlockOperation { _ = releaseDependency.wait() }

@@ -35,7 +35,7 @@ struct ExclusivityTests {
     @Test("an exclusive category runs one operation at a time, across queues")
     func exclusiveAcrossQueues() {
         let category = unique("alert")
-        let gate = Gate()
+        let gate = BlockingSignal()
         let first = BlockOperation { gate.wait() }
         first.addExclusivity(category)
         let second = BlockOperation {}
@@ -55,7 +55,7 @@ struct ExclusivityTests {
     func readersAndWriters() {
         let category = unique("database")
         let together = Rendezvous(count: 2)
-        let release = Gate()
+        let release = BlockingSignal()
         let log = Shared<[String]>([])
         let readers = (0..<2).map { index in
             let reader = BlockOperation {
@@ -91,7 +91,7 @@ struct ExclusivityTests {
     @Test("an operation with only categories asks for them at once, without waiting for the composition lanes")
     func categoriesWithoutLanes() {
         let category = unique("no-lanes")
-        let lanesBusy = Gate(), release = Gate()
+        let lanesBusy = BlockingSignal(), release = BlockingSignal()
         let busy = Shared(0)
         let blockers = (0..<4).map { _ in
             let blocker = BlockOperation {}
@@ -168,7 +168,7 @@ struct ExclusivityTests {
     @Test("a waiting operation that is cancelled leaves the line")
     func cancelWhileWaiting() {
         let category = unique("alert")
-        let gate = Gate()
+        let gate = BlockingSignal()
         let holder = BlockOperation { gate.wait() }
         holder.addExclusivity(category)
         let waiting = BlockOperation {}
@@ -191,7 +191,7 @@ struct ExclusivityTests {
     @Test("a serial queue: a waiting operation holds no slot, the next one runs")
     func holdsNoSlot() {
         let category = unique("alert")
-        let gate = Gate()
+        let gate = BlockingSignal()
         let holder = BlockOperation { gate.wait() }
         holder.addExclusivity(category)
         OperationQueue().addOperation(holder)
@@ -212,7 +212,7 @@ struct ExclusivityTests {
     /// `started` once it runs and returns once `hold` opens (open when nil).
     private func metered(
         _ category: String, _ name: String, log: Shared<[String]>, meter: CategoryMeter,
-        started: Gate? = nil, hold: Gate? = nil
+        started: BlockingSignal? = nil, hold: BlockingSignal? = nil
     ) -> BlockOperation {
         let operation = BlockOperation {
             meter.enter([(category, .exclusive)])
@@ -231,7 +231,7 @@ struct ExclusivityTests {
         let category = unique("printer")
         let log = Shared<[String]>([])
         let meter = CategoryMeter()
-        let holding = Gate(), release = Gate(), nextRan = Gate()
+        let holding = BlockingSignal(), release = BlockingSignal(), nextRan = BlockingSignal()
         let holder = metered(category, "holder", log: log, meter: meter, started: holding, hold: release)
         let suspended = metered(category, "suspended", log: log, meter: meter)
         let next = metered(category, "next", log: log, meter: meter)
@@ -259,7 +259,7 @@ struct ExclusivityTests {
         let category = unique("printer")
         let log = Shared<[String]>([])
         let meter = CategoryMeter()
-        let holding = Gate(), release = Gate(), nextHolding = Gate(), nextRelease = Gate()
+        let holding = BlockingSignal(), release = BlockingSignal(), nextHolding = BlockingSignal(), nextRelease = BlockingSignal()
         let holder = metered(category, "holder", log: log, meter: meter, started: holding, hold: release)
         let suspended = metered(category, "suspended", log: log, meter: meter)
         let next = metered(category, "next", log: log, meter: meter, started: nextHolding, hold: nextRelease)

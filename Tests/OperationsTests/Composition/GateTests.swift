@@ -9,8 +9,8 @@ import Testing
 @Suite("Gates: conditions and categories")
 struct GateTests {
     /// An operation that, once started, opens `started` and blocks until `hold` opens.
-    private func heldOperation() -> (BlockOperation, started: TestGate, hold: Gate) {
-        let started = TestGate(), hold = Gate()
+    private func heldOperation() -> (BlockOperation, started: TestGate, hold: BlockingSignal) {
+        let started = TestGate(), hold = BlockingSignal()
         let operation = BlockOperation {
             started.open()
             _ = hold.wait(timeout: 600)
@@ -117,7 +117,7 @@ struct GateTests {
         let category = unique("gates")
         // A serial queue kept busy: the guarded operation is granted its category, then
         // waits for the slot.
-        let busyRelease = Gate(), busyStarted = TestGate()
+        let busyRelease = BlockingSignal(), busyStarted = TestGate()
         let serial = OperationQueue()
         serial.maxConcurrentOperationCount = 1
         serial.addOperation {
@@ -151,7 +151,7 @@ struct GateTests {
         let category = unique("gates")
         // An outsider holds the category: the guarded operation's conditions held, and it
         // waits for the category.
-        let holderStarted = TestGate(), holderRelease = Gate()
+        let holderStarted = TestGate(), holderRelease = BlockingSignal()
         let holder = BlockOperation {
             holderStarted.open()
             _ = holderRelease.wait(timeout: 600)
@@ -218,7 +218,7 @@ struct GateTests {
     /// inside `addDependency`, lets the dependency finish before `addDependency` returns.
     @Test("a new dependency that finishes before the gates are released does not strand the operation")
     func dependencyFinishingBeforeRelease() {
-        let busyRelease = Gate(), busyStarted = Gate()
+        let busyRelease = BlockingSignal(), busyStarted = BlockingSignal()
         let serial = OperationQueue()
         serial.maxConcurrentOperationCount = 1
         serial.addOperation {
@@ -229,7 +229,7 @@ struct GateTests {
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition { _ in true })
         serial.addOperation(guarded) // admitted at once, in the ready list behind the busy one
-        let depRelease = Gate()
+        let depRelease = BlockingSignal()
         let dependency = BlockOperation { _ = depRelease.wait(timeout: 600) }
         OperationQueue().addOperation(dependency)
         let armed = Shared(false)
@@ -240,7 +240,7 @@ struct GateTests {
             dependency.waitUntilFinished()
         }
         armed.update { $0 = true }
-        let done = Gate()
+        let done = BlockingSignal()
         guarded.completionBlock = { done.open() }
         guarded.addDependency(dependency)
         busyRelease.open()
@@ -260,7 +260,7 @@ struct GateTests {
         guarded.addDependency(dependency)
         guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
         queue.addOperation(guarded)
-        let barrierRan = Gate()
+        let barrierRan = BlockingSignal()
         queue.addBarrierBlock { barrierRan.open() }
         OperationQueue().addOperation(dependency)
         #expect(barrierRan.wait(timeout: 10), "deadlock: \(guarded.waitDescription) / \(signIn.waitDescription)")
@@ -357,7 +357,7 @@ struct GateTests {
     /// - Note: `@unchecked Sendable`: its passes are in a `Shared`, which has a lock.
     private final class KeptPassGate: OperationGate, @unchecked Sendable {
         let passes = Shared<[GatePass]>([])
-        let consulted = Gate()
+        let consulted = BlockingSignal()
         var rank: Int { 0 }
         func consult(_ pass: GatePass) {
             passes.update { $0.append(pass) }

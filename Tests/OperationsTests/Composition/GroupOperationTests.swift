@@ -7,7 +7,7 @@ import TestTraits
 /// A child whose first `cancel()` stops inside, after the base cancel, until released.
 private final class SlowCancel: BlockOperation, @unchecked Sendable {
     // `@unchecked Sendable`: the gates and the flag are Sendable; nothing else is stored.
-    let inCancel = Gate(), proceed = Gate()
+    let inCancel = BlockingSignal(), proceed = BlockingSignal()
     let first = Shared(true)
     override func cancel() {
         super.cancel()
@@ -83,7 +83,7 @@ struct GroupOperationTests {
     func childrenAddedWhileRunning() {
         let log = Shared<[String]>([])
         let group = GroupOperation()
-        let release = Gate()
+        let release = BlockingSignal()
         let producer = BlockOperation { [unowned group] in
             group.addChild(recorded("produced", into: log) { release.wait() })
         }
@@ -101,7 +101,7 @@ struct GroupOperationTests {
     @Test("cancelling the group cancels its children with the same reason; it finishes after them")
     func cancelPropagatesReason() {
         let log = Shared<[String]>([])
-        let started = Gate()
+        let started = BlockingSignal()
         let running = recorded("running", into: log)
         running.addExecutionBlock { [unowned running] in
             started.open()
@@ -148,7 +148,7 @@ struct GroupOperationTests {
     /// at once, and the group with it, before `late` could join.
     @Test("a child added to a cancelled group is cancelled as it joins")
     func addToCancelledGroup() {
-        let started = Gate(), gate = Gate()
+        let started = BlockingSignal(), gate = BlockingSignal()
         let first = BlockOperation {
             started.open()
             gate.wait()
@@ -201,7 +201,7 @@ struct GroupOperationTests {
 
     @Test("progress counts finished children by weight")
     func progressWeighted() {
-        let gate = Gate()
+        let gate = BlockingSignal()
         let light = BlockOperation {}
         let heavy = BlockOperation { gate.wait() }
         let group = GroupOperation()
@@ -311,7 +311,7 @@ struct GroupOperationTests {
     /// announced.
     @Test("cancelling a group cancels its children newest first")
     func cancelsNewestFirst() {
-        let started = Gate(), release = Gate()
+        let started = BlockingSignal(), release = BlockingSignal()
         let first = BlockOperation {
             started.open()
             _ = release.wait(timeout: 600)
@@ -340,7 +340,7 @@ struct GroupOperationTests {
     @Test("cancelling a group cancels its queued children before its running one: none runs in a slot a cancelled child frees")
     func cancelsQueuedChildrenFirst() {
         let ran = Shared<[String]>([])
-        let queuedSettled = Gate()
+        let queuedSettled = BlockingSignal()
         let queued = BlockOperation { ran.append("queued") }
         queued.completionBlock = { queuedSettled.open() }
         let running = CancelEndsBodyOperation { #expect(queuedSettled.wait(), "the queued child neither ran nor finished") }
@@ -422,7 +422,7 @@ struct GroupOperationTests {
     /// cancelled and its guarded child finishes.
     @Test("an operation a child's condition contributes is a child: cancelled with the group, finished before it")
     func contributedOperationsAreChildren() {
-        let started = Gate(), release = Gate()
+        let started = BlockingSignal(), release = BlockingSignal()
         let signIn = BlockOperation {
             started.open()
             _ = release.wait(timeout: 600)
@@ -451,7 +451,7 @@ struct GroupOperationTests {
     /// child has finished.
     @Test("a group's progress is complete when it finishes")
     func progressCompleteAtFinish() {
-        let releaseSecond = Gate()
+        let releaseSecond = BlockingSignal()
         let first = BlockOperation {}
         let second = BlockOperation { _ = releaseSecond.wait(timeout: 600) }
         let group = GroupOperation(operations: [first, second])
@@ -512,7 +512,7 @@ struct GroupOperationTests {
         let queue = OperationQueue()
         queue.isSuspended = true
         queue.addOperation(group)
-        let cancelled = Gate()
+        let cancelled = BlockingSignal()
         Thread.detachNewThread {
             group.cancel()
             cancelled.open()
@@ -534,7 +534,7 @@ struct GroupOperationTests {
 struct GroupQueueAdditionTests {
     @Test("an operation a child adds to OperationQueue.current is a child: the group finishes after it")
     func addedToCurrentQueueIsChild() async {
-        let started = TestGate(), release = Gate()
+        let started = TestGate(), release = BlockingSignal()
         let added = Shared<Operation?>(nil)
         let child = BlockOperation {
             let operation = BlockOperation {

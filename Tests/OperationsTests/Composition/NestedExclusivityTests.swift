@@ -12,7 +12,7 @@ struct NestedExclusivityTests {
     @Test("a child in its exclusive group's category runs (no deadlock)")
     func childOfHolder() {
         let category = unique("cloud")
-        let ran = Gate()
+        let ran = BlockingSignal()
         let child = BlockOperation { ran.open() }
         child.addExclusivity(category)
         let group = GroupOperation(operations: [child])
@@ -29,7 +29,7 @@ struct NestedExclusivityTests {
     func siblingsStayExclusive() {
         let category = unique("database")
         let inside = Shared(0), most = Shared(0)
-        let firstIn = Gate(), release = Gate()
+        let firstIn = BlockingSignal(), release = BlockingSignal()
         // Whichever child enters first holds the others back until released; each one
         // then waits for the release in turn.
         let children = (0..<4).map { _ in
@@ -133,7 +133,7 @@ struct NestedExclusivityTests {
         let outsider = BlockOperation {}
         outsider.addExclusivity(a)
         outsider.addExclusivity(b)
-        let outsiderWaits = Gate()
+        let outsiderWaits = BlockingSignal()
         let opener = BlockOperation { _ = outsiderWaits.wait(timeout: 600) }
         let child = BlockOperation {}
         child.addExclusivity(b)

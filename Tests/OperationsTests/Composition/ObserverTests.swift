@@ -29,7 +29,7 @@ private final class Recorder: OperationObserver {
 
     /// Opens when the finish has been told (possibly by another thread that was delivering
     /// this operation's earlier events: see ``OperationObserver``).
-    let finished = Gate()
+    let finished = BlockingSignal()
 }
 
 @Suite("Lifecycle observers", .timeLimit(.minutes(1)))
@@ -62,7 +62,7 @@ struct ObserverTests {
     @Test("cancelled while running: start, cancel, finish")
     func cancelledWhileRunning() {
         let recorder = Recorder()
-        let started = Gate()
+        let started = BlockingSignal()
         let operation = BlockOperation {}
         operation.addExecutionBlock { [unowned operation] in
             started.open()
@@ -103,7 +103,7 @@ struct ObserverTests {
     @Test("a child that produces inside a group: the group waits for the produced operation")
     func produceInGroup() {
         let groupRecorder = Recorder()
-        let release = Gate()
+        let release = BlockingSignal()
         let produced = BlockOperation { release.wait() }
         produced.name = "late"
         let child = BlockOperation {}
@@ -181,7 +181,7 @@ struct StartEventOrderTests {
 
     @Test("a timeout given to a running operation that had nothing attached when it started fires")
     func timeoutAfterStart() async {
-        let cancelled = Gate()
+        let cancelled = BlockingSignal()
         let operation = BlockOperation {}
         // Key-value observation attaches nothing the start hooks would see.
         let observation = operation.observe(\.isCancelled, options: [.new]) { _, change in
@@ -238,7 +238,7 @@ struct StartEventOrderTests {
     func waitWhileObserverTold() {
         // Forced: the observer's didFinish holds its thread until the other wait began (or,
         // wrongly, returned).
-        let entered = Gate(), release = Gate(), waitReturned = Gate()
+        let entered = BlockingSignal(), release = BlockingSignal(), waitReturned = BlockingSignal()
         let observerReturned = Shared(false)
         let operation = BlockOperation {}
         operation.addObserver(BlockObserver(didFinish: { _, _ in
@@ -269,7 +269,7 @@ struct StartEventOrderTests {
         let log = Shared<[String]>([])
         let returned = Shared(false)
         let sawFinish = Shared<Bool?>(nil)
-        let done = Gate()
+        let done = BlockingSignal()
         operation._onFinish(for: .caller) { [unowned operation] _ in
             onNewThread {
                 operation.waitUntilFinished()

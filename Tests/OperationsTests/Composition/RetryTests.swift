@@ -198,7 +198,7 @@ struct RetryTests {
     /// contributed operation is held on a gate.
     @Test("a retry finishes after what its attempts' conditions contributed, and cancels it with itself")
     func retryWaitsForContributed() async {
-        let started = TestGate(), release = Gate()
+        let started = TestGate(), release = BlockingSignal()
         let prerequisite = BlockOperation {
             started.open()
             _ = release.wait(timeout: 600)

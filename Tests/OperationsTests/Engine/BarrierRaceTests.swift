@@ -7,7 +7,7 @@ struct BarrierRaceTests {
     @Test("A barrier held on its way in while another thread adds an operation and a second barrier: everything runs, barriers in order")
     func twoBarriersAndAnOperationAddedAtOnce() {
         let queue = OperationQueue()
-        let holding = Gate(), release = Gate()
+        let holding = BlockingSignal(), release = BlockingSignal()
         // Holds the thread that adds the first barrier inside `addBarrierBlock`, where the
         // enqueue hooks run.
         let adderThread = Shared<ObjectIdentifier?>(nil)
@@ -17,7 +17,7 @@ struct BarrierRaceTests {
             release.wait()
         }
         let order = Shared<[String]>([])
-        let firstAdded = Gate()
+        let firstAdded = BlockingSignal()
         let adder = Thread {
             adderThread.update { $0 = ObjectIdentifier(Thread.current) }
             queue.addBarrierBlock { order.append("barrier 1") }
@@ -29,7 +29,7 @@ struct BarrierRaceTests {
         queue.addBarrierBlock { order.append("barrier 2") }
         release.open()
         #expect(firstAdded.wait())
-        let finished = Gate()
+        let finished = BlockingSignal()
         onNewThread {
             queue.waitUntilAllOperationsAreFinished()
             finished.open()

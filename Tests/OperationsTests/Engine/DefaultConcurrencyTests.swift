@@ -47,7 +47,7 @@ struct DefaultConcurrencyTests {
         let queue = OperationQueue()
         let secondStarted = Flag()
         let sawSecond = Shared(false)
-        let firstRunning = Gate()
+        let firstRunning = BlockingSignal()
         queue.addOperation {
             firstRunning.open()
             // Computes (never blocks, never calls the kernel) until the second one has
@@ -76,7 +76,7 @@ struct DefaultConcurrencyTests {
         private let mutex = Mutex(())
         private let nsLock = NSLock()
         private let kind: LockKind
-        private let held = Gate(), release = Gate(), unlocked = Gate()
+        private let held = BlockingSignal(), release = BlockingSignal(), unlocked = BlockingSignal()
 
         init(_ kind: LockKind) {
             self.kind = kind
@@ -129,7 +129,7 @@ struct DefaultConcurrencyTests {
         let queue = OperationQueue()
         queue.isSuspended = true
         let processors = ProcessInfo.processInfo.activeProcessorCount
-        let waiting = Shared(0), allWaiting = Gate()
+        let waiting = Shared(0), allWaiting = BlockingSignal()
         let takeLock: @Sendable () -> Void = {
             if waiting.increment() == processors { allWaiting.open() }
             lock.waitForIt()
@@ -146,7 +146,7 @@ struct DefaultConcurrencyTests {
             else { return }
             takeLock()
         }
-        let decisions = Shared<[Int]>([]), enoughDecisions = Gate()
+        let decisions = Shared<[Int]>([]), enoughDecisions = BlockingSignal()
         let watch = WorkerPausePoints.watchdogDecided.add { watched, started in
             guard watched === queue, waiting() >= processors else { return }
             if decisions.update({ $0.append(started); return $0.count }) == 4 { enoughDecisions.open() }
@@ -172,7 +172,7 @@ struct DefaultConcurrencyTests {
         let held = HeldLock(kind)
         let processors = ProcessInfo.processInfo.activeProcessorCount
         for _ in 0..<(4 * processors) { queue.addOperation { held.waitForIt() } }
-        let laterRan = Gate()
+        let laterRan = BlockingSignal()
         queue.addOperation {
             laterRan.open()
             held.unlock()
@@ -233,7 +233,7 @@ struct DefaultConcurrencyTests {
         let rendezvous = Rendezvous(count: count)
         let met = Shared(0), ended = Shared(0)
         // Until the last worker has ended after the blocked operations did.
-        let noWorker = Gate()
+        let noWorker = BlockingSignal()
         let watch = WorkerPausePoints.workerEnded.add { worker, running in
             if worker === queue, running == 0, ended() == count { noWorker.open() }
         }

@@ -37,7 +37,7 @@ struct DependencyLossTests {
     @Test("a dependent given a condition and queued before its dependency finishes is consulted and runs")
     func conditionAddedBeforeTheDependencyFinishesIsConsulted() {
         let consulted = Shared(false)
-        let ran = Gate()
+        let ran = BlockingSignal()
         let dependencyQueue = OperationQueue()
         let dependentQueue = OperationQueue()
         dependencyQueue.isSuspended = true

@@ -73,8 +73,8 @@ final class StepwiseStateOperation: Operation, @unchecked Sendable {
     /// Sets its state to finished on a thread of its own before `main()` returns, and
     /// announces the change on that thread once `go` opens; opens `announced` when the
     /// announcement has returned.
-    static func finishingOnAnotherThread(announcingAfter go: Gate, then announced: Gate) -> StepwiseStateOperation {
-        let stateSet = Gate()
+    static func finishingOnAnotherThread(announcingAfter go: BlockingSignal, then announced: BlockingSignal) -> StepwiseStateOperation {
+        let stateSet = BlockingSignal()
         return StepwiseStateOperation { operation in
             Thread.detachNewThread {
                 operation.changeStateToFinished()
@@ -222,7 +222,7 @@ struct FinishAnnouncementTests {
     /// the processing its queue's worker took, waits for that announcement to return. Returns
     /// what the observer of `keyPath` saw, and whether the announcement returned.
     func witnessAnnouncedWhileTheQueueProcesses(keyPath: String) -> (seen: FinishWitness.Snapshot?, announcementReturned: Bool?) {
-        let processing = Gate(), announced = Gate()
+        let processing = BlockingSignal(), announced = BlockingSignal()
         let announcementReturned = Shared<Bool?>(nil)
         let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: processing, then: announced)
         operation.completionBlock = {
@@ -238,7 +238,7 @@ struct FinishAnnouncementTests {
         // Forced: the subclass announces its finish from another thread, which takes the
         // finish; `main()` returns only once the completion block (inside that processing)
         // runs, and the completion block waits until `start()` has returned.
-        let processing = Gate(), startReturned = Gate()
+        let processing = BlockingSignal(), startReturned = BlockingSignal()
         let startReturnedFirst = Shared<Bool?>(nil)
         let operation = StepwiseStateOperation { operation in
             Thread.detachNewThread {
@@ -299,7 +299,7 @@ struct FinishAnnouncementTests {
         // worker, lets the subclass announce "state" on another thread and waits until that
         // announcement returned or reached its observer there; an observer of "state" told
         // on that other thread holds until the wait returned.
-        let stateSet = Gate(), go = Gate(), announcedOrTold = Gate(), waitReturned = Gate()
+        let stateSet = BlockingSignal(), go = BlockingSignal(), announcedOrTold = BlockingSignal(), waitReturned = BlockingSignal()
         let announcingThread = Shared<ObjectIdentifier?>(nil)
         let operation = StepwiseStateOperation { operation in
             Thread.detachNewThread {
@@ -343,7 +343,7 @@ struct FinishAnnouncementTests {
     func subclassAnnouncesWhileWaitersAreWoken() {
         // Forced: the first hook woken lets the subclass announce on another thread and
         // waits until that announcement returned; the second hook reads what was told.
-        let go = Gate(), announced = Gate()
+        let go = BlockingSignal(), announced = BlockingSignal()
         let operation = StepwiseStateOperation.finishingOnAnotherThread(announcingAfter: go, then: announced)
         let told = Shared(false)
         let stateObserver = CallbackObserver { _, _ in told.update { $0 = true } }

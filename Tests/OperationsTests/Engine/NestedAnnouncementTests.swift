@@ -9,7 +9,7 @@ struct NestedAnnouncementTests {
     /// observer at `waitAt` then waits for the operation it just started. True when the
     /// chain ended.
     static func chainEnds(length: Int, waitAt: Int) -> Bool {
-        let done = Gate()
+        let done = BlockingSignal()
         onNewThread {
             let operations = (0..<length).map { _ in BlockOperation {} }
             var tokens: [NSKeyValueObservation] = []

@@ -6,10 +6,10 @@ import TestTraits
 /// A tutorial asynchronous operation whose `deinit` runs `body` (user code
 /// that touches a queue or another operation) and then opens `died`.
 private final class DeinitProbeOperation: TutorialAsyncOperation, @unchecked Sendable {
-    let died: Gate
+    let died: BlockingSignal
     let body: @Sendable () -> Void
 
-    init(died: Gate, _ body: @escaping @Sendable () -> Void) {
+    init(died: BlockingSignal, _ body: @escaping @Sendable () -> Void) {
         self.died = died
         self.body = body
     }
@@ -64,8 +64,8 @@ struct UserCodeOutsideLocksTests {
             let x1 = BlockOperation {}, x2 = BlockOperation {}
             first.addOperation(x1)
             second.addOperation(x2)
-            let firstInside = Gate(), secondInside = Gate()
-            let done = Gate()
+            let firstInside = BlockingSignal(), secondInside = BlockingSignal()
+            let done = BlockingSignal()
             let s1 = first.addEventHandler { event in
                 guard case .enqueued = event.kind, event.operation !== x1 else { return }
                 firstInside.open()
@@ -106,13 +106,13 @@ struct UserCodeOutsideLocksTests {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
             queue.isSuspended = true
-            let died = Gate()
+            let died = BlockingSignal()
             do {
                 let operation = DeinitProbeOperation(died: died) { _ = queue.operationCount }
                 queue.addOperation(operation)
                 operation.finish()
             }
-            let next = Gate()
+            let next = BlockingSignal()
             queue.addOperation { next.open() }
             queue.isSuspended = false
             guard next.wait(), died.wait() else { fatalError("the queue did not go on, or the operation was not released") }
@@ -133,7 +133,7 @@ struct UserCodeOutsideLocksTests {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
             queue.isSuspended = true
-            let died = Gate()
+            let died = BlockingSignal()
             let barrierBox = WeakOperationBox()
             do {
                 let member = DeinitProbeOperation(died: died) {
@@ -159,7 +159,7 @@ struct UserCodeOutsideLocksTests {
 struct EventHandlerRaceTests {
     /// Blocks in its `deinit` until told to go on: user code in the middle of a removal.
     final class SlowToDie: Sendable {
-        let dying = Gate(), proceed = Gate()
+        let dying = BlockingSignal(), proceed = BlockingSignal()
         deinit {
             dying.open()
             proceed.wait()
@@ -178,7 +178,7 @@ struct EventHandlerRaceTests {
         let dying = slow!.dying, proceed = slow!.proceed
         let first = queue.addEventHandler { [slow] _ in _ = slow }
         slow = nil
-        let removed = Gate()
+        let removed = BlockingSignal()
         onNewThread {
             first.cancel()
             removed.open()

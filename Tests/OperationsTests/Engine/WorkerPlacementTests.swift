@@ -94,7 +94,7 @@ struct WorkerPlacementTests {
             onNewThread { operation.finish() }
         }
         let second = BlockOperation { ran.increment() }
-        let done = Gate()
+        let done = BlockingSignal()
         second.completionBlock = { done.open() }
         queue.addOperations([first, second], waitUntilFinished: false)
         let progressed = done.wait()
@@ -120,7 +120,7 @@ struct WorkerPlacementTests {
     func blockingStartOnSharedPoolDoesNotHoldTheQueue() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let entered = Gate(), secondStarted = Gate()
+        let entered = BlockingSignal(), secondStarted = BlockingSignal()
         let sawSecond = Shared<Bool?>(nil)
         // Says isAsynchronous, yet blocks in start() until the next operation has started.
         let first = DeferredOperation { operation in
@@ -150,7 +150,7 @@ struct WorkerPlacementTests {
         queue.maxConcurrentOperationCount = count
         let everyone = Rendezvous(count: count)
         let met = Shared(0)
-        let firstEntered = Gate()
+        let firstEntered = BlockingSignal()
         let operations = (0..<count).map { index in
             DeferredOperation { operation in
                 if index == 0 { firstEntered.open() }

@@ -6,7 +6,7 @@ import Testing
 struct AsyncOperationTests {
     @Test("the queue learns it finished from didChangeValue(forKey: \"isFinished\") on another thread")
     func finishesFromAnotherThread() {
-        let release = Gate()
+        let release = BlockingSignal()
         let operation = DeferredOperation { op in
             onNewThread {
                 release.wait()
@@ -27,7 +27,7 @@ struct AsyncOperationTests {
     @Test("finishing before start() returns works")
     func finishesInsideStart() {
         let operation = DeferredOperation { op in op.finish() }
-        let completed = Gate()
+        let completed = BlockingSignal()
         operation.completionBlock = { completed.open() }
         let queue = OperationQueue()
         queue.addOperation(operation)
@@ -40,7 +40,7 @@ struct AsyncOperationTests {
     func occupiesSlot() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let release = Gate()
+        let release = BlockingSignal()
         let first = DeferredOperation { op in
             onNewThread { release.wait(); op.finish() }
         }
@@ -113,7 +113,7 @@ struct AsyncOperationTests {
     @Test("dependents of an asynchronous operation wait for its announced finish")
     func dependentsWait() {
         let log = Shared<[String]>([])
-        let release = Gate()
+        let release = BlockingSignal()
         let download = DeferredOperation { op in
             onNewThread { release.wait(); log.append("downloaded"); op.finish() }
         }

@@ -46,7 +46,7 @@ struct BlockOperationTests {
     func completionAfterBlocks() {
         let done = Shared(0)
         let completionSaw = Shared(-1)
-        let completed = Gate()
+        let completed = BlockingSignal()
         let operation = BlockOperation()
         for _ in 0..<4 {
             operation.addExecutionBlock { usleep(2_000); done.increment() }

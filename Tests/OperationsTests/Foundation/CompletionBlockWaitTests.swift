@@ -7,7 +7,7 @@ struct CompletionBlockWaitTests {
     @Test("waitUntilFinished() of its own operation, from its completion block, returns")
     func waitForItselfFromItsCompletionBlock() {
         let queue = OperationQueue()
-        let returned = Gate()
+        let returned = BlockingSignal()
         let operation = BlockOperation {}
         operation.completionBlock = { [unowned operation] in
             operation.waitUntilFinished()
@@ -31,7 +31,7 @@ struct CompletionBlockWaitTests {
     @Test("waitUntilFinished() of its own operation, inside the start() that finished it, returns")
     func waitForItselfInsideStart() {
         let queue = OperationQueue()
-        let blockRan = Gate()
+        let blockRan = BlockingSignal()
         let operation = WaitsForItselfAfterFinishing {}
         operation.completionBlock = { blockRan.open() }
         queue.addOperation(operation)
@@ -56,9 +56,9 @@ struct CompletionBlockWaitTests {
     func waitForTheQueueFromACompletionBlock() {
         let queue = OperationQueue()
         queue.isSuspended = true
-        let returned = Gate()
+        let returned = BlockingSignal()
         let otherFinished = Shared(false)
-        let release = Gate()
+        let release = BlockingSignal()
         let other = BlockOperation {
             release.wait()
             otherFinished.update { $0 = true }
@@ -83,8 +83,8 @@ struct CompletionBlockWaitTests {
     @Test("Waits from other threads still return only after the completion block has run")
     func otherWaitersWaitForTheCompletionBlock() {
         let queue = OperationQueue()
-        let inCompletion = Gate()
-        let release = Gate()
+        let inCompletion = BlockingSignal()
+        let release = BlockingSignal()
         let completionDone = Shared(false)
         let operation = BlockOperation {}
         operation.completionBlock = {
@@ -94,7 +94,7 @@ struct CompletionBlockWaitTests {
         }
         queue.addOperation(operation)
         #expect(inCompletion.wait())
-        let waited = Gate()
+        let waited = BlockingSignal()
         let sawDone = Shared<Bool?>(nil)
         Thread.detachNewThread {
             operation.waitUntilFinished()
@@ -109,10 +109,10 @@ struct CompletionBlockWaitTests {
     @Test("waitUntilAllOperationsAreFinished() from an isFinished observer of one of the queue's operations waits for the others, not for it")
     func queueWaitFromFinishObserver() {
         let queue = OperationQueue()
-        let release = Gate()
+        let release = BlockingSignal()
         let other = BlockOperation { release.wait() }
         let operation = BlockOperation {}
-        let returned = Gate()
+        let returned = BlockingSignal()
         let sawOtherFinished = Shared<Bool?>(nil)
         let token = operation.observe(\.isFinished, options: [.new]) { _, change in
             guard change.newValue == true else { return }

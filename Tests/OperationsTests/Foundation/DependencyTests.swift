@@ -112,7 +112,7 @@ struct DependencyTests {
         operation.addDependency(blocker)
         let queue = OperationQueue()
         queue.addOperation(operation)
-        let finished = Gate()
+        let finished = BlockingSignal()
         operation.completionBlock = { finished.open() }
         #expect(!finished.wait(timeout: 0.2))
         #expect(queue.operationCount == 1)
@@ -152,7 +152,7 @@ struct DependencyTests {
         let operation = Conditional()
         let queue = OperationQueue()
         queue.addOperation(operation)
-        let done = Gate()
+        let done = BlockingSignal()
         operation.completionBlock = { done.open() }
         #expect(!done.wait(timeout: 0.1))
         #expect(!operation.ran())
@@ -180,7 +180,7 @@ struct DependencyTests {
         queue.addOperation(operation)
         operation.set(true)  // announced ready: into the ready list
         operation.set(false)  // closed again before the queue got to it
-        let finished = Gate()
+        let finished = BlockingSignal()
         operation.completionBlock = { finished.open() }
         queue.isSuspended = false
         #expect(!finished.wait(timeout: 0.2))
@@ -229,7 +229,7 @@ struct DependencyTests {
     }
 
     private func checkAddRemoveRace(removeOnAnotherThread: Bool) {
-        let ran = Gate()
+        let ran = BlockingSignal()
         let target = BlockOperation { ran.open() }
         target.name = "target"
         let dependency = BlockOperation {}
@@ -238,7 +238,7 @@ struct DependencyTests {
         let observer = CallbackObserver { _, change in
             guard change.isPrior, takeOnce(armed) else { return }
             if removeOnAnotherThread {
-                let removed = Gate()
+                let removed = BlockingSignal()
                 onNewThread {
                     target.removeDependency(dependency)
                     removed.open()

@@ -16,7 +16,7 @@ private final class FinishedWhileClaimedOperation: TutorialAsyncOperation, @unch
 
     override var isReady: Bool {
         if OperationQueue.current === queue, armed.update({ armed in defer { armed = false }; return armed }) {
-            let finished = Gate()
+            let finished = BlockingSignal()
             onNewThread {
                 self.finish()
                 finished.open()
@@ -88,8 +88,8 @@ struct FinishingRuleTests {
     @Test("super.start() with asynchronous work in main(): the queue keeps the operation until its own isFinished reads true")
     func superStartWithAsynchronousWorkIsKeptUntilItFinishes() {
         let queue = OperationQueue()
-        let startReturned = Gate()
-        let release = Gate()
+        let startReturned = BlockingSignal()
+        let release = BlockingSignal()
         let operation = SuperStartingOperation { operation in
             // Asynchronous work, finished later on another thread.
             Thread.detachNewThread {
@@ -123,8 +123,8 @@ struct FinishingRuleTests {
     @Test("An operation whose only strong reference is its queue stays alive until its own isFinished reads true")
     func queueKeepsAnOperationThatFinishesLater() {
         let queue = OperationQueue()
-        let startReturned = Gate()
-        let release = Gate()
+        let startReturned = BlockingSignal()
+        let release = BlockingSignal()
         let finishedByWork = Shared(false)
         weak var weakOperation: SuperStartingOperation?
         do {
@@ -154,7 +154,7 @@ struct FinishingRuleTests {
     func waitsWakeWithTheOperationOutOfItsQueue() {
         let queue = OperationQueue()
         let operation = BlockOperation {}
-        let inHook = Gate(), read = Gate()
+        let inHook = BlockingSignal(), read = BlockingSignal()
         operation._onFinish(for: .caller) { _ in
             inHook.open()
             _ = read.wait(timeout: 600)
@@ -185,7 +185,7 @@ struct FinishingRuleTests {
 
     @Test("Started by hand: super.start() returns with the operation still unfinished, and waits end when it finishes")
     func startedByHandFinishesWhenItSays() {
-        let release = Gate()
+        let release = BlockingSignal()
         let operation = SuperStartingOperation { operation in
             Thread.detachNewThread {
                 release.wait()
@@ -256,7 +256,7 @@ struct FinishingRuleTests {
         if byQueue {
             let queue = OperationQueue()
             queue.addOperation(operation)
-            let done = Gate()
+            let done = BlockingSignal()
             let follower = BlockOperation { done.open() }
             follower.addDependency(operation)
             queue.addOperation(follower)
@@ -285,7 +285,7 @@ struct FinishingRuleTests {
             queue.maxConcurrentOperationCount = 1
             queue.isSuspended = true
             let operation = FinishedWhileClaimedOperation(queue: queue)
-            let next = Gate()
+            let next = BlockingSignal()
             queue.addOperation(operation)
             queue.addOperation { next.open() }
             queue.isSuspended = false

@@ -88,7 +88,7 @@ struct FoundationBehaviourTests {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
         for _ in 0..<3 {
-            let second = Gate()
+            let second = BlockingSignal()
             let firstSawSecond = Shared(false)
             queue.addOperation { firstSawSecond.update { $0 = second.wait() } }
             queue.addOperation { second.open() }
@@ -100,7 +100,7 @@ struct FoundationBehaviourTests {
     @Test("a queue nobody holds is released once its operations finished")
     func queueReleased() {
         weak var weakQueue: OperationQueue?
-        let done = Gate()
+        let done = BlockingSignal()
         do {
             let queue = OperationQueue()
             weakQueue = queue

@@ -71,7 +71,7 @@ struct OperationStateTests {
 
     @Test("cancel() only sets the flag; running code stops only if it checks")
     func cancelWhileRunning() {
-        let started = Gate(), cancelled = Gate()
+        let started = BlockingSignal(), cancelled = BlockingSignal()
         let sawCancel = Shared(false)
         let operation = ClosureOperation { op in
             started.open()
@@ -124,7 +124,7 @@ struct OperationStateTests {
     func completionBlockOutsideStart(kind: StartMarking.Kind) {
         let marking = StartMarking()
         let ranInside = Shared<Bool?>(nil)
-        let ran = Gate()
+        let ran = BlockingSignal()
         let operation = marking.operation(kind)
         operation.completionBlock = {
             ranInside.update { $0 = marking.isInsideStart }
@@ -141,10 +141,10 @@ struct OperationStateTests {
 
     @Test("waitUntilFinished() blocks until the operation finished")
     func waitUntilFinished() {
-        let release = Gate()
+        let release = BlockingSignal()
         let operation = ClosureOperation { _ in release.wait() }
         OperationQueue().addOperation(operation)
-        let waiterDone = Gate()
+        let waiterDone = BlockingSignal()
         onNewThread {
             operation.waitUntilFinished()
             waiterDone.open()
@@ -192,7 +192,7 @@ struct OperationStateTests {
         let operation = BlockOperation {}
         queue.addOperation(operation)
         let armed = Shared(true)
-        let secondReturned = Gate()
+        let secondReturned = BlockingSignal()
         let secondWaited = Shared(false)
         let notifications = Shared(0)
         let observer = CallbackObserver { _, change in

@@ -38,7 +38,7 @@ struct QueueControlTests {
         queue.maxConcurrentOperationCount = 1
         queue.isSuspended = true
         let ran = Shared<[String]>([])
-        let earlierSettled = Gate()
+        let earlierSettled = BlockingSignal()
         let earlier = BlockOperation { ran.append("earlier") }
         earlier.completionBlock = { earlierSettled.open() }
         let running = CancelEndsBodyOperation { #expect(earlierSettled.wait(), "the queued operation neither ran nor finished") }
@@ -66,7 +66,7 @@ struct QueueControlTests {
         queue.maxConcurrentOperationCount = 1
         queue.isSuspended = true
         let ran = Shared<[String]>([])
-        let queuedSettled = Gate()
+        let queuedSettled = BlockingSignal()
         let queued = BlockOperation { ran.append("queued") }
         queued.completionBlock = { queuedSettled.open() }
         let claimed = ClaimHeldOperation(queue: queue, work: { ran.append("claimed") }) {
@@ -85,7 +85,7 @@ struct QueueControlTests {
     @Test("waitUntilAllOperationsAreFinished() includes asynchronous operations and operations added while waiting")
     func waitIncludesLateAdds() {
         let queue = OperationQueue()
-        let release = Gate()
+        let release = BlockingSignal()
         let lateRan = Shared(false)
         let asyncOperation = DeferredOperation { op in
             onNewThread {
@@ -95,7 +95,7 @@ struct QueueControlTests {
             }
         }
         queue.addOperation(asyncOperation)
-        let waited = Gate()
+        let waited = BlockingSignal()
         onNewThread {
             queue.waitUntilAllOperationsAreFinished()
             waited.open()
@@ -111,7 +111,7 @@ struct QueueControlTests {
     func barrier() {
         let queue = OperationQueue()
         let log = Shared<[String]>([])
-        let release = Gate()
+        let release = BlockingSignal()
         for index in 0..<5 {
             queue.addOperation {
                 if index == 0 { release.wait() }
@@ -221,7 +221,7 @@ struct MainQueueTests {
         #expect(main.maxConcurrentOperationCount == 1)
         #expect(main.qualityOfService == .userInteractive)
         let seen = Shared<[String]>([])
-        let done = Gate()
+        let done = BlockingSignal()
         main.addOperation {
             let onMain = DispatchQueue.getSpecific(key: Self.mainKey) == true
             seen.append("onMain=\(onMain) current=\(OperationQueue.current === OperationQueue.main)")
@@ -234,11 +234,11 @@ struct MainQueueTests {
     @Test("cancelAllOperations() works on the main queue")
     func cancelOnMain() {
         let main = OperationQueue.main
-        let hold = Gate(), holding = Gate()
+        let hold = BlockingSignal(), holding = BlockingSignal()
         main.addOperation { holding.open(); hold.wait() }
         #expect(holding.wait())
         let ran = Shared(false)
-        let completed = Gate()
+        let completed = BlockingSignal()
         let operation = BlockOperation { ran.update { $0 = true } }
         operation.completionBlock = { completed.open() }
         main.addOperation(operation)
@@ -255,7 +255,7 @@ struct MainQueueTests {
         let seen = Shared<[Bool]>([])
         queue.addOperation { seen.update { $0.append(OperationQueue.current === queue) } }
         queue.waitUntilAllOperationsAreFinished()
-        let other = Gate()
+        let other = BlockingSignal()
         Thread.detachNewThread {
             seen.update { $0.append(OperationQueue.current == nil) }
             other.open()
@@ -270,8 +270,8 @@ struct MainQueueTests {
 /// - Note: `@unchecked Sendable`: its own fields are `let`s of `Sendable` types.
 private final class ClaimHeldOperation: Operation, @unchecked Sendable {
     /// Opened when its worker reads `isReady` after the claim.
-    let claimed = Gate()
-    private let cancelled = Gate()
+    let claimed = BlockingSignal()
+    private let cancelled = BlockingSignal()
     private let queue: ObjectIdentifier
     private let held = Shared(false)
     private let cancelledOnce = Shared(false)

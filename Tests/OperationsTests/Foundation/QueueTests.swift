@@ -102,8 +102,8 @@ struct QueueTests {
         queue.maxConcurrentOperationCount = limit
         let meter = ConcurrencyMeter()
         let rendezvous = Rendezvous(count: limit)
-        let release = Gate()
-        let reachedLimit = Gate()
+        let release = BlockingSignal()
+        let reachedLimit = BlockingSignal()
         let arrivals = Shared(0)
         for _ in 0..<(limit * 3) {
             queue.addOperation {
@@ -126,7 +126,7 @@ struct QueueTests {
     func changeLimit() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let release = Gate()
+        let release = BlockingSignal()
         let first = BlockOperation { release.wait() }
         queue.addOperation(first)
         let rendezvous = Rendezvous(count: 2)
@@ -143,7 +143,7 @@ struct QueueTests {
     func zeroLimit() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 0
-        let ran = Gate()
+        let ran = BlockingSignal()
         queue.addOperation { ran.open() }
         #expect(!ran.wait(timeout: 0.1))
         queue.maxConcurrentOperationCount = 1
@@ -154,11 +154,11 @@ struct QueueTests {
     func suspension() {
         let queue = OperationQueue()
         #expect(!queue.isSuspended)
-        let running = Gate(), release = Gate(), finished = Gate()
+        let running = BlockingSignal(), release = BlockingSignal(), finished = BlockingSignal()
         queue.addOperation { running.open(); release.wait(); finished.open() }
         #expect(running.wait())
         queue.isSuspended = true
-        let later = Gate()
+        let later = BlockingSignal()
         queue.addOperation { later.open() }
         release.open()
         #expect(finished.wait(), "the running operation continues while suspended")
@@ -171,7 +171,7 @@ struct QueueTests {
 
 extension OperationQueue {
     /// Opens `gate` (which releases a blocked operation), then waits for the queue.
-    func waitUntilAllOperationsAreFinished(releasing gate: Gate) {
+    func waitUntilAllOperationsAreFinished(releasing gate: BlockingSignal) {
         gate.open()
         waitUntilAllOperationsAreFinished()
     }

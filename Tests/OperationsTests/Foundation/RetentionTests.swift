@@ -25,8 +25,8 @@ struct RetentionTests {
     @Test("a queue with pending operations stays alive with no other reference, then is released")
     func queueKeptAlive() {
         weak var weakQueue: OperationQueue?
-        let release = Gate()
-        let finished = Gate()
+        let release = BlockingSignal()
+        let finished = BlockingSignal()
         do {
             let queue = OperationQueue()
             weakQueue = queue
@@ -132,8 +132,8 @@ struct RetentionTests {
     static func releasedWhileQueueBusy(change: (Operation) -> Void) -> Bool {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let releaseHolder = Gate(), releaseSecond = Gate(), releaseOlder = Gate()
-        let holderStarted = Gate(), secondStarted = Gate(), olderStarted = Gate()
+        let releaseHolder = BlockingSignal(), releaseSecond = BlockingSignal(), releaseOlder = BlockingSignal()
+        let holderStarted = BlockingSignal(), secondStarted = BlockingSignal(), olderStarted = BlockingSignal()
         queue.addOperation {
             holderStarted.open()
             releaseHolder.wait()
@@ -148,7 +148,7 @@ struct RetentionTests {
             releaseOlder.wait()
         }
         weak var weakWaiting: Operation?
-        let finished = Gate()
+        let finished = BlockingSignal()
         do {
             let waiting = BlockOperation { finished.open() }
             weakWaiting = waiting
@@ -191,7 +191,7 @@ struct RetentionTests {
     @Test("operations a pending barrier waits for are released as they finish, while the barrier still waits")
     func barrierReleasesFinishedMembers() {
         let queue = OperationQueue()
-        let release = Gate()
+        let release = BlockingSignal()
         queue.addOperation { _ = release.wait() }
         weak var weakFirst: Operation?
         do {

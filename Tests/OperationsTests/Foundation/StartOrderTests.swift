@@ -93,7 +93,7 @@ struct StartOrderTests {
         queue.maxConcurrentOperationCount = 2
         queue.isSuspended = true
         let log = Shared<[String]>([])
-        let cStarted = Gate(), eStarted = Gate()
+        let cStarted = BlockingSignal(), eStarted = BlockingSignal()
         let op: [String: Operation] = [
             // `a` ends once `c` holds the other slot; `c` holds it until `e` starts, so
             // that one slot decides every start after the first two.
@@ -176,7 +176,7 @@ struct StartOrderTests {
         let before = LoggingOperation("before", log: log)
         let after = LoggingOperation("after", log: log)
         after.queuePriority = .veryHigh
-        let completed = Gate()
+        let completed = BlockingSignal()
         after.completionBlock = { completed.open() }
         let startCallsSeenInBarrier = Shared<Int?>(nil)
         queue.addOperation(before)
@@ -242,7 +242,7 @@ struct StartOrderTests {
     /// `operations` have finished: the other slot shows their order, on a queue that is
     /// not serial. `add` adds them (the blocker is added first).
     private func runBehindBlocker(_ queue: OperationQueue, _ operations: [Operation], add: () -> Void) {
-        let release = Gate()
+        let release = BlockingSignal()
         let blocker = BlockOperation { release.wait() }
         blocker.queuePriority = .veryHigh
         queue.addOperation(blocker)

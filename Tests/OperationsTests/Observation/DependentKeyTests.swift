@@ -68,7 +68,7 @@ struct DependentKeyTests {
         let stateful = StateEnumOperation { operation in
             onNewThread { operation.finish() }
         }
-        let dependentRan = Gate()
+        let dependentRan = BlockingSignal()
         let dependent = BlockOperation { dependentRan.open() }
         stateful.addDependency(first)
         dependent.addDependency(stateful)

@@ -108,14 +108,6 @@ struct EventStreamTests {
     }
 }
 
-extension Operation {
-    /// Sets the name and returns the operation (for tests that build lists).
-    func named(_ name: String) -> Self {
-        self.name = name
-        return self
-    }
-}
-
 @Suite("Enqueue hooks")
 struct EnqueueHookTests {
     @Test("a hook runs on the adding thread, before the enqueued event, until cancelled")
@@ -146,7 +138,7 @@ struct EnqueueHookTests {
     func cancelledWhileAnotherRuns() {
         let queue = OperationQueue()
         queue.isSuspended = true
-        let entered = Gate(), release = Gate()
+        let entered = BlockingSignal(), release = BlockingSignal()
         let holding = queue.addEnqueueHook { _ in
             entered.open()
             release.wait()

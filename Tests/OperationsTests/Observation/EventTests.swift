@@ -65,7 +65,7 @@ struct EventTests {
         let queue = OperationQueue()
         queue.isSuspended = true
         let first = Shared(0)
-        let entered = Gate(), release = Gate()
+        let entered = BlockingSignal(), release = BlockingSignal()
         // The first handler holds the delivery of the first event inside its call.
         let holding = queue.addEventHandler { _ in
             if first.update({ $0 += 1; return $0 }) == 1 {
@@ -96,8 +96,8 @@ struct EventTests {
     /// Reads `isReady` once through a hold: the first read opens `reading` and waits for
     /// `release` (an add reads it before taking the queue's lock).
     final class HeldReading: Operation, @unchecked Sendable {
-        let reading = Gate()
-        let release = Gate()
+        let reading = BlockingSignal()
+        let release = BlockingSignal()
         private let first = Shared(true)
 
         override var isReady: Bool {
@@ -118,14 +118,14 @@ struct EventTests {
         let queue = OperationQueue()
         let (recorder, subscription) = Recorder.recording(queue)
         let late = HeldReading()
-        let added = Gate()
+        let added = BlockingSignal()
         onNewThread {
             queue.addOperation(late)
             added.open()
         }
         #expect(late.reading.wait())
         // Joins while the first add is still reading: it does not wait for `late`.
-        let barrierRan = Gate()
+        let barrierRan = BlockingSignal()
         queue.addBarrierBlock { barrierRan.open() }
         #expect(barrierRan.wait())
         late.release.open()
@@ -163,13 +163,13 @@ struct EventTests {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let (recorder, subscription) = Recorder.recording(queue)
-        let firstStarted = Gate(), releaseFirst = Gate()
+        let firstStarted = BlockingSignal(), releaseFirst = BlockingSignal()
         queue.addOperation {
             firstStarted.open()
             releaseFirst.wait()
         }
         #expect(firstStarted.wait())
-        let secondRan = Gate()
+        let secondRan = BlockingSignal()
         let second = BlockOperation { secondRan.open() }
         let armed = Shared(false)
         let observer = CallbackObserver { _, change in

@@ -2,32 +2,6 @@ import Operations
 import OperationsComposition
 import Testing
 
-/// An observer written as on Darwin: an `NSObject` subclass overriding `observeValue`.
-final class StateObserver: NSObject, @unchecked Sendable {
-    struct Event: Equatable {
-        var keyPath: String
-        var new: String?
-        var old: String?
-        var prior: Bool
-    }
-
-    let events = Shared<[Event]>([])
-
-    override func observeValue(
-        forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
-        context: UnsafeMutableRawPointer?
-    ) {
-        let new = change?[.newKey].map { "\($0)" }
-        let old = change?[.oldKey].map { "\($0)" }
-        let prior = change?[.notificationIsPriorKey] as? Bool ?? false
-        events.update { $0.append(Event(keyPath: keyPath ?? "", new: new, old: old, prior: prior)) }
-    }
-
-    func values(for keyPath: String) -> [String?] {
-        events().filter { $0.keyPath == keyPath && !$0.prior }.map(\.new)
-    }
-}
-
 @Suite("Key-value observing of operations and queues")
 struct ObservationTests {
     @Test("observers of isExecuting and isFinished see the run, with new values")
@@ -165,7 +139,7 @@ struct ObservationTests {
     func queueKeyPath() {
         let queue = OperationQueue()
         let counts = Shared<[Int?]>([])
-        let emptied = Gate()
+        let emptied = BlockingSignal()
         let token = queue.observe(\.operationCount, options: [.new]) { _, change in
             counts.update { $0.append(change.newValue) }
             if change.newValue == 0 { emptied.open() }

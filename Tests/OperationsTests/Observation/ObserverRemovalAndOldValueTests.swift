@@ -70,7 +70,7 @@ struct ObservationPerThreadTests {
     ) {
         let operation = Operation()
         operation.name = "a0"
-        let aWilled = Gate(), aDone = Gate(), bDone = Gate()
+        let aWilled = BlockingSignal(), aDone = BlockingSignal(), bDone = BlockingSignal()
         let results = Shared<[String: String]>([:])
         let observer = CallbackObserver { _, change in
             let old = change[.oldKey].map { "\($0)" } ?? "nil"
@@ -109,7 +109,7 @@ struct ObservationPerThreadTests {
     /// Each `didChange` must report the old value its own `willChange` read.
     @Test("crossing will/did pairs on one key from two threads keep their own old values")
     func crossingPairs() {
-        let bWilled = Gate(), aDid = Gate()
+        let bWilled = BlockingSignal(), aDid = BlockingSignal()
         checkOldValuesOfPairsOnTwoThreads(
             onPrior: { old in
                 if old == "a0" { #expect(bWilled.wait()) }
@@ -121,7 +121,7 @@ struct ObservationPerThreadTests {
     /// Thread A announces `willChange`; B announces a whole pair; then A's `didChange`.
     @Test("a pair from another thread nested inside a pending one")
     func nestedPair() {
-        let bDid = Gate()
+        let bDid = BlockingSignal()
         checkOldValuesOfPairsOnTwoThreads(
             onPrior: { old in
                 if old == "a0" { #expect(bDid.wait()) }

@@ -131,7 +131,7 @@ struct ProgressObservationTests {
         queue.maxConcurrentOperationCount = 2
         let progress = queue.progress
         progress.totalUnitCount = 2
-        let firstCounted = Gate(), secondCounted = Gate(), done = Gate()
+        let firstCounted = BlockingSignal(), secondCounted = BlockingSignal(), done = BlockingSignal()
         let token = progress.observe(\.completedUnitCount, options: [.new]) { _, change in
             switch change.newValue {
             case 1:

@@ -401,7 +401,7 @@ struct StressRound {
         for gate in gated { gate.setOpen(true) }
         let handStarted = startedByHand.map { operations[$0] }
         // Everything must finish: wait on another thread, with a timeout.
-        let done = Gate()
+        let done = BlockingSignal()
         onNewThread {
             for queue in queues { queue.waitUntilAllOperationsAreFinished() }
             handStarts.wait()

@@ -125,7 +125,7 @@ struct MisuseMessageTests {
         queue.maxConcurrentOperationCount = 2
         queue.isSuspended = true
         let started = Shared<[String]>([])
-        let oneStarted = Gate(), release = Gate()
+        let oneStarted = BlockingSignal(), release = BlockingSignal()
         let body: @Sendable (ClosureOperation) -> Void = { operation in
             started.append(operation.name ?? "?")
             oneStarted.open()
@@ -186,7 +186,7 @@ struct MisuseMessageTests {
     private func runOrder(_ specs: [(name: String, quality: QualityOfService?, priority: Operation.QueuePriority?)]) -> [String] {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 2
-        let blockerStarted = Gate(), releaseBlocker = Gate()
+        let blockerStarted = BlockingSignal(), releaseBlocker = BlockingSignal()
         queue.addOperation {
             blockerStarted.open()
             releaseBlocker.wait()
@@ -194,7 +194,7 @@ struct MisuseMessageTests {
         #expect(blockerStarted.wait())
         queue.isSuspended = true
         let order = Shared<[String]>([])
-        let allRan = Gate()
+        let allRan = BlockingSignal()
         let count = specs.count
         for spec in specs {
             let operation = ClosureOperation(name: spec.name) { operation in

@@ -164,18 +164,3 @@ struct MisuseTests {
         }.map { $0.standardErrorContent.containsText("\"by-hand\"", "is executing") }.check()
     }
 }
-
-extension Array where Element == UInt8 {
-    /// Whether the bytes, read as UTF-8, contain every fragment.
-    func containsText(_ fragments: String...) -> Bool {
-        let text = String(decoding: self, as: UTF8.self)
-        return fragments.allSatisfy { text.contains($0) }
-    }
-}
-
-extension Optional where Wrapped == Bool {
-    /// Records an issue unless the exit test ran and its output matched.
-    func check(sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(self == true, "the child's standard error lacks the expected message", sourceLocation: sourceLocation)
-    }
-}

@@ -1,0 +1,2 @@
+// The helpers the test targets share, for every file of this one.
+@_exported import OperationsTestHelpers

@@ -1,0 +1,56 @@
+import Operations
+
+/// An operation whose `main()` calls a closure: the tutorials' synchronous subclass.
+/// - Note: `@unchecked Sendable`: its one field is a `let` of a `Sendable` type.
+public final class ClosureOperation: Operation, @unchecked Sendable {
+    private let body: @Sendable (ClosureOperation) -> Void
+
+    public init(name: String? = nil, _ body: @escaping @Sendable (ClosureOperation) -> Void = { _ in }) {
+        self.body = body
+        super.init()
+        self.name = name
+    }
+
+    public override func main() { body(self) }
+}
+
+/// An operation whose body runs until it is cancelled, as one whose `cancel()` closes the
+/// socket its body reads: `super.cancel()`, then the cleanup that ends the body, then
+/// `afterCleanup` (once), where a test holds the cancelling call while the freed slot is
+/// given to the next operation.
+/// - Note: `@unchecked Sendable`: its own fields are `let`s of `Sendable` types.
+public final class CancelEndsBodyOperation: Operation, @unchecked Sendable {
+    /// Opened when the body begins.
+    public let bodyStarted = BlockingSignal()
+    private let closed = BlockingSignal()
+    private let cleanedUp = Shared(false)
+    private let afterCleanup: @Sendable () -> Void
+
+    public init(afterCleanup: @escaping @Sendable () -> Void) {
+        self.afterCleanup = afterCleanup
+        super.init()
+    }
+
+    public override func main() {
+        bodyStarted.open()
+        _ = closed.wait()
+    }
+
+    public override func cancel() {
+        super.cancel()
+        closed.open()
+        let first = cleanedUp.update { done in
+            defer { done = true }
+            return !done
+        }
+        if first { afterCleanup() }
+    }
+}
+
+extension Operation {
+    /// Sets the name and returns the operation (for tests that build lists).
+    public func named(_ name: String) -> Self {
+        self.name = name
+        return self
+    }
+}
