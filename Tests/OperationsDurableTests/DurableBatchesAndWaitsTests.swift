@@ -256,7 +256,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("a batch of many operations is one statement on PostgreSQL", .enabled(if: PostgresCluster.isAvailable))
     func postgresBatchIsOneStatement() async throws {
-        try await withStore(.postgres) { store in
+        try await withStore(.named("PostgreSQL")) { store in
             let postgres = try #require(store as? PostgresOperationStore)
             let queue = DurableQueue(name: "default", store: store)
             try await queue.setSuspended(true)

@@ -236,7 +236,7 @@ struct DurableBehaviourTests {
 
     @Test("what add stores of a retry does not grow with its maximum")
     func storedRetryDoesNotGrowWithTheMaximum() async throws {
-        try await withStore(.sqlite) { store in
+        try await withStore(.named("SQLite")) { store in
             let queue = DurableQueue(name: "default", store: store)
             let few = try queue.request(
                 Echo.self, input: 0, retry: DurableRetry(.exponential(initial: .seconds(1), maximum: .seconds(60)), maximumAttempts: 3))
@@ -254,7 +254,7 @@ struct DurableBehaviourTests {
 
     @Test("a retry strategy given by a closure is listed when added, and refused beyond the listing limit")
     func closureRetryIsListedOrRefused() async throws {
-        try await withStore(.sqlite) { store in
+        try await withStore(.named("SQLite")) { store in
             let queue = DurableQueue(name: "default", store: store)
             let limit = DurableRetry.listedRetryLimit
             let listed = try queue.request(

@@ -36,7 +36,7 @@ struct LeaseKeepingTests {
 
     @Test("a worker whose lease is shorter than two heartbeat intervals is refused, naming both")
     func shortLeaseIsRefused() async throws {
-        try await withStore(.sqlite) { store in
+        try await withStore(.named("SQLite")) { store in
             var configuration = DurableWorker.Configuration()
             configuration.lease = .seconds(1)
             configuration.heartbeatInterval = .milliseconds(600)

@@ -26,28 +26,54 @@ let notUnderSanitizers = ConditionTrait.disabled(
 /// store runs the same tests.
 struct StoreKind: Sendable, CustomTestStringConvertible {
     let name: String
+    /// Whether the store can run here (a server it needs may not be installed).
+    let isAvailable: @Sendable () -> Bool
+    /// A fresh, migrated store, and what removes it.
     let make: @Sendable () async throws -> (store: any DurableOperationStore, shutdown: @Sendable () async -> Void)
+    /// Runs one statement on the database of a store of this kind; false for a store of
+    /// another kind.
+    let executeDirectly: @Sendable (_ sql: String, _ store: any DurableOperationStore) async throws -> Bool
 
     var testDescription: String { name }
 
-    /// The stores available here: SQLite always, PostgreSQL when its server binaries are installed.
-    static var all: [StoreKind] { PostgresCluster.isAvailable ? [.sqlite, .postgres] : [.sqlite] }
+    /// Every store the tests know, one entry each: a new store is a new entry.
+    static let known: [StoreKind] = [
+        // A new file in a temporary directory, removed afterwards.
+        StoreKind(
+            name: "SQLite", isAvailable: { true },
+            make: {
+                let file = SQLiteFile()
+                let store = try await file.migratedStore()
+                return (store, {
+                    await store.shutdown()
+                    file.remove()
+                })
+            },
+            executeDirectly: { sql, store in
+                guard let store = store as? SQLiteOperationStore else { return false }
+                try await rawExecute(store.path, sql)
+                return true
+            }),
+        // A new database in the test cluster, when its server binaries are installed.
+        StoreKind(
+            name: "PostgreSQL", isAvailable: { PostgresCluster.isAvailable },
+            make: {
+                let cluster = try await PostgresCluster.shared()
+                let (store, _) = try await cluster.makeStore()
+                return (store, { await store.shutdown() })
+            },
+            executeDirectly: { sql, store in
+                guard let store = store as? PostgresOperationStore else { return false }
+                try await store.client.query(PostgresQuery(unsafeSQL: sql))
+                return true
+            }),
+    ]
 
-    /// A new file in a temporary directory, removed afterwards.
-    static let sqlite = StoreKind(name: "SQLite") {
-        let file = SQLiteFile()
-        let store = try await file.migratedStore()
-        return (store, {
-            await store.shutdown()
-            file.remove()
-        })
-    }
+    /// The stores available here.
+    static var all: [StoreKind] { known.filter { $0.isAvailable() } }
 
-    static let postgres = StoreKind(name: "PostgreSQL") {
-        let cluster = try await PostgresCluster.shared()
-        let (store, _) = try await cluster.makeStore()
-        return (store, { await store.shutdown() })
-    }
+    /// The known store of that name, for a test of one store.
+    static func named(_ name: String) -> StoreKind { known.first { $0.name == name }! }
 }
 
 /// A store file in a directory of its own (the WAL and shared-memory files sit beside it).
@@ -87,13 +113,8 @@ func withStore<T>(_ kind: StoreKind, _ body: (any DurableOperationStore) async t
 /// Runs one statement on the store's database directly: for a test that puts a row in a
 /// state the store's methods reach only after a long history.
 func executeDirectly(_ sql: String, in store: any DurableOperationStore) async throws {
-    if let store = store as? PostgresOperationStore {
-        try await store.client.query(PostgresQuery(unsafeSQL: sql))
-    } else if let store = store as? SQLiteOperationStore {
-        try await rawExecute(store.path, sql)
-    } else {
-        Issue.record("no direct access to \(type(of: store))")
-    }
+    for kind in StoreKind.known where try await kind.executeDirectly(sql, store) { return }
+    Issue.record("no direct access to \(type(of: store))")
 }
 
 /// Timings for in-process workers: short leases, so that a test of rescue is quick.
