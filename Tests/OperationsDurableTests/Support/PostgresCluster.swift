@@ -15,14 +15,14 @@ import Glibc
 /// A cluster started by the tests, as the `postgres` user when they run as root (the server
 /// refuses to run as root).
 final class PostgresCluster: Sendable {
-    static let binaries = ProcessInfo.processInfo.environment["OPERATIONS_POSTGRES_BIN"] ?? "/usr/lib/postgresql/15/bin"
-    static let missingMessage =
-        "PostgreSQL's server binaries are not in \(binaries): install them with `apt-get update && apt-get install -y postgresql` (the durable tests against PostgreSQL are skipped)"
-
-    static var isAvailable: Bool {
-        FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb")
-            && FileManager.default.isExecutableFile(atPath: "\(binaries)/pg_ctl")
+    static let search = PostgresBinaries.find()
+    /// The folder of the server binaries (empty when none was found).
+    static var binaries: String { search.directory ?? "" }
+    static var missingMessage: String {
+        "PostgreSQL's server binaries (\(PostgresBinaries.needed.joined(separator: ", "))) were not found, so the durable tests against PostgreSQL are skipped. Searched: \(search.searched.joined(separator: "; ")). Set OPERATIONS_POSTGRES_BIN to the folder that holds them."
     }
+
+    static var isAvailable: Bool { search.directory != nil }
 
     /// The cluster most tests share (each in a database of its own), stopped at exit.
     static func shared() async throws -> PostgresCluster {
@@ -165,6 +165,86 @@ final class PostgresCluster: Sendable {
 
     struct ClusterError: Error, CustomStringConvertible {
         let description: String
+    }
+}
+
+/// Where PostgreSQL's server binaries are, looked for where Debian, Ubuntu and Homebrew put
+/// them: `OPERATIONS_POSTGRES_BIN` alone when it is set; otherwise `pg_config --bindir`,
+/// every `/usr/lib/postgresql/<version>/bin` (newest first), Homebrew's
+/// `/opt/homebrew/opt/postgresql@<version>/bin` and `/usr/local/opt/postgresql@<version>/bin`
+/// (newest first), then the folders of `PATH` that hold `initdb`.
+/// (The benchmark's `Cluster.swift` looks the same way.)
+struct PostgresBinaries: Sendable {
+    static let needed = ["initdb", "pg_ctl", "postgres"]
+
+    /// The first folder that holds all of ``needed``.
+    let directory: String?
+    /// The places looked at before it (all of them when none did), each with what it lacked.
+    let searched: [String]
+
+    static func find(environment: [String: String] = ProcessInfo.processInfo.environment) -> PostgresBinaries {
+        var searched: [String] = []
+        func holdsAll(_ folder: String, _ source: String) -> Bool {
+            let missing = needed.filter { !FileManager.default.isExecutableFile(atPath: "\(folder)/\($0)") }
+            if missing.isEmpty { return true }
+            searched.append("\(source) \(folder) (no \(missing.joined(separator: ", ")))")
+            return false
+        }
+        if let folder = environment["OPERATIONS_POSTGRES_BIN"], !folder.isEmpty {
+            return PostgresBinaries(directory: holdsAll(folder, "OPERATIONS_POSTGRES_BIN:") ? folder : nil, searched: searched)
+        }
+        var candidates: [(folder: String, source: String)] = []
+        if let folder = pgConfigBindir() {
+            candidates.append((folder, "pg_config --bindir:"))
+        } else {
+            searched.append("pg_config --bindir (no pg_config on PATH)")
+        }
+        let debian = versionFolders(in: "/usr/lib/postgresql", prefix: "").map { "/usr/lib/postgresql/\($0)/bin" }
+        if debian.isEmpty { searched.append("/usr/lib/postgresql/*/bin (none)") }
+        candidates += debian.map { ($0, "Debian's") }
+        var homebrew: [String] = []
+        for prefix in ["/opt/homebrew/opt", "/usr/local/opt"] {
+            homebrew += versionFolders(in: prefix, prefix: "postgresql@").map { "\(prefix)/postgresql@\($0)/bin" }
+            homebrew.append("\(prefix)/postgresql/bin")
+        }
+        homebrew = homebrew.filter { FileManager.default.fileExists(atPath: $0) }
+        if homebrew.isEmpty { searched.append("Homebrew's /opt/homebrew/opt/postgresql@*/bin and /usr/local/opt/postgresql@*/bin (none)") }
+        candidates += homebrew.map { ($0, "Homebrew's") }
+        let path = (environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let onPath = path.filter { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }
+        if onPath.isEmpty { searched.append("PATH (no initdb in \(path.joined(separator: ":")))") }
+        candidates += onPath.map { ($0, "PATH:") }
+        var seen: Set<String> = []
+        for candidate in candidates where seen.insert(candidate.folder).inserted {
+            if holdsAll(candidate.folder, candidate.source) {
+                return PostgresBinaries(directory: candidate.folder, searched: searched)
+            }
+        }
+        return PostgresBinaries(directory: nil, searched: searched)
+    }
+
+    /// The versions of the entries of `folder` named `prefix` + a version, newest first.
+    private static func versionFolders(in folder: String, prefix: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        let versions = names.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+            .filter { !$0.isEmpty && $0.allSatisfy { $0.isNumber || $0 == "." } }
+        let numbers = { (version: String) in version.split(separator: ".").map { Int($0) ?? 0 } }
+        return versions.sorted { numbers($0).lexicographicallyPrecedes(numbers($1)) }.reversed()
+    }
+
+    /// What `pg_config --bindir` prints, when `pg_config` is on `PATH`.
+    private static func pgConfigBindir() -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["pg_config", "--bindir"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let folder = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return process.terminationStatus == 0 && !folder.isEmpty ? folder : nil
     }
 }
 #endif
