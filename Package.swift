@@ -137,7 +137,7 @@ let package = Package(
         .target(
             name: "OperationsTestHelpers",
             dependencies: [
-                "Operations", "OperationsRecording", "OperationsTestSupport",
+                "Operations", "OperationsRecording", "OperationsTestSupport", "DifferentialPrograms",
                 .product(name: "Logging", package: "swift-log"), .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             path: "Tests/TestHelpers"),
