@@ -272,7 +272,7 @@ final class ConditionGate: ExplainedGate, @unchecked Sendable {
     }
 
     /// The first condition not known to hold, and the contributed operation it waits for.
-    func waitReason(for operation: Operation) -> Operation.WaitReason {
+    func gateWait(for operation: Operation) -> Operation.GateWait {
         let entries = state.withLock { $0.entries.all }
         for entry in entries {
             if let contributed = entry.contributed, !contributed._isFinishing {

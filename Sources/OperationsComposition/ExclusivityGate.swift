@@ -82,7 +82,7 @@ final class ExclusivityGate: ExplainedGate, @unchecked Sendable {
         state.withLock { state in (state.request.map { [$0.id] } ?? []) + state.otherRequests.map(\.id) }
     }
 
-    func waitReason(for operation: Operation) -> Operation.WaitReason {
+    func gateWait(for operation: Operation) -> Operation.GateWait {
         .exclusivity(state.withLock { $0.categories.keys.sorted() })
     }
 

@@ -166,7 +166,7 @@ struct StallAnalysis {
                 return ("\(operation._stallName): \(reason)", false)
             case .notInQueue, .finishedWithoutAnnouncement:
                 return ("\(operation._stallName): \(reason)", false)
-            case .executing, .waitingForWorker, .isReadyReturnsFalse, .condition, .exclusivity, .concurrencyLimit,
+            case .executing, .waitingForWorker, .isReadyReturnsFalse, .gate, .concurrencyLimit,
                 .dependency, .barrier:
                 continue
             }

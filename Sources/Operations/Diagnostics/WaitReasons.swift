@@ -1,8 +1,29 @@
-/// A gate that says why an operation waits at it, for wait reasons and stall reports (the
-/// composition layer's conditions and exclusivity categories).
+/// A gate that says why an operation waits at it, for wait reasons and stall reports.
 package protocol ExplainedGate: OperationGate {
     /// Why the operation waits at this gate.
-    func waitReason(for operation: Operation) -> Operation.WaitReason
+    func gateWait(for operation: Operation) -> Operation.GateWait
+}
+
+extension Operation {
+    /// Why an operation waits at a gate that a layer above this module keeps (a condition, an
+    /// exclusivity category, …), in the gate's own words.
+    public struct GateWait: Hashable, Sendable, CustomStringConvertible {
+        /// The kind of gate, as its layer names it ("condition", "exclusivity").
+        public let gate: String
+        /// The names the gate waits on (a condition's name, the categories), in its order.
+        public let names: [String]
+        /// The operations whose finish the gate waits for, if any.
+        public let waitsFor: [Operation]
+        /// Why it waits, for a person, completing "it …" ("its condition "SignedIn" waits for …").
+        public let description: String
+
+        public init(gate: String, names: [String], waitsFor: [Operation] = [], description: String) {
+            self.gate = gate
+            self.names = names
+            self.waitsFor = waitsFor
+            self.description = description
+        }
+    }
 }
 
 extension Operation {
@@ -17,12 +38,9 @@ extension Operation {
         case dependency(Operation, isInQueue: Bool)
         /// A barrier added to its queue before it has not run yet.
         case barrier(Operation)
-        /// A condition (`addCondition(_:)` of `OperationsComposition`) is being evaluated,
-        /// or waits for the operation it contributed (`waitsFor`) to finish.
-        case condition(String, waitsFor: Operation?)
-        /// It waits to hold its exclusivity categories (`addExclusivity(_:mode:)` of
-        /// `OperationsComposition`).
-        case exclusivity([String])
+        /// A gate of a layer above (a condition or exclusivity of `OperationsComposition`)
+        /// holds it, and says why.
+        case gate(GateWait)
         /// Its dependencies are done, but its (overridden) `isReady` returns false.
         case isReadyReturnsFalse
         /// It is in no queue; nothing will start it.
@@ -44,10 +62,7 @@ extension Operation {
             case .dependency(let operation, let isInQueue):
                 "it waits for \(operation._misuseName)" + (isInQueue ? ", which is in a queue" : ", which is in no queue (nothing will start it)")
             case .barrier(let barrier): "it waits for a barrier of its queue (\(barrier._misuseName))"
-            case .condition(let name, let contributed?):
-                "its condition \"\(name)\" waits for \(contributed._misuseName) to finish"
-            case .condition(let name, nil): "its condition \"\(name)\" is being evaluated"
-            case .exclusivity(let categories): "it waits for exclusive access to \(categories.joined(separator: ", "))"
+            case .gate(let wait): wait.description
             case .isReadyReturnsFalse: "its dependencies are done but its overridden isReady returns false"
             case .notInQueue: "it is in no queue (add it to one, or call start())"
             case .queueSuspended(let queue): "its queue \"\(queue.name ?? "?")\" is suspended"
@@ -95,7 +110,7 @@ extension OperationExtensions where Self: Operation {
         }
         // A cancelled operation still waits for a barrier added before it.
         for barrier in snapshot.hidden where !barrier._isFinishing { reasons.append(.barrier(barrier)) }
-        if reasons.isEmpty, let gate = snapshot.gate as? any ExplainedGate { reasons.append(gate.waitReason(for: self)) }
+        if reasons.isEmpty, let gate = snapshot.gate as? any ExplainedGate { reasons.append(.gate(gate.gateWait(for: self))) }
         if !snapshot.cancelled, reasons.isEmpty, !isReady { reasons.append(.isReadyReturnsFalse) }
         guard let queue = snapshot.queue else {
             reasons.append(.notInQueue)

@@ -114,7 +114,7 @@ struct ConditionTests {
         queue.maxConcurrentOperationCount = 2
         queue.addOperation(operation)
         await evaluating.waitIgnoringCancellation()
-        #expect(operation.waitReasons.contains(.condition("BlockCondition", waitsFor: nil)))
+        #expect(operation.waitReasons.contains(.gate(.condition("BlockCondition", waitsFor: nil))))
         // Other work still runs on the queue meanwhile.
         let other = queue.addOperation { () async -> Int in 1 }
         #expect(try! await other.value == 1)

@@ -133,7 +133,7 @@ struct GateTests {
         outsider.addExclusivity(category)
         let other = OperationQueue()
         other.addOperation(outsider)
-        #expect(outsider.waitReasons == [.exclusivity([category])])
+        #expect(outsider.waitReasons == [.gate(.exclusivity([category]))])
         // A new dependency of the guarded operation: the category goes to the outsider.
         let later = BlockOperation {}
         guarded.addDependency(later)
@@ -165,7 +165,7 @@ struct GateTests {
         guarded.addExclusivity(category)
         let queue = OperationQueue()
         queue.addOperation(guarded)
-        #expect(guarded.waitReasons == [.exclusivity([category])])
+        #expect(guarded.waitReasons == [.gate(.exclusivity([category]))])
         // A dependency that fails, added now.
         let failing = ValueBlockOperation<Int> { throw TestError(code: 9) }
         guarded.addDependency(failing)
@@ -205,7 +205,7 @@ struct GateTests {
         signInQueue.isSuspended = true
         signInQueue.addOperation(signIn)
         queue.addOperation(guarded)
-        #expect(guarded.waitReasons == [.condition("SignedIn", waitsFor: signIn)])
+        #expect(guarded.waitReasons == [.gate(.condition("SignedIn", waitsFor: signIn))])
         #expect(guarded.waitDescription.contains("SignedIn") && guarded.waitDescription.contains("\"sign in\""))
         signInQueue.isSuspended = false
         guarded.waitUntilFinished()
@@ -323,7 +323,7 @@ struct GateTests {
         queue.isSuspended = true
         release.open()
         // Decided: either the gates opened, or the exclusivity gate waits for the resumption.
-        #expect(eventually { guarded.isReady || guarded.waitReasons.contains(.exclusivity([category])) })
+        #expect(eventually { guarded.isReady || guarded.waitReasons.contains(.gate(.exclusivity([category]))) })
         let outsider = BlockOperation {}
         outsider.addExclusivity(category)
         OperationQueue().addOperation(outsider)

@@ -36,7 +36,7 @@ struct WaitReasonTests {
     func limit() {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        let running = Gate(), release = Gate()
+        let running = BlockingSignal(), release = BlockingSignal()
         let first = ClosureOperation { _ in running.open(); release.wait() }
         let second = ClosureOperation()
         queue.addOperations([first, second], waitUntilFinished: false)
@@ -66,7 +66,7 @@ struct WaitReasonTests {
     /// checks that its one wait reason is the barrier.
     private func checkWaitsForPendingBarrier(cancelled: Bool) {
         let queue = OperationQueue()
-        let release = Gate()
+        let release = BlockingSignal()
         queue.addOperation { release.wait() }
         queue.addBarrierBlock {}
         let later = ClosureOperation(name: "later")

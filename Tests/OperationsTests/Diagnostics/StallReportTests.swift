@@ -13,7 +13,7 @@ struct StallReportTests {
     final class Capture: Sendable {
         let marker: String
         let messages = Shared<[OperationDiagnostic]>([])
-        let reported = Gate()
+        let reported = BlockingSignal()
 
         init(marker: String) { self.marker = marker }
 
@@ -36,8 +36,8 @@ struct StallReportTests {
     }
 
     /// Runs `wait` on another thread; the returned gate opens when it returns.
-    func waitInBackground(_ wait: @escaping @Sendable () -> Void) -> Gate {
-        let returned = Gate()
+    func waitInBackground(_ wait: @escaping @Sendable () -> Void) -> BlockingSignal {
+        let returned = BlockingSignal()
         onNewThread {
             wait()
             returned.open()
@@ -174,7 +174,7 @@ struct StallReportTests {
             let queue = OperationQueue()
             queue.name = "busy"
             queue.maxConcurrentOperationCount = 1
-            let started = Gate(), release = Gate()
+            let started = BlockingSignal(), release = BlockingSignal()
             let first = BlockOperation { started.open(); release.wait() }.named("busy first")
             let second = BlockOperation {}.named("busy second")
             second.addDependency(first)
@@ -255,7 +255,7 @@ struct StallReportTests {
             enum State { case ready, executing, finished }
             private let lock = NSLock()
             private var _state = State.ready
-            let finished = Gate()
+            let finished = BlockingSignal()
             var state: State {
                 get { lock.withLock { _state } }
                 set { lock.withLock { _state = newValue } }
@@ -294,8 +294,8 @@ struct StallReportTests {
 
     /// Runs `wait` in a task; returns the task (to cancel) and a gate that opens when the
     /// task's body has returned.
-    func awaitInBackground(_ wait: @escaping @Sendable () async -> Void) -> (Task<Void, Never>, Gate) {
-        let returned = Gate()
+    func awaitInBackground(_ wait: @escaping @Sendable () async -> Void) -> (Task<Void, Never>, BlockingSignal) {
+        let returned = BlockingSignal()
         let task = Task.detached {
             await wait()
             returned.open()
@@ -433,7 +433,7 @@ struct StallReportTests {
         let capture = Capture(marker: "async-busy")
         capture.during {
             let queue = OperationQueue()
-            let started = Gate(), release = Gate()
+            let started = BlockingSignal(), release = BlockingSignal()
             let operation = ValueBlockOperation { started.open(); release.wait(); return 1 }.named("async-busy")
             queue.addOperation(operation)
             #expect(started.wait())
@@ -522,7 +522,7 @@ struct StallReportTests {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
             queue.name = "spawn-probe queue"
-            let release = TestGate(), spawnedAwaited = Gate()
+            let release = TestGate(), spawnedAwaited = BlockingSignal()
             let later = AsyncBlockOperation { () async -> Int in 1 }
             later.name = "spawn-probe later"
             let first = AsyncBlockOperation { () async -> Int in
@@ -553,7 +553,7 @@ struct StallReportTests {
         capture.during {
             let queue = OperationQueue()
             queue.name = "own-queue-probe queue"
-            let release = Gate()
+            let release = BlockingSignal()
             let waiting = AsyncBlockOperation { () async -> Int in
                 await OperationQueue.current!.waitUntilAllOperationsAreFinished()
                 return 1
@@ -581,7 +581,7 @@ struct StallReportTests {
             queue.name = "\(marker) queue"
             queue.maxConcurrentOperationCount = 2
             let other = OperationQueue()
-            let release = Gate()
+            let release = BlockingSignal()
             let d = BlockOperation { _ = release.wait() }.named("\(marker) D")
             let x = BlockOperation {}.named("\(marker) X")
             let a1 = BlockOperation { d.waitUntilFinished() }.named("\(marker) A1")
@@ -647,7 +647,7 @@ struct StallReportTests {
         capture.during {
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
-            let release = Gate()
+            let release = BlockingSignal()
             let ahead = BlockOperation { _ = release.wait() }.named("queued-group ahead")
             let child = BlockOperation {}.named("queued-group child")
             let group = GroupOperation(operations: [child])
@@ -661,7 +661,7 @@ struct StallReportTests {
             #expect(eventually { child._finishWaiterCount == waitsBefore + 2 })
             release.open()
             #expect(returned.wait())
-            let done = Gate()
+            let done = BlockingSignal()
             Task {
                 await awaited.value
                 done.open()

@@ -2,13 +2,15 @@ import Foundation
 import Testing
 
 /// The engine names nothing of the layers above it: they plug in through the hooks it
-/// declares (`Engine/LayerHooks.swift`). Checked on the sources themselves. (The scan
-/// reads lines: the text of a multi-line string or of a `/* */` comment counts as code.)
+/// declares (`Engine/LayerHooks.swift`). The `Operations` module's diagnostics and
+/// observation name nothing of the modules built on it: a gate there says why it holds an
+/// operation (`Operation.GateWait`). Checked on the sources themselves. (The scan reads
+/// lines: the text of a multi-line string or of a `/* */` comment counts as code.)
 @Suite("Layers: the engine names nothing above it")
 struct EngineLayeringTests {
-    /// The package's root, from this file's path (Tests/OperationsTests/<file>).
+    /// The package's root, from this file's path (Tests/OperationsTests/Engine/<file>).
     static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The folders of the `Operations` module above the engine, and the modules built on it.
     static let upperFolders = [
@@ -118,25 +120,41 @@ struct EngineLayeringTests {
     @Test("no engine source names a type or hook declared only in a layer above")
     func engineNamesNothingAbove() async throws {
         // On a thread of its own: under a sanitizer the scan takes a while.
-        let scan = try await onOwnThread { () throws -> Scan in try Self.scan() }
+        let scan = try await onOwnThread { () throws -> Scan in
+            try Self.scan(["Sources/Operations/Engine"], above: Self.upperFolders, shared: Self.sharedFolders)
+        }
         #expect(scan.upperNames > 50, "the upper layers' declarations were not found under \(Self.root.path)")
-        #expect(scan.engineFiles > 5)
+        #expect(scan.scannedFiles > 5)
+        #expect(scan.violations.isEmpty, "\(scan.violations.joined(separator: "\n"))")
+    }
+
+    @Test("no source of the Operations module's diagnostics or observation names a type or hook declared only in a module built on it")
+    func diagnosticsAndObservationNameNothingAbove() async throws {
+        let modulesAbove = Self.upperFolders.filter { !$0.hasPrefix("Sources/Operations/") }
+        let scan = try await onOwnThread { () throws -> Scan in
+            try Self.scan(
+                ["Sources/Operations/Diagnostics", "Sources/Operations/Observation"], above: modulesAbove,
+                shared: ["Sources/Operations"])
+        }
+        #expect(scan.upperNames > 50, "the modules' declarations were not found under \(Self.root.path)")
+        #expect(scan.scannedFiles > 10)
         #expect(scan.violations.isEmpty, "\(scan.violations.joined(separator: "\n"))")
     }
 
     struct Scan {
         var upperNames: Int
-        var engineFiles: Int
-        /// Where an engine file names an upper layer's own name.
+        var scannedFiles: Int
+        /// Where a scanned file names an upper layer's own name.
         var violations: [String]
     }
 
-    static func scan() throws -> Scan {
-        let shared = try Self.names(in: Self.sharedFolders)
-        let upper = try Self.names(in: Self.upperFolders).filter { shared[$0.key] == nil }
-        let engine = Self.swiftFiles(in: "Sources/Operations/Engine")
+    /// The places in `folders` that name a type or hook declared in `above` and not in `shared`.
+    static func scan(_ folders: [String], above: [String], shared sharedFolders: [String]) throws -> Scan {
+        let shared = try Self.names(in: sharedFolders)
+        let upper = try Self.names(in: above).filter { shared[$0.key] == nil }
+        let scanned = folders.flatMap { Self.swiftFiles(in: $0) }
         var violations: [String] = []
-        for file in engine {
+        for file in scanned {
             for (number, line) in try Self.code(of: file).enumerated() {
                 for (word, _) in Self.words(of: line) {
                     if let home = upper[word] {
@@ -145,6 +163,6 @@ struct EngineLayeringTests {
                 }
             }
         }
-        return Scan(upperNames: upper.count, engineFiles: engine.count, violations: violations)
+        return Scan(upperNames: upper.count, scannedFiles: scanned.count, violations: violations)
     }
 }
