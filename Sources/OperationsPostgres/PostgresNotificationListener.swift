@@ -10,15 +10,9 @@ import PostgresNIO
 /// stay in LISTEN), reconnects with backoff, and tells `.resynchronize` after each connect,
 /// since notifications sent while it was away are lost.
 final class PostgresNotificationListener: Sendable {
-    private struct State {
-        var subscribers: [Int: AsyncStream<DurableStoreNotification>.Continuation] = [:]
-        var nextSubscriber = 0
-        var task: Task<Void, Never>?
-        var connection: PostgresConnection?
-        var stopped = false
-    }
-
-    private let state = Locked(State())
+    private let fanOut = DurableNotificationFanOut()
+    /// The listening connection, while there is one, so that `stop()` can close it.
+    private let connection = Locked<PostgresConnection?>(nil)
     private let configuration: PostgresOperationStore.Configuration
     private let logger: Logger
 
@@ -28,47 +22,12 @@ final class PostgresNotificationListener: Sendable {
     }
 
     func subscribe() -> AsyncStream<DurableStoreNotification> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
-        let (subscriber, mustStart, stopped) = state.withLock { state -> (Int, Bool, Bool) in
-            if state.stopped { return (0, false, true) }
-            let subscriber = state.nextSubscriber
-            state.nextSubscriber += 1
-            state.subscribers[subscriber] = continuation
-            return (subscriber, state.task == nil, false)
-        }
-        if stopped {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: subscriber) }
-        }
-        if mustStart {
-            let task = Task { await self.listen() }
-            let cancelNow = state.withLock { state -> Bool in
-                state.task = task
-                return state.stopped
-            }
-            if cancelNow { task.cancel() }
-        }
-        return stream
+        fanOut.subscribe { Task { await self.listen() } }
     }
 
     func stop() {
-        let (task, connection, subscribers) = state.withLock { state in
-            state.stopped = true
-            let subscribers = Array(state.subscribers.values)
-            state.subscribers = [:]
-            return (state.task, state.connection, subscribers)
-        }
-        task?.cancel()
-        if let connection { let _: EventLoopFuture<Void> = connection.close() }
-        for subscriber in subscribers { subscriber.finish() }
-    }
-
-    private func broadcast(_ notification: DurableStoreNotification) {
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(notification) }
+        fanOut.stop()
+        if let connection = connection.withLock({ $0 }) { let _: EventLoopFuture<Void> = connection.close() }
     }
 
     private func listen() async {
@@ -77,19 +36,16 @@ final class PostgresNotificationListener: Sendable {
             do {
                 let connection = try await PostgresConnection.connect(
                     configuration: try configuration.connectionConfiguration(), id: 1, logger: logger)
-                let stopped = state.withLock { state -> Bool in
-                    state.connection = connection
-                    return state.stopped
-                }
-                if stopped {
+                self.connection.withLock { $0 = connection }
+                if fanOut.isStopped {
                     try? await connection.close()
                     return
                 }
                 try await connection.listen(on: PostgresSchema.channel) { notifications in
                     failures = 0
-                    broadcast(.resynchronize)
+                    fanOut.broadcast([.resynchronize])
                     for try await notification in notifications {
-                        if let parsed = Self.parse(notification.payload) { broadcast(parsed) }
+                        if let parsed = Self.parse(notification.payload) { fanOut.broadcast([parsed]) }
                     }
                 }
                 try? await connection.close()

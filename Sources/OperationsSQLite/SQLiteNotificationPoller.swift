@@ -15,14 +15,7 @@ final class SQLiteNotificationPoller: Sendable {
     /// How long events are kept, in seconds.
     static let eventRetention: Double = 60
 
-    private struct State {
-        var subscribers: [Int: AsyncStream<DurableStoreNotification>.Continuation] = [:]
-        var nextSubscriber = 0
-        var task: Task<Void, Never>?
-        var stopped = false
-    }
-
-    private let state = Locked(State())
+    private let fanOut = DurableNotificationFanOut()
     private let access: SQLiteAccess
     private let interval: Duration
     private let wake = PollWake()
@@ -33,30 +26,7 @@ final class SQLiteNotificationPoller: Sendable {
     }
 
     func subscribe() -> AsyncStream<DurableStoreNotification> {
-        let (stream, continuation) = AsyncStream.makeStream(of: DurableStoreNotification.self)
-        let (subscriber, mustStart, stopped) = state.withLock { state -> (Int, Bool, Bool) in
-            if state.stopped { return (0, false, true) }
-            let subscriber = state.nextSubscriber
-            state.nextSubscriber += 1
-            state.subscribers[subscriber] = continuation
-            return (subscriber, state.task == nil, false)
-        }
-        if stopped {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: subscriber) }
-        }
-        if mustStart {
-            let task = Task { await self.poll() }
-            let cancelNow = state.withLock { state -> Bool in
-                state.task = task
-                return state.stopped
-            }
-            if cancelNow { task.cancel() }
-        }
-        return stream
+        fanOut.subscribe { Task { await self.poll() } }
     }
 
     /// This store committed a change: read the events now rather than at the next tick.
@@ -65,23 +35,8 @@ final class SQLiteNotificationPoller: Sendable {
     }
 
     func stop() {
-        let (task, subscribers) = state.withLock { state in
-            state.stopped = true
-            let subscribers = Array(state.subscribers.values)
-            state.subscribers = [:]
-            return (state.task, subscribers)
-        }
-        task?.cancel()
+        fanOut.stop()
         wake.wake()
-        for subscriber in subscribers { subscriber.finish() }
-    }
-
-    private func broadcast(_ notifications: [DurableStoreNotification]) {
-        guard !notifications.isEmpty else { return }
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for subscriber in subscribers {
-            for notification in notifications { subscriber.yield(notification) }
-        }
     }
 
     private func poll() async {
@@ -115,18 +70,18 @@ final class SQLiteNotificationPoller: Sendable {
                         }
                     }
                     if let end = rows.last { last = Int64(end.int("id")) }
-                    broadcast(notifications)
+                    fanOut.broadcast(notifications)
                 } else {
                     // The starting point: what came before was read by the subscribers themselves.
                     let start = try await access.withConnection("reading the store's events") { connection in
                         try await connection.rows("SELECT coalesce(max(id), 0) AS id FROM durable_events").first?.int("id") ?? 0
                     }
                     last = Int64(start)
-                    broadcast([.resynchronize])
+                    fanOut.broadcast([.resynchronize])
                 }
             } catch {
                 // Not migrated yet, or the file is busy: try again at the next tick.
-                if state.withLock({ $0.stopped }) { return }
+                if fanOut.isStopped { return }
             }
             await wake.wait(atMost: interval)
         }

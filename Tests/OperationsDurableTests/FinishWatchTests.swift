@@ -35,7 +35,9 @@ struct FinishWatchTests {
             counted.inject(.resynchronize)
             try await pollUntil(30, "the watch's read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
             try await withWorkers(store: base, concurrency: 1) { _ async throws in
-                try await within(30, "the wait, while the watch's read is unanswered") { try await waiter.value }
+                try await within(30, "the wait, while the watch's read is unanswered") {
+                    try await withTaskCancellationHandler { try await waiter.value } onCancel: { waiter.cancel() }
+                }
             }
             #expect(try await handle.state == .succeeded)
         }

@@ -136,7 +136,7 @@ struct SQLiteStoreTests {
         defer { workers.stopAll() }
         let queue = DurableQueue(name: "default", store: store)
         try await queue.setMaxConcurrentOperationCount(6)
-        // Every process registered before the work arrives, so that each takes part.
+        // Every process registered before the work arrives: all three can claim from the start.
         for index in 0..<3 { try workers.start(name: "w\(index)", sqlite: file.path) }
         try await pollUntil(60, "three workers registered") {
             try await rawCount(file.path, "SELECT count(*) FROM durable_workers") == 3
