@@ -21,7 +21,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
             hasTaskScopes.store(true, ordering: .releasing)
             return scopes.add(scope)
         }
-        return OperationEventSubscription(queue: self, id: id, kind: .taskScope)
+        return OperationEventSubscription(queue: self, id: id) { $0._removeTaskScope($1) }
     }
 }
 

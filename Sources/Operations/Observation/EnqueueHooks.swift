@@ -16,7 +16,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
             hasEnqueueHooks.store(true, ordering: .releasing)
             return hooks.add(hook)
         }
-        return OperationEventSubscription(queue: self, id: id, kind: .enqueueHook)
+        return OperationEventSubscription(queue: self, id: id) { $0._removeEnqueueHook($1) }
     }
 }
 

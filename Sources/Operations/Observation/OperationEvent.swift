@@ -46,16 +46,12 @@ public struct OperationEvent: Sendable {
 /// ``OperationQueue/addEnqueueHook(_:)``) until it is cancelled or released.
 public final class OperationEventSubscription: Sendable {
     private let state: Locked<(queue: OperationQueue?, id: UInt64)>
-    private let kind: Kind
+    /// Takes the registration `id` out of the queue: whoever registered it says how.
+    private let remove: @Sendable (OperationQueue, UInt64) -> Void
 
-    /// What the subscription stops.
-    enum Kind: Sendable {
-        case eventHandler, enqueueHook, taskScope
-    }
-
-    init(queue: OperationQueue, id: UInt64, kind: Kind = .eventHandler) {
+    init(queue: OperationQueue, id: UInt64, remove: @escaping @Sendable (OperationQueue, UInt64) -> Void) {
         state = Locked((queue, id))
-        self.kind = kind
+        self.remove = remove
     }
 
     /// Stops the handler. Safe to call more than once.
@@ -64,11 +60,7 @@ public final class OperationEventSubscription: Sendable {
             defer { state.queue = nil }
             return (state.queue, state.id)
         }
-        switch kind {
-        case .eventHandler: queue?._removeEventHandler(id)
-        case .enqueueHook: queue?._removeEnqueueHook(id)
-        case .taskScope: queue?._removeTaskScope(id)
-        }
+        if let queue { remove(queue, id) }
     }
 
     deinit { cancel() }
@@ -128,7 +120,7 @@ extension OperationQueueExtensions where Self: OperationQueue {
             log.isListening = true
             hasEventHandlers.store(true, ordering: .releasing)
         }
-        return OperationEventSubscription(queue: self, id: id)
+        return OperationEventSubscription(queue: self, id: id) { $0._removeEventHandler($1) }
     }
 }
 
