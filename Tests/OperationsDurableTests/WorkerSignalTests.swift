@@ -31,42 +31,39 @@ struct WorkerSignalTests {
 /// start, sends `signal`, and checks that the operation was given back without costing its
 /// one attempt. Then checks the process exited normally and another worker finishes it.
 private func checkSignalsStopTheWorker(mode: WorkerProcesses.RunMode, signal: Int32) async throws {
-    let file = SQLiteFile()
-    defer { file.remove() }
-    let store = try await file.migratedStore()
-    let workers = WorkerProcesses()
-    defer { workers.stopAll() }
-    let queue = DurableQueue(name: "default", store: store)
-    let runs = if case .plain(let runs) = mode { runs } else { 1 }
-    // One attempt in all: were an interrupted run counted, the operation would fail.
-    let held = try await queue.add(Hold.self, input: runs + 1, retry: .never)
-    try workers.start(name: "w0", sqlite: file.path, mode: mode, shutdownDeadlineMilliseconds: 0)
-    try await workers.recordingLogsOnFailure { () async throws in
-        for run in 1...runs {
-            try await pollUntil(60, "run \(run): the held body's start") {
-                let state = try await held.state
-                let attempts = try await held.attempts
-                return state == .running && attempts.count == run
+    try await withWorkerProcessesOnSQLiteFile { file, store, workers in
+        let queue = DurableQueue(name: "default", store: store)
+        let runs = if case .plain(let runs) = mode { runs } else { 1 }
+        // One attempt in all: were an interrupted run counted, the operation would fail.
+        let held = try await queue.add(Hold.self, input: runs + 1, retry: .never)
+        try workers.start(name: "w0", sqlite: file.path, mode: mode, shutdownDeadlineMilliseconds: 0)
+        try await workers.recordingLogsOnFailure { () async throws in
+            for run in 1...runs {
+                try await pollUntil(60, "run \(run): the held body's start") {
+                    let state = try await held.state
+                    let attempts = try await held.attempts
+                    return state == .running && attempts.count == run
+                }
+                workers.send(signal, to: "w0")
+                // The next run may claim it again at once: the give-back is read in the attempts.
+                try await pollUntil(60, "run \(run): the give-back") {
+                    let attempts = try await held.attempts
+                    return attempts.count >= run && attempts[run - 1].error != nil
+                }
             }
-            workers.send(signal, to: "w0")
-            // The next run may claim it again at once: the give-back is read in the attempts.
-            try await pollUntil(60, "run \(run): the give-back") {
-                let attempts = try await held.attempts
-                return attempts.count >= run && attempts[run - 1].error != nil
-            }
+            let status = try await within(60, "the worker's exit") { await workers.exitStatus("w0") }
+            #expect(try await held.state == .ready)
+            #expect(status == 0, "the worker process ended with status \(String(describing: status)), not by exiting normally\n\(status == 0 ? "" : workers.logs())")
+            let attempts = try await held.attempts
+            #expect(attempts.count == runs)
+            #expect(attempts.allSatisfy { $0.error?.contains("stopped before the body finished") == true }, "\(attempts)")
         }
-        let status = try await within(60, "the worker's exit") { await workers.exitStatus("w0") }
-        #expect(try await held.state == .ready)
-        #expect(status == 0, "the worker process ended with status \(String(describing: status)), not by exiting normally\n\(status == 0 ? "" : workers.logs())")
-        let attempts = try await held.attempts
-        #expect(attempts.count == runs)
-        #expect(attempts.allSatisfy { $0.error?.contains("stopped before the body finished") == true }, "\(attempts)")
+        // Another worker runs it: its next attempt returns.
+        let value = try await withWorkers(store: store) { _ async throws in
+            try await within(30, "the held operation's value") { try await held.value }
+        }
+        #expect(value == runs + 1)
+        await store.shutdown()
     }
-    // Another worker runs it: its next attempt returns.
-    let value = try await withWorkers(store: store) { _ async throws in
-        try await within(30, "the held operation's value") { try await held.value }
-    }
-    #expect(value == runs + 1)
-    await store.shutdown()
 }
 #endif

@@ -97,6 +97,19 @@ struct SQLiteFile: Sendable {
     }
 }
 
+/// Runs `body` with a new file, removed when it returns.
+func withSQLiteFile<T>(_ body: (SQLiteFile) async throws -> T) async throws -> T {
+    let file = SQLiteFile()
+    defer { file.remove() }
+    return try await body(file)
+}
+
+/// Runs `body` with a new file and a migrated store on it, and removes the file when it
+/// returns. The body shuts the store down: some tests read the file after that.
+func withMigratedSQLiteFile<T>(_ body: (SQLiteFile, SQLiteOperationStore) async throws -> T) async throws -> T {
+    try await withSQLiteFile { file in try await body(file, try await file.migratedStore()) }
+}
+
 /// A fresh, migrated store for the body; shut down afterwards.
 func withStore<T>(_ kind: StoreKind, _ body: (any DurableOperationStore) async throws -> T) async throws -> T {
     let (store, shutdown) = try await kind.make()

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import OperationsDurable
 import OperationsPostgres
+import OperationsSQLite
 import PostgresNIO
 import Testing
 
@@ -123,6 +124,34 @@ final class WorkerProcesses: Sendable {
             Issue.record("\(error)\n\(logs())")
             throw error
         }
+    }
+}
+
+/// Runs `body` with worker processes that are stopped when it returns.
+func withWorkerProcesses<T>(_ body: (WorkerProcesses) async throws -> T) async throws -> T {
+    let workers = WorkerProcesses()
+    defer { workers.stopAll() }
+    return try await body(workers)
+}
+
+/// Runs `body` with a new SQLite file, a migrated store on it and worker processes to start
+/// on it; the processes are stopped, then the file removed, when it returns.
+func withWorkerProcessesOnSQLiteFile<T>(
+    _ body: (SQLiteFile, SQLiteOperationStore, WorkerProcesses) async throws -> T
+) async throws -> T {
+    try await withMigratedSQLiteFile { file, store in
+        try await withWorkerProcesses { workers in try await body(file, store, workers) }
+    }
+}
+
+extension PostgresCluster {
+    /// Runs `body` with a store on a new database of the cluster, the database's name, and
+    /// worker processes to start on it, stopped when it returns.
+    func withWorkerProcessesOnNewDatabase<T>(
+        _ body: (PostgresOperationStore, _ database: String, WorkerProcesses) async throws -> T
+    ) async throws -> T {
+        let (store, database) = try await makeStore()
+        return try await withWorkerProcesses { workers in try await body(store, database, workers) }
     }
 }
 
