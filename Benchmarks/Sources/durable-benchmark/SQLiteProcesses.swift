@@ -10,8 +10,9 @@ import OperationsSQLite
 /// operation (read every 10 ms); `rounds` times, 1 and 2 processes in turn. Prints a table.
 func sqliteWorkerProcesses(count: Int, rounds: Int) async throws {
     print("\n## SQLite, worker processes on one file\n")
-    print("\(count) empty operations stored before each run in a fresh file (WAL, synchronous=FULL), then 1 or 2 worker processes with the default concurrency (\(DurableWorker.defaultConcurrency)) or 4; spawn → no unfinished operation; \(rounds) rounds, the rows in turn; medians (every run listed)\n")
-    let settings = ["default", "4"]
+    print("\(count) empty operations stored before each run in a fresh file (WAL, synchronous=FULL), then 1 or 2 worker processes with the default concurrency (\(DurableWorker.defaultConcurrency)) or 4, and with the default concurrency and synchronous=NORMAL (a commit survives a crash of the process, not of the machine); spawn → no unfinished operation; \(rounds) rounds, the rows in turn; medians (every run listed)\n")
+    // A concurrency, and `normal` for the default one with synchronous=NORMAL.
+    let settings = ["default", "4", "normal"]
     var runs: [String: [Double]] = [:]
     for round in 0..<rounds {
         for (setting, processes) in settings.flatMap({ setting in [1, 2].map { (setting, $0) } }) {
@@ -25,7 +26,8 @@ func sqliteWorkerProcesses(count: Int, rounds: Int) async throws {
             let started = ContinuousClock.now
             let children = try (0..<processes).map { index in
                 try ChildProcess(
-                    [ownExecutable(), "--worker-process", "sqlite", path, setting], log: "\(directory)/sqlite-worker-\(index).log")
+                    [ownExecutable(), "--worker-process", setting == "normal" ? "sqlite-normal" : "sqlite", path,
+                     setting == "normal" ? "default" : setting], log: "\(directory)/sqlite-worker-\(index).log")
             }
             while try await store.unfinishedCount(queue: processQueue) > 0 {
                 try await Task.sleep(for: .milliseconds(10))
@@ -40,7 +42,13 @@ func sqliteWorkerProcesses(count: Int, rounds: Int) async throws {
     for setting in settings {
         for processes in [1, 2] {
             let rates = runs["\(setting) \(processes)", default: []]
-            print("| \(setting == "default" ? "default (\(DurableWorker.defaultConcurrency))" : setting) | \(processes) | \(Int(median(rates))) | \(rates.map { String(Int($0)) }.joined(separator: ", ")) |")
+            let name =
+                switch setting {
+                case "default": "default (\(DurableWorker.defaultConcurrency))"
+                case "normal": "default (\(DurableWorker.defaultConcurrency)), synchronous=NORMAL"
+                default: setting
+                }
+            print("| \(name) | \(processes) | \(Int(median(rates))) | \(rates.map { String(Int($0)) }.joined(separator: ", ")) |")
         }
     }
 }

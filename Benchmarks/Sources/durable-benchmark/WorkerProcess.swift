@@ -16,18 +16,21 @@ let processQueue = "bench"
 
 /// `durable-benchmark --worker-process PORT DATABASE CONCURRENCY`, CONCURRENCY a number or
 /// `default` (the worker made without a concurrency argument); PORT `sqlite` and DATABASE a
-/// file's path for the SQLite store. Opens a store with the
+/// file's path for the SQLite store, or PORT `sqlite-normal` for it with
+/// `synchronous = NORMAL`. Opens a store with the
 /// library's default connection settings, runs the worker, counts the queue's unfinished
 /// operations every 50 ms and stops the worker once there are none. Returns the exit status.
 func runWorkerProcess(_ arguments: [String]) async -> Int32 {
-    guard arguments.count == 3, let port = Int(arguments[0]) ?? (arguments[0] == "sqlite" ? 0 : nil), arguments[2] == "default" || Int(arguments[2]) != nil else {
+    guard arguments.count == 3, let port = Int(arguments[0]) ?? (arguments[0].hasPrefix("sqlite") ? 0 : nil), arguments[2] == "default" || Int(arguments[2]) != nil else {
         FileHandle.standardError.write(Data("usage: durable-benchmark --worker-process PORT DATABASE CONCURRENCY|default\n".utf8))
         return 2
     }
     let store: any DurableOperationStore
     let shutdown: @Sendable () async -> Void
-    if arguments[0] == "sqlite" {
-        let sqlite = SQLiteOperationStore(path: arguments[1])
+    if arguments[0].hasPrefix("sqlite") {
+        var configuration = SQLiteOperationStore.Configuration()
+        configuration.synchronousFull = arguments[0] != "sqlite-normal"
+        let sqlite = SQLiteOperationStore(path: arguments[1], configuration: configuration)
         (store, shutdown) = (sqlite, { await sqlite.shutdown() })
     } else {
         let postgres = PostgresOperationStore(configuration: .init(port: port, username: "postgres", database: arguments[1]))
