@@ -15,25 +15,10 @@ struct FinishWatchTests {
     @Test("a finish told while the watch re-reads the awaited operations wakes its waiter without waiting for that read", arguments: StoreKind.all)
     func finishHeardWhileARecheckWaits(_ kind: StoreKind) async throws {
         try await withStore(kind) { base in
-            let reads = Atomic<Int>(0)
-            let unanswered = TestGate()
             // The waiter's own first read passes; every later read (the watch's) waits.
-            let counted = InterceptingStore(
-                base,
-                hooks: {
-                    var hooks = InterceptingStore.Hooks()
-                    hooks.beforeStates = { _ in
-                        if reads.add(1, ordering: .relaxed).newValue >= 2 { await unanswered.waitIgnoringCancellation() }
-                    }
-                    return hooks
-                }())
-            defer { unanswered.open() }
-            let queue = DurableQueue(name: "default", store: counted)
-            let handle = try await queue.add(Echo.self, input: 1)
-            let waiter = Task { try await queue.waitUntilFinished([handle]) }
-            try await pollUntil(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
-            counted.inject(.resynchronize)
-            try await pollUntil(30, "the watch's read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
+            let watched = WatchedWait(over: base) { read in read >= 2 }
+            defer { watched.unanswered.open() }
+            let (handle, waiter) = try await watched.waitForAnOperationUntilTheWatchReads()
             try await withWorkers(store: base, concurrency: 1) { _ async throws in
                 try await within(30, "the wait, while the watch's read is unanswered") {
                     try await withTaskCancellationHandler { try await waiter.value } onCancel: { waiter.cancel() }
@@ -46,30 +31,15 @@ struct FinishWatchTests {
     @Test("a read of the awaited operations that is never answered is given up on, and the watch reads again", arguments: StoreKind.all)
     func unansweredRecheckIsGivenUp(_ kind: StoreKind) async throws {
         try await withStore(kind) { base in
-            let reads = Atomic<Int>(0)
-            let unanswered = TestGate()
             // The waiter's own first read passes; the watch's next two are never answered.
-            let counted = InterceptingStore(
-                base,
-                hooks: {
-                    var hooks = InterceptingStore.Hooks()
-                    hooks.beforeStates = { _ in
-                        let read = reads.add(1, ordering: .relaxed).newValue
-                        if read == 2 || read == 3 { await unanswered.waitIgnoringCancellation() }
-                    }
-                    return hooks
-                }(),
-                finishWatch: DurableFinishWatch(readDeadline: .milliseconds(200)))
-            defer { unanswered.open() }
-            let queue = DurableQueue(name: "default", store: counted)
-            let handle = try await queue.add(Echo.self, input: 1)
-            let waiter = Task { try await queue.waitUntilFinished([handle]) }
-            try await pollUntil(30, "the waiter's first read") { reads.load(ordering: .relaxed) >= 1 }
-            counted.inject(.resynchronize)
-            try await pollUntil(30, "the watch's first read, unanswered") { reads.load(ordering: .relaxed) >= 2 }
-            counted.inject(.resynchronize)
+            let watched = WatchedWait(over: base, finishWatch: DurableFinishWatch(readDeadline: .milliseconds(200))) { read in
+                read == 2 || read == 3
+            }
+            defer { watched.unanswered.open() }
+            let (_, waiter) = try await watched.waitForAnOperationUntilTheWatchReads()
+            watched.store.inject(.resynchronize)
             // Two unanswered reads, each given up on at its deadline, then an answered one.
-            try await pollUntil(30, "a read after the unanswered ones") { reads.load(ordering: .relaxed) >= 4 }
+            try await pollUntil(30, "a read after the unanswered ones") { watched.reads() >= 4 }
             waiter.cancel()
             await #expect(throws: CancellationError.self) { try await waiter.value }
         }
@@ -106,6 +76,37 @@ struct FinishWatchTests {
             }
             #expect(watch.waiting.holds == 0)
         }
+    }
+}
+
+/// A store over `base` that counts its reads of operation states and leaves unanswered
+/// (until `unanswered` opens) those whose number (from 1) `isUnanswered` picks.
+private struct WatchedWait {
+    let store: InterceptingStore
+    let reads = Shared(0)
+    let unanswered = TestGate()
+
+    init(
+        over base: any DurableOperationStore, finishWatch: DurableFinishWatch = DurableFinishWatch(),
+        isUnanswered: @escaping @Sendable (Int) -> Bool
+    ) {
+        var hooks = InterceptingStore.Hooks()
+        hooks.beforeStates = { [reads, unanswered] _ in
+            if isUnanswered(reads.update { $0 += 1; return $0 }) { await unanswered.waitIgnoringCancellation() }
+        }
+        store = InterceptingStore(base, hooks: hooks, finishWatch: finishWatch)
+    }
+
+    /// Adds an operation and a task that waits for it; returns once the waiter's own read
+    /// passed and the watch, told to resynchronize, began its read.
+    func waitForAnOperationUntilTheWatchReads() async throws -> (DurableHandle<Echo>, Task<Void, any Error>) {
+        let queue = DurableQueue(name: "default", store: store)
+        let handle = try await queue.add(Echo.self, input: 1)
+        let waiter = Task { try await queue.waitUntilFinished([handle]) }
+        try await pollUntil(30, "the waiter's first read") { reads() >= 1 }
+        store.inject(.resynchronize)
+        try await pollUntil(30, "the watch's first read, unanswered") { reads() >= 2 }
+        return (handle, waiter)
     }
 }
 #endif

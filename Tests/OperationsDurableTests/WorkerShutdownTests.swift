@@ -14,34 +14,30 @@ struct WorkerShutdownTests {
         "a worker that stops gives back an operation it claimed but never heard of, so that it costs no attempt",
         arguments: StoreKind.all)
     func claimWhoseAnswerWasLostIsGivenBackAtShutdown(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let handle = try await DurableQueue(name: "default", store: store).add(Echo.self, input: 5, retry: .never)
-            // The claim is recorded, and its answer never reaches the worker (it gives up on the
-            // call). Heartbeats after the one that registers the worker get no answer either, so
-            // that no heartbeat finds the claim held without running and gives it back first.
-            let unanswered = TestGate()
-            let claimed = TestGate()
-            let heartbeats = Shared(0)
-            var hooks = InterceptingStore.Hooks()
-            hooks.afterClaim = { claims in
-                guard claims.contains(where: { $0.id == handle.id }) else { return }
-                claimed.open()
-                await unanswered.waitIgnoringCancellation()
-            }
-            hooks.beforeHeartbeat = {
-                let number = heartbeats.update { $0 += 1; return $0 }
-                if number > 1 { await unanswered.waitIgnoringCancellation() }
-            }
-            defer { unanswered.open() }
-            let record = try await stopAndExpectGivenBack(
-                handle, store: store, hooks: hooks, configuration: testWorkerConfiguration(), once: claimed,
-                "the claim to be recorded", input: 5,
-                whileHeld: {
-                    let state = try await handle.state
-                    #expect(state == .running)
-                })
-            #expect(record.attempts.first?.error?.contains("stopped") == true, "\(record.attempts)")
-        }
+        // The claim is recorded, and its answer never reaches the worker (it gives up on the
+        // call). Heartbeats after the one that registers the worker get no answer either, so
+        // that no heartbeat finds the claim held without running and gives it back first.
+        let heartbeats = Shared(0)
+        let record = try await stopAndExpectGivenBack(
+            kind, input: 5, configuration: testWorkerConfiguration(), "the claim to be recorded",
+            holding: { handle, claimed, unanswered in
+                var hooks = InterceptingStore.Hooks()
+                hooks.afterClaim = { claims in
+                    guard claims.contains(where: { $0.id == handle.id }) else { return }
+                    claimed.open()
+                    await unanswered.waitIgnoringCancellation()
+                }
+                hooks.beforeHeartbeat = {
+                    let number = heartbeats.update { $0 += 1; return $0 }
+                    if number > 1 { await unanswered.waitIgnoringCancellation() }
+                }
+                return hooks
+            },
+            whileHeld: { handle in
+                let state = try await handle.state
+                #expect(state == .running)
+            })
+        #expect(record.attempts.first?.error?.contains("stopped") == true, "\(record.attempts)")
     }
 
     @Test(
@@ -89,50 +85,53 @@ struct WorkerShutdownTests {
         "a worker that stops while the store does not take a finished attempt's result gives the operation back",
         arguments: StoreKind.all)
     func resultNotRecordedByShutdownIsGivenBack(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let handle = try await DurableQueue(name: "default", store: store).add(Echo.self, input: 6, retry: .never)
-            // Recording the end of an attempt gets no answer (the worker tries again and again).
-            let unanswered = TestGate()
-            let completing = TestGate()
-            var hooks = InterceptingStore.Hooks()
-            hooks.beforeComplete = { _ in
-                completing.open()
-                await unanswered.waitIgnoringCancellation()
-            }
-            defer { unanswered.open() }
-            var configuration = testWorkerConfiguration()
-            configuration.shutdownDeadline = .milliseconds(100)
-            _ = try await stopAndExpectGivenBack(
-                handle, store: store, hooks: hooks, configuration: configuration, once: completing,
-                "the body's end to be recorded", input: 6)
-        }
+        var configuration = testWorkerConfiguration()
+        configuration.shutdownDeadline = .milliseconds(100)
+        // Recording the end of an attempt gets no answer (the worker tries again and again).
+        _ = try await stopAndExpectGivenBack(
+            kind, input: 6, configuration: configuration, "the body's end to be recorded",
+            holding: { _, completing, unanswered in
+                var hooks = InterceptingStore.Hooks()
+                hooks.beforeComplete = { _ in
+                    completing.open()
+                    await unanswered.waitIgnoringCancellation()
+                }
+                return hooks
+            })
     }
 
-    /// Runs a worker over `hooks` until `reached` opens (after `whileHeld`), stops it, and
-    /// checks that the stop gave the operation back: ready with one attempt, which did not count
-    /// (another worker then runs it, although it allows one). Returns the record after the stop.
+    /// Adds an `Echo` of `input` with one attempt to a fresh store of `kind`, and runs a worker
+    /// over the hooks `holding` makes from its handle, a gate that they open when they hold a
+    /// call, and a gate that releases the held calls (opened when this returns). Once the
+    /// first gate opens (and after `whileHeld`) stops the worker, and checks that the stop
+    /// gave the operation back: ready with one attempt, which did not count (another worker
+    /// then runs it, although it allows one). Returns the record after the stop.
     /// The store call timeout stays the default: the worker gives up on a held call after it,
     /// and every other call of a loaded machine must fit in it.
     private func stopAndExpectGivenBack(
-        _ handle: DurableHandle<Echo>, store: any DurableOperationStore, hooks: InterceptingStore.Hooks,
-        configuration: DurableWorker.Configuration, once reached: TestGate, _ what: String, input: Int,
-        whileHeld: () async throws -> Void = {}
+        _ kind: StoreKind, input: Int, configuration: DurableWorker.Configuration, _ what: String,
+        holding makeHooks: (DurableHandle<Echo>, _ reached: TestGate, _ unanswered: TestGate) -> InterceptingStore.Hooks,
+        whileHeld: (DurableHandle<Echo>) async throws -> Void = { _ in }
     ) async throws -> DurableRecord {
-        let worker = DurableWorker(
-            store: InterceptingStore(store, hooks: hooks), queues: ["default"], kinds: [Echo()], configuration: configuration)
-        let run = Task { try await worker.run() }
-        try await within(60, what) { await reached.wait() }
-        try await whileHeld()
-        worker.stop()
-        try await run.value
-        let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
-        #expect(record.state == .ready, "given back, not left to expire and fail")
-        #expect(record.attempts.count == 1)
-        let value = try await withWorkers(store: store) { _ async throws in
-            try await within(30, "the operation given back") { try await handle.value }
+        try await withStore(kind) { store in
+            let handle = try await DurableQueue(name: "default", store: store).add(Echo.self, input: input, retry: .never)
+            let reached = TestGate(), unanswered = TestGate()
+            defer { unanswered.open() }
+            let worker = DurableWorker(
+                store: InterceptingStore(store, hooks: makeHooks(handle, reached, unanswered)), queues: ["default"],
+                kinds: [Echo()], configuration: configuration)
+            let run = Task { try await worker.run() }
+            try await within(60, what) { await reached.wait() }
+            try await whileHeld(handle)
+            worker.stop()
+            try await run.value
+            let record = try #require(try await store.record(of: handle.id, includingAttempts: true))
+            #expect(record.state == .ready, "given back, not left to expire and fail")
+            #expect(record.attempts.count == 1)
+            let value = try await valueRunningAWorker(of: handle, on: store, "the operation given back")
+            #expect(value == input)
+            return record
         }
-        #expect(value == input)
-        return record
     }
 }
 #endif

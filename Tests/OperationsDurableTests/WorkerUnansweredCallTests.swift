@@ -113,15 +113,26 @@ private func withWorkerOn<T: Sendable>(
     return try await withRunningWorker(worker, body)
 }
 
+/// Runs `body` with a store over a fresh one of `kind` that leaves one `call` unanswered
+/// (see `UnansweredCallStore`); the unanswered call is released when the body returns.
+private func withStoreLeavingUnanswered<T>(
+    _ kind: StoreKind, _ call: UnansweredCallStore.Call, landsFirst: Bool, answeredFirst: Int = 0,
+    _ body: (UnansweredCallStore) async throws -> T
+) async throws -> T {
+    try await withStore(kind) { store in
+        let unanswering = UnansweredCallStore(store, leavingUnanswered: call, landsFirst: landsFirst, answeredFirst: answeredFirst)
+        defer { unanswering.release.open() }
+        return try await body(unanswering)
+    }
+}
+
 @Suite("A store call that never answers", .timeLimit(.minutes(3)))
 struct WorkerUnansweredCallTests {
     @Test(
         "a completion that never answers is recorded again, once, and the operation finishes",
         arguments: StoreKind.all, [false, true])
     func unansweredCompletion(_ kind: StoreKind, landsFirst: Bool) async throws {
-        try await withStore(kind) { store in
-            let unanswering = UnansweredCallStore(store, leavingUnanswered: .complete, landsFirst: landsFirst)
-            defer { unanswering.release.open() }
+        try await withStoreLeavingUnanswered(kind, .complete, landsFirst: landsFirst) { unanswering in
             let queue = DurableQueue(name: "default", store: unanswering)
             let handle = try await queue.add(Echo.self, input: 7)
             let (value, next) = try await withWorkerOn(store: unanswering) {
@@ -145,9 +156,7 @@ struct WorkerUnansweredCallTests {
         "a claim that never answers does not stop the worker claiming; an operation it claimed unseen is given back without costing an attempt",
         arguments: StoreKind.all, [false, true])
     func unansweredClaim(_ kind: StoreKind, landsFirst: Bool) async throws {
-        try await withStore(kind) { store in
-            let unanswering = UnansweredCallStore(store, leavingUnanswered: .claim, landsFirst: landsFirst)
-            defer { unanswering.release.open() }
+        try await withStoreLeavingUnanswered(kind, .claim, landsFirst: landsFirst) { unanswering in
             // One attempt only: an attempt the worker never saw must not use it up.
             let handle = try await DurableQueue(name: "default", store: unanswering).add(Echo.self, input: 8, retry: .never)
             let value = try await withWorkerOn(store: unanswering) {
@@ -169,9 +178,7 @@ struct WorkerUnansweredCallTests {
         "a claim sent before the store reconnected is given up on when it does, and the worker claims again at once",
         arguments: StoreKind.all, [false, true])
     func claimGivenUpOnReconnect(_ kind: StoreKind, landsFirst: Bool) async throws {
-        try await withStore(kind) { store in
-            let unanswering = UnansweredCallStore(store, leavingUnanswered: .claim, landsFirst: landsFirst)
-            defer { unanswering.release.open() }
+        try await withStoreLeavingUnanswered(kind, .claim, landsFirst: landsFirst) { unanswering in
             let intercepting = InterceptingStore(unanswering, hooks: .init())
             let handle = try await DurableQueue(name: "default", store: intercepting).add(Echo.self, input: 8, retry: .never)
             var configuration = testWorkerConfiguration(name: "reconnecting")
@@ -200,11 +207,9 @@ struct WorkerUnansweredCallTests {
         "a body stopped because its heartbeats went unanswered is given back: it runs again without costing an attempt",
         arguments: StoreKind.all)
     func bodyStoppedForItsLeaseIsGivenBack(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+        try await withStoreLeavingUnanswered(kind, .heartbeat, landsFirst: false, answeredFirst: 1) { unanswering in
             // The first heartbeat registers the worker; the second, the first round's, is not
             // answered, so the worker stops its bodies before their leases may end.
-            let unanswering = UnansweredCallStore(store, leavingUnanswered: .heartbeat, landsFirst: false, answeredFirst: 1)
-            defer { unanswering.release.open() }
             // Held on its first attempt until stopped; one attempt only.
             let handle = try await DurableQueue(name: "default", store: unanswering).add(Hold.self, input: 2, retry: .never)
             let value = try await withWorkerOn(store: unanswering, lease: .seconds(8)) {
@@ -221,10 +226,8 @@ struct WorkerUnansweredCallTests {
         "a heartbeat that never answers does not stop the worker's rounds: an operation that comes due is claimed",
         arguments: StoreKind.all)
     func unansweredHeartbeat(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
+        try await withStoreLeavingUnanswered(kind, .heartbeat, landsFirst: false, answeredFirst: 1) { unanswering in
             // The first heartbeat registers the worker; the second, the first round's, is not answered.
-            let unanswering = UnansweredCallStore(store, leavingUnanswered: .heartbeat, landsFirst: false, answeredFirst: 1)
-            defer { unanswering.release.open() }
             let queue = DurableQueue(name: "default", store: unanswering)
             let value = try await withWorkerOn(store: unanswering, lease: .seconds(8)) {
                 await unanswering.unanswered.wait()
