@@ -84,8 +84,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("a batch member reads the outputs of the members it depends on through its context, in the order they were added", arguments: StoreKind.all)
     func batchMemberReadsItsDependenciesOutputs(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let stored = try await queue.add(Echo.self, input: 1_000)
             var batch = DurableBatch()
             let echoes = try [3, 1, 2].map { try batch.add(Echo.self, input: $0) }
@@ -101,8 +100,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("a batch member whose key another kind holds refuses the whole batch, naming both kinds", arguments: StoreKind.all)
     func batchIsAllOrNothing(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             try await queue.setSuspended(true)
             _ = try await queue.add(Echo.self, input: 1, key: "shared")
             var batch = DurableBatch()
@@ -118,8 +116,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("a batch member whose key coalesces stands for the pending operation in the batch's dependencies", arguments: StoreKind.all)
     func coalescedMemberStandsForThePendingOperation(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             try await queue.setSuspended(true)
             let pending = try await queue.add(Work.self, input: 0, key: "once")
             var batch = DurableBatch()
@@ -153,8 +150,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("the counts tell each state, and operationCount the unfinished ones", arguments: StoreKind.all)
     func countsByState(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let other = DurableQueue(name: "other", store: store)
             _ = try await other.add(Echo.self, input: 0)
             let done = try await queue.addOperations(Echo.self, inputs: [1, 2, 3])
@@ -181,8 +177,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("waitUntilAllOperationsAreFinished returns once the queue has drained, operations added meanwhile included", arguments: StoreKind.all)
     func waitUntilAllOperationsAreFinished(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             try await queue.setSuspended(true)
             let first = try await queue.addOperations(Echo.self, inputs: Array(0..<20))
             let returned = Shared(false)
@@ -212,8 +207,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("addOperations waiting until finished returns with every member finished, failures included", arguments: StoreKind.all)
     func addOperationsWaitingUntilFinished(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             var batch = DurableBatch()
             let fine = try batch.add(Echo.self, input: 7)
             let broken = try batch.add(Flaky.self, input: 9, retry: .never)
@@ -230,8 +224,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("waiting for an operation that is not stored throws notFound", arguments: StoreKind.all)
     func waitingForAMissingOperation(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let error = await #expect(throws: DurableError.self) {
                 try await queue.waitUntilFinished([DurableOperationID(rawValue: 987_654)])
             }
@@ -242,8 +235,7 @@ struct DurableBatchesAndWaitsTests {
 
     @Test("a cancelled wait leaves nothing awaited", arguments: StoreKind.all)
     func cancelledWaitLeavesNothing(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             try await queue.setSuspended(true)
             let handle = try await queue.add(Echo.self, input: 1)
             let waiting = Task { try await handle.value }

@@ -18,12 +18,9 @@ struct Unregistered: DurableOperation {
 struct DurableBehaviourTests {
     @Test("an added operation runs once and its output is stored", arguments: StoreKind.all)
     func addedOperationRunsOnce(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let handle = try await queue.add(Echo.self, input: 42)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the echo's value") { try await handle.value }
-            }
+            let value = try await valueRunningAWorker(of: handle, on: store, "the echo's value")
             #expect(value == 42)
             #expect(try await handle.outcome == .succeeded)
             let attempts = try await handle.attempts
@@ -34,17 +31,14 @@ struct DurableBehaviourTests {
 
     @Test("a diamond runs each operation after its dependencies, with their outputs", arguments: StoreKind.all)
     func diamondRunsInDependencyOrder(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let top = try await queue.add(Node.self, input: .init(value: 1))
             let left = try await queue.add(Node.self, input: .init(value: 10, parents: [top]), dependencies: [top])
             let right = try await queue.add(Node.self, input: .init(value: 100, parents: [top]), dependencies: [top])
             let bottom = try await queue.add(
                 Node.self, input: .init(value: 1000, parents: [left, right]), dependencies: [left, right])
             #expect(try await bottom.state == .waiting)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the diamond's bottom") { try await bottom.value }
-            }
+            let value = try await valueRunningAWorker(of: bottom, on: store, "the diamond's bottom")
             #expect(value == 1112)
             let bottomStart = try #require(try await bottom.attempts.first).start
             for parent in [left, right] {
@@ -56,15 +50,12 @@ struct DurableBehaviourTests {
 
     @Test("a failed dependency cancels its dependents with its reason, unless they run anyway", arguments: StoreKind.all)
     func failedDependencyCancelsDependents(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let failing = try await queue.add(Flaky.self, input: 99, retry: .never)
             let dependent = try await queue.add(Echo.self, input: 1, dependencies: [failing])
             let grandchild = try await queue.add(Echo.self, input: 2, dependencies: [dependent])
             let anyway = try await queue.add(Echo.self, input: 3, dependencies: [failing], runsAnyway: true)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the run-anyway dependent") { try await anyway.value }
-            }
+            let value = try await valueRunningAWorker(of: anyway, on: store, "the run-anyway dependent")
             #expect(value == 3)
             #expect(try await failing.outcome == .failed("flaky attempt 1 failed"))
             guard case .cancelled(let reason) = try await dependent.outcome else {
@@ -80,16 +71,13 @@ struct DurableBehaviourTests {
 
     @Test("adding a key that is pending returns the existing operation", arguments: StoreKind.all)
     func keyCoalesces(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let first = try await queue.add(Echo.self, input: 1, key: "thumbnail-7")
             let second = try await queue.add(Echo.self, input: 2, key: "thumbnail-7")
             #expect(first.id == second.id)
             let other = try await queue.add(Echo.self, input: 3, key: "thumbnail-8")
             #expect(other.id != first.id)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the keyed operation") { try await second.value }
-            }
+            let value = try await valueRunningAWorker(of: second, on: store, "the keyed operation")
             #expect(value == 1)
             let third = try await queue.add(Echo.self, input: 4, key: "thumbnail-7")
             #expect(third.id != first.id, "a finished key is free again")
@@ -100,8 +88,7 @@ struct DurableBehaviourTests {
         "a running operation whose cancel was requested takes no new callers: the key's next add is a fresh operation, and both coexist",
         arguments: StoreKind.all)
     func keyOfDoomedOperationTakesNoCallers(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let doomed = try await queue.add(Echo.self, input: 1, key: "report-3")
             // Claimed by a worker that runs nothing: the operation stays running, its cancel
             // requested, until that worker reports.
@@ -121,17 +108,14 @@ struct DurableBehaviourTests {
                 [DurableCompletion(id: doomed.id, attempt: 1, result: .cancelled(reason: "superseded"))], worker: "w")
             #expect(try await doomed.outcome == .cancelled("superseded"))
             #expect(try await queue.add(Echo.self, input: 4, key: "report-3").id == fresh.id)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the fresh operation") { try await fresh.value }
-            }
+            let value = try await valueRunningAWorker(of: fresh, on: store, "the fresh operation")
             #expect(value == 2)
         }
     }
 
     @Test("adding a key that a pending operation of another kind holds is refused, naming both kinds", arguments: StoreKind.all)
     func keyOfAnotherKindIsRefused(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let held = try await queue.add(Work.self, input: 0, key: "shared")
             let error = await #expect(throws: DurableError.self) {
                 try await queue.add(Echo.self, input: 1, key: "shared")
@@ -146,8 +130,7 @@ struct DurableBehaviourTests {
 
     @Test("priority bands start in order, first in first out within a band", arguments: StoreKind.all)
     func priorityBands(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let plan: [(String, Operations.Operation.QueuePriority)] = [
                 ("low 1", .low), ("high 1", .high), ("normal 1", .normal), ("high 2", .high), ("low 2", .low),
                 ("very high", .veryHigh), ("normal 2", .normal),
@@ -169,8 +152,7 @@ struct DurableBehaviourTests {
 
     @Test("a failed attempt is retried until the maximum, each attempt recorded", arguments: StoreKind.all)
     func retriesUpToTheMaximum(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let recovers = try await queue.add(Flaky.self, input: 3, retry: DurableRetry(.immediate, maximumAttempts: 3))
             let exhausted = try await queue.add(
                 Flaky.self, input: 5, retry: DurableRetry(.constant(.milliseconds(50)), maximumAttempts: 2))
@@ -190,8 +172,7 @@ struct DurableBehaviourTests {
 
     @Test("an operation retried forever (maximumAttempts .max) is added, and a failure waits its strategy's delay", arguments: StoreKind.all)
     func retriesForever(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             // An hour after the first failure, two after the second: told apart without waiting.
             let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: .max)
             let operation = try await queue.add(Flaky.self, input: .max, retry: retry)
@@ -211,8 +192,7 @@ struct DurableBehaviourTests {
         "the wait after failure n follows the strategy at any n: it grows, then stays at the maximum, never trapping",
         arguments: StoreKind.all)
     func retryWaitAtAnyFailure(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: .max)
             let expectations: [(failure: Int, wait: Double)] = [
                 (1, 3_600), (2, 7_200), (3, 14_400), (5, 57_600), (6, 100_000), (1_100, 100_000), (2_000_000_000, 100_000),
@@ -283,8 +263,7 @@ struct DurableBehaviourTests {
 
     @Test("cancelling a pending operation is immediate and reaches its dependents", arguments: StoreKind.all)
     func cancelPending(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let pending = try await queue.add(Echo.self, input: 1)
             let dependent = try await queue.add(Echo.self, input: 2, dependencies: [pending])
             try await pending.cancel(reason: "not needed")
@@ -301,8 +280,7 @@ struct DurableBehaviourTests {
 
     @Test("a cancel reaches a running body, which ends cancelled with the reason", arguments: StoreKind.all)
     func cancelRunning(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let held = try await queue.add(Hold.self, input: 99)
             try await withWorkers(store: store) { _ async throws in
                 try await pollUntil(30, "the body started") { try await held.state == .running }
@@ -321,8 +299,7 @@ struct DurableBehaviourTests {
 
     @Test("an input that does not decode fails that operation only", arguments: StoreKind.all)
     func undecodableInput(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let results = try await store.enqueue([
                 DurableEnqueueRequest(queue: "default", kind: Echo.kind, input: "\"not a number\"", maximumAttempts: 3)
             ])
@@ -345,8 +322,7 @@ struct DurableBehaviourTests {
 
     @Test("an operation of a kind no worker knows waits, and its wait description says so", arguments: StoreKind.all)
     func unknownKindWaits(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let unknown = try await queue.add(Unregistered.self, input: 1)
             let known = try await queue.add(Echo.self, input: 2)
             try await withWorkers(store: store) { _ async throws in
@@ -360,8 +336,7 @@ struct DurableBehaviourTests {
 
     @Test("an operation scheduled for later is not claimed before its date", arguments: StoreKind.all)
     func notBefore(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             // An hour ahead: still waiting however slowly this machine runs the test.
             let far = try await queue.add(Echo.self, input: 6, notBefore: Date().addingTimeInterval(3600))
             #expect(try await far.waitDescription.contains("scheduled for later"))
@@ -378,8 +353,7 @@ struct DurableBehaviourTests {
 
     @Test("a suspended queue is not claimed from until it is resumed", arguments: StoreKind.all)
     func suspendedQueue(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             try await queue.setSuspended(true)
             #expect(try await queue.isSuspended)
             let handle = try await queue.add(Echo.self, input: 9)
@@ -397,8 +371,7 @@ struct DurableBehaviourTests {
 
     @Test("the queue's limit holds across workers", arguments: StoreKind.all)
     func limitAcrossWorkers(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             try await queue.setMaxConcurrentOperationCount(2)
             #expect(try await queue.maxConcurrentOperationCount == 2)
             var handles: [DurableHandle<Work>] = []
@@ -416,8 +389,7 @@ struct DurableBehaviourTests {
 
     @Test("an operation with a dependency that is not stored is refused, naming it", arguments: StoreKind.all)
     func missingDependencyIsRefused(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let error = await #expect(throws: DurableError.self) {
                 try await queue.add(Echo.self, input: 1, dependencies: [DurableOperationID(rawValue: 987_654)])
             }
@@ -428,8 +400,7 @@ struct DurableBehaviourTests {
 
     @Test("a worker stopping gives its running operations back, and another worker finishes them", arguments: StoreKind.all)
     func stoppingWorkerGivesBack(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let held = try await queue.add(Hold.self, input: 2, retry: .never)
             try await withWorkerUntilStarted(held.id, store: store)
             #expect(try await held.state == .ready, "given back, not failed")
@@ -447,8 +418,7 @@ struct DurableBehaviourTests {
         "a failure after a given-back attempt waits the first retry delay: the given-back attempt counts for neither attempts nor delays",
         arguments: StoreKind.all)
     func retryDelayAfterGiveBack(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             // An hour after the first failure, two after the second: told apart without waiting.
             let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: 3)
             let operation = try await queue.add(HoldsThenFails.self, input: 0, retry: retry)
@@ -469,8 +439,7 @@ struct DurableBehaviourTests {
 
     @Test("a give-back names its attempt: a late one for an earlier attempt leaves a later attempt running", arguments: StoreKind.all)
     func giveBackIsAttemptScoped(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let handle = try await queue.add(Echo.self, input: 1)
             _ = try await store.claim(queue: "default", kinds: ["echo"], worker: "w", limit: 1, lease: .seconds(60))
             try await store.giveBack([DurableAttemptID(operation: handle.id, attempt: 1)], worker: "w", reason: "first")
@@ -489,8 +458,7 @@ struct DurableBehaviourTests {
         "a claim whose worker vanished is rescued when its lease expires, and that attempt's late finish is ignored",
         arguments: StoreKind.all)
     func vanishedWorkerIsRescuedAndItsLateFinishIgnored(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let handle = try await queue.add(Work.self, input: 0, retry: DurableRetry(.immediate, maximumAttempts: 3))
             // A worker that claims and then dies (between the claim and the finish) with a short lease.
             let claims = try await store.claim(
@@ -502,9 +470,7 @@ struct DurableBehaviourTests {
             try await store.complete(
                 [DurableCompletion(id: handle.id, attempt: 1, result: .succeeded(output: "1"))], worker: "vanished")
             #expect(try await handle.state == .ready)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the rescued operation") { try await handle.value }
-            }
+            let value = try await valueRunningAWorker(of: handle, on: store, "the rescued operation")
             #expect(value == 2, "the second attempt's output, not the late one")
             let attempts = try await handle.attempts
             #expect(attempts.map(\.number) == [1, 2])
@@ -517,8 +483,7 @@ struct DurableBehaviourTests {
         "a worker's heartbeat renews only the leases of what it runs: a claim it never got the answer to expires and is rescued",
         arguments: StoreKind.all)
     func heartbeatRenewsOnlyWhatRuns(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let handle = try await queue.add(Echo.self, input: 7, retry: DurableRetry(.immediate, maximumAttempts: 3))
             // Claimed by "w", which then runs nothing (as if the claim's answer were lost) and
             // keeps heartbeating.
@@ -532,17 +497,14 @@ struct DurableBehaviourTests {
                 return try await store.rescueExpiredLeases() == 1
             }
             #expect(try await handle.state == .ready)
-            let value = try await withWorkers(store: store) { _ async throws in
-                try await within(30, "the rescued operation") { try await handle.value }
-            }
+            let value = try await valueRunningAWorker(of: handle, on: store, "the rescued operation")
             #expect(value == 7)
         }
     }
 
     @Test("cancelAll cancels every unfinished operation of the queue", arguments: StoreKind.all)
     func cancelAll(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let first = try await queue.add(Echo.self, input: 1)
             let second = try await queue.add(Echo.self, input: 2, dependencies: [first])
             try await queue.cancelAll(reason: "shutting down")

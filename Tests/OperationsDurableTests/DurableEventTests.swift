@@ -14,8 +14,7 @@ import Testing
 struct DurableEventTests {
     @Test("a run reports enqueued, started, retried, cancelled and finished in order", arguments: StoreKind.all)
     func eventsOfARun(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let queueEvents = DurableEventRecorder()
             let queueSubscription = queue.addEventHandler(queueEvents.record)
             let echo = try await queue.add(Echo.self, input: 1)
@@ -73,8 +72,7 @@ struct DurableEventTests {
 
     @Test("a failure without attempts left finishes as failed", arguments: StoreKind.all)
     func finalFailure(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let failing = try await queue.add(Flaky.self, input: 5, retry: DurableRetry(.immediate, maximumAttempts: 2))
             let worker = DurableWorker(
                 store: store, queues: ["default"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "events"))
@@ -91,8 +89,7 @@ struct DurableEventTests {
 
     @Test("a handler that does not return holds up no body, claim or heartbeat of the worker", arguments: StoreKind.all)
     func slowHandlerHoldsUpNothing(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let worker = DurableWorker(
                 store: store, queues: ["default"], kinds: allTestKinds, configuration: testWorkerConfiguration(name: "slow-handler"))
             // The first event's handler blocks its thread until the test is done with the
@@ -120,8 +117,7 @@ struct DurableEventTests {
 
     @Test("an attempt the worker gives back when it stops is reported as retried, saying why", arguments: StoreKind.all)
     func givenBack(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let hold = try await queue.add(Hold.self, input: 99, retry: .never)
             // No time for running bodies: stopping gives the attempt back at once.
             var configuration = longLeaseConfiguration(name: "stopping")

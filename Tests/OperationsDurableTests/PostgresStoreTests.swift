@@ -137,9 +137,7 @@ struct PostgresStoreTests {
             try await connection.query("INSERT INTO orders VALUES (2)", logger: logger)
             return try await queue.add(Echo.self, input: 2, on: connection)
         }
-        let value = try await withWorkers(store: store) { _ async throws in
-            try await within(30, "the committed operation") { try await committed.value }
-        }
+        let value = try await valueRunningAWorker(of: committed, on: store, "the committed operation")
         #expect(value == 2)
         let orders = try await store.client.query("SELECT id FROM orders").collect()
         #expect(try orders.map { try $0.decode(Int.self) } == [2])

@@ -116,9 +116,7 @@ struct SQLiteStoreTests {
         try await store.migrate()
         let queue = DurableQueue(name: "default", store: store)
         let handle = try await queue.add(Echo.self, input: 5)
-        let value = try await withWorkers(store: store) { _ async throws in
-            try await within(30, "the echo") { try await handle.value }
-        }
+        let value = try await valueRunningAWorker(of: handle, on: store, "the echo")
         #expect(value == 5)
         await store.shutdown()
     }

@@ -42,9 +42,7 @@ struct WorkerAttemptTrackingTests {
                 .add(Flaky.self, input: 2, retry: DurableRetry(.immediate, maximumAttempts: 2))
             let gated = reclaimBeforeCompletionReturns(store, holding: flaky.id)
             let handle = DurableQueue(name: "default", store: gated).handle(Flaky.self, id: flaky.id)
-            let value = try await withWorkers(store: gated) { _ async throws in
-                try await within(30, "the second attempt") { try await handle.value }
-            }
+            let value = try await valueRunningAWorker(of: handle, on: gated, "the second attempt")
             #expect(value == 2)
             #expect(try await handle.attempts.map(\.number) == [1, 2])
         }

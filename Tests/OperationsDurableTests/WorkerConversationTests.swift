@@ -13,8 +13,7 @@ import Testing
 struct WorkerConversationTests {
     @Test("a worker whose ends claim the next operations never runs more attempts at once than its concurrency", arguments: StoreKind.all)
     func endsThatClaimKeepTheConcurrency(_ kind: StoreKind) async throws {
-        try await withStore(kind) { store in
-            let queue = DurableQueue(name: "default", store: store)
+        try await withDefaultQueue(kind) { queue, store in
             let handles = try await queue.addOperations(Work.self, inputs: Array(repeating: 2, count: 120))
             try await withWorkers(store: store, concurrency: 3) { _ async throws in
                 try await within(60, "the operations") { try await queue.waitUntilFinished(handles) }

@@ -59,9 +59,7 @@ private func checkSignalsStopTheWorker(mode: WorkerProcesses.RunMode, signal: In
             #expect(attempts.allSatisfy { $0.error?.contains("stopped before the body finished") == true }, "\(attempts)")
         }
         // Another worker runs it: its next attempt returns.
-        let value = try await withWorkers(store: store) { _ async throws in
-            try await within(30, "the held operation's value") { try await held.value }
-        }
+        let value = try await valueRunningAWorker(of: held, on: store, "the held operation's value")
         #expect(value == runs + 1)
         await store.shutdown()
     }

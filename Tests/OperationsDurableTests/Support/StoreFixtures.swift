@@ -123,6 +123,23 @@ func withStore<T>(_ kind: StoreKind, _ body: (any DurableOperationStore) async t
     }
 }
 
+/// A fresh, migrated store and the queue "default" on it for the body; shut down afterwards.
+func withDefaultQueue<T>(
+    _ kind: StoreKind, _ body: (DurableQueue, any DurableOperationStore) async throws -> T
+) async throws -> T {
+    try await withStore(kind) { store in try await body(DurableQueue(name: "default", store: store), store) }
+}
+
+/// Runs a worker on `store` until `handle` has its value (`what`, within `seconds`), and
+/// returns the value.
+func valueRunningAWorker<K: DurableOperation>(
+    of handle: DurableHandle<K>, on store: any DurableOperationStore, _ what: String, within seconds: Double = 30
+) async throws -> K.Output {
+    try await withWorkers(store: store) { _ async throws in
+        try await within(seconds, what) { try await handle.value }
+    }
+}
+
 /// Runs one statement on the store's database directly: for a test that puts a row in a
 /// state the store's methods reach only after a long history.
 func executeDirectly(_ sql: String, in store: any DurableOperationStore) async throws {
