@@ -35,6 +35,17 @@ struct StallReportTests {
         }
     }
 
+    /// Runs `body` with a fresh queue while the diagnostics naming `marker` are captured (see
+    /// `Capture.during`); returns the capture, to look at once the queue's work is done.
+    @discardableResult
+    func capturingReports(
+        naming marker: String, delay: Duration = .zero, _ body: (Capture, OperationQueue) -> Void
+    ) -> Capture {
+        let capture = Capture(marker: marker)
+        capture.during(delay: delay) { body(capture, OperationQueue()) }
+        return capture
+    }
+
     /// Runs `wait` on another thread; the returned gate opens when it returns.
     func waitInBackground(_ wait: @escaping @Sendable () -> Void) -> BlockingSignal {
         let returned = BlockingSignal()
@@ -45,25 +56,52 @@ struct StallReportTests {
         return returned
     }
 
+    /// Runs `wait` on another thread until `capture` has its stall report, then ends the
+    /// wait with `end` and checks that it returns.
+    func expectReported(
+        by capture: Capture, whileWaiting wait: @escaping @Sendable () -> Void, endingIt end: () -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let returned = waitInBackground(wait)
+        #expect(capture.reported.wait(), sourceLocation: sourceLocation)
+        end()
+        #expect(returned.wait(), sourceLocation: sourceLocation)
+    }
+
+    /// Adds `operations` to `queue` in one go while it is suspended, then resumes it: they
+    /// wait in that order before any of them starts.
+    func addInOrder(_ operations: [Operation], to queue: OperationQueue) {
+        queue.isSuspended = true
+        queue.addOperations(operations, waitUntilFinished: false)
+        queue.isSuspended = false
+    }
+
+    /// Checks that the first stall report `capture` holds mentions each of `parts`.
+    func expectFirstStall(in capture: Capture, mentions parts: String..., sourceLocation: SourceLocation = #_sourceLocation) {
+        let message = capture.stalls.first ?? ""
+        for part in parts {
+            #expect(message.contains(part), "\(message)", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Names `queue`, suspends it, and adds to it an operation named `heldName`, which it holds.
+    func suspend(_ queue: OperationQueue, named name: String, holding heldName: String) {
+        queue.name = name
+        queue.isSuspended = true
+        queue.addOperation(BlockOperation {}.named(heldName))
+    }
+
     @Test("a dependency cycle: reported once with the cycle, the wait returns once one is cancelled")
     func cycle() {
-        let capture = Capture(marker: "cycle-a")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "cycle-a") { capture, queue in
             let a = BlockOperation {}.named("cycle-a"), b = BlockOperation {}.named("cycle-b")
             a.addDependency(b)
             b.addDependency(a)
             queue.addOperations([a, b], waitUntilFinished: false)
-            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
-            #expect(capture.reported.wait())
-            a.cancel()
-            #expect(returned.wait())
+            expectReported(by: capture, whileWaiting: { queue.waitUntilAllOperationsAreFinished() }, endingIt: { a.cancel() })
             #expect(capture.messages().contains { $0.kind == .dependencyCycle })
             #expect(capture.stalls.count == 1)
-            let message = capture.stalls.first ?? ""
-            #expect(message.contains("waitUntilAllOperationsAreFinished()"), "\(message)")
-            #expect(message.contains("dependency cycle"), "\(message)")
-            #expect(message.contains("\"cycle-b\""), "\(message)")
+            expectFirstStall(in: capture, mentions: "waitUntilAllOperationsAreFinished()", "dependency cycle", "\"cycle-b\"")
             // The cycle is also a retain cycle.
             b.removeDependency(a)
         }
@@ -71,55 +109,37 @@ struct StallReportTests {
 
     @Test("a dependency in no queue")
     func dependencyInNoQueue() {
-        let capture = Capture(marker: "lonely")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "lonely") { capture, queue in
             let lonely = BlockOperation {}.named("lonely")
             let waiting = BlockOperation {}.named("waits-for-lonely")
             waiting.addDependency(lonely)
             queue.addOperation(waiting)
-            let returned = waitInBackground { waiting.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            lonely.start()
-            #expect(returned.wait())
-            let message = capture.stalls.first ?? ""
-            #expect(message.contains("waitUntilFinished() on operation \"waits-for-lonely\""), "\(message)")
-            #expect(message.contains("\"lonely\": it is in no queue"), "\(message)")
+            expectReported(by: capture, whileWaiting: { waiting.waitUntilFinished() }, endingIt: { lonely.start() })
+            expectFirstStall(in: capture, mentions: "waitUntilFinished() on operation \"waits-for-lonely\"", "\"lonely\": it is in no queue")
         }
     }
 
     @Test("a suspended queue, and one report for addOperations(_:waitUntilFinished: true)")
     func suspendedQueue() {
-        let capture = Capture(marker: "suspended-queue")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "suspended-queue") { capture, queue in
             queue.name = "suspended-queue"
             queue.isSuspended = true
             let operations = (0..<3).map { BlockOperation {}.named("held \($0)") }
-            let returned = waitInBackground { queue.addOperations(operations, waitUntilFinished: true) }
-            #expect(capture.reported.wait())
-            queue.isSuspended = false
-            #expect(returned.wait())
+            expectReported(
+                by: capture, whileWaiting: { queue.addOperations(operations, waitUntilFinished: true) },
+                endingIt: { queue.isSuspended = false })
             #expect(capture.stalls.count == 1)
-            let message = capture.stalls.first ?? ""
-            #expect(message.contains("3 operations"), "\(message)")
-            #expect(message.contains("is suspended"), "\(message)")
+            expectFirstStall(in: capture, mentions: "3 operations", "is suspended")
         }
     }
 
     @Test("with a delay, the waiting thread looks again when its timed wait expires, and reports once")
     func afterDelay() {
-        let capture = Capture(marker: "delayed")
         // No assertion on time: the report must come at some point while the wait lasts.
-        capture.during(delay: .milliseconds(10)) {
-            let queue = OperationQueue()
-            queue.name = "delayed"
-            queue.isSuspended = true
-            queue.addOperation(BlockOperation {}.named("held"))
-            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
-            #expect(capture.reported.wait())
-            queue.isSuspended = false
-            #expect(returned.wait())
+        capturingReports(naming: "delayed", delay: .milliseconds(10)) { capture, queue in
+            suspend(queue, named: "delayed", holding: "held")
+            expectReported(
+                by: capture, whileWaiting: { queue.waitUntilAllOperationsAreFinished() }, endingIt: { queue.isSuspended = false })
             #expect(capture.stalls.count == 1)
             #expect(capture.stalls.first?.contains("has waited") == true)
         }
@@ -127,9 +147,7 @@ struct StallReportTests {
 
     @Test("a wait for one operation is reported while its queue keeps finishing others")
     func reportedWhileTheQueueProgresses() {
-        let capture = Capture(marker: "busy-stuck")
-        capture.during(delay: .milliseconds(10)) {
-            let queue = OperationQueue()
+        capturingReports(naming: "busy-stuck", delay: .milliseconds(10)) { capture, queue in
             queue.maxConcurrentOperationCount = 2
             let lonely = BlockOperation {}.named("busy-lonely")
             let stuck = BlockOperation {}.named("busy-stuck")
@@ -141,11 +159,10 @@ struct StallReportTests {
                 queue.addOperation { if keepGoing() { more() } }
             }
             more()
-            let returned = waitInBackground { stuck.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            keepGoing.update { $0 = false }
-            lonely.start()
-            #expect(returned.wait())
+            expectReported(by: capture, whileWaiting: { stuck.waitUntilFinished() }) {
+                keepGoing.update { $0 = false }
+                lonely.start()
+            }
             #expect(capture.stalls.first?.contains("\"busy-lonely\"") == true)
             queue.waitUntilAllOperationsAreFinished()
         }
@@ -153,25 +170,20 @@ struct StallReportTests {
 
     @Test("a limit of 0")
     func limitZero() {
-        let capture = Capture(marker: "limit-zero")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "limit-zero") { capture, queue in
             queue.name = "limit-zero"
             queue.maxConcurrentOperationCount = 0
             queue.addOperation(BlockOperation {}.named("never started"))
-            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
-            #expect(capture.reported.wait())
-            queue.maxConcurrentOperationCount = 1
-            #expect(returned.wait())
+            expectReported(
+                by: capture, whileWaiting: { queue.waitUntilAllOperationsAreFinished() },
+                endingIt: { queue.maxConcurrentOperationCount = 1 })
             #expect(capture.stalls.first?.contains("maxConcurrentOperationCount is 0") == true)
         }
     }
 
     @Test("no report while the operations can make progress")
     func noFalseAlarm() {
-        let capture = Capture(marker: "busy")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "busy") { capture, queue in
             queue.name = "busy"
             queue.maxConcurrentOperationCount = 1
             let started = BlockingSignal(), release = BlockingSignal()
@@ -274,21 +286,18 @@ struct StallReportTests {
                 }
             }
         }
-        let capture = Capture(marker: "unannounced")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "unannounced") { capture, queue in
             let operation = Unannounced()
             operation.name = "unannounced"
             queue.addOperation(operation)
             #expect(operation.finished.wait())
             #expect(operation.waitDescription.contains("isFinished reads true but was never announced"))
-            let returned = waitInBackground { queue.waitUntilAllOperationsAreFinished() }
-            #expect(capture.reported.wait())
-            #expect(capture.stalls.first?.contains("isFinished reads true but was never announced") == true)
-            // Announced at last: the queue lets it go.
-            operation.willChangeValue(forKey: "state")
-            operation.didChangeValue(forKey: "state")
-            #expect(returned.wait())
+            expectReported(by: capture, whileWaiting: { queue.waitUntilAllOperationsAreFinished() }) {
+                #expect(capture.stalls.first?.contains("isFinished reads true but was never announced") == true)
+                // Announced at last: the queue lets it go.
+                operation.willChangeValue(forKey: "state")
+                operation.didChangeValue(forKey: "state")
+            }
         }
     }
 
@@ -303,21 +312,30 @@ struct StallReportTests {
         return (task, returned)
     }
 
+    /// Runs `wait` in a task until `capture` has its stall report, runs `check`, then cancels
+    /// the task and checks that its body returns.
+    func expectReported(
+        by capture: Capture, whileAwaiting wait: @escaping @Sendable () async -> Void, _ check: () -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let (task, returned) = awaitInBackground(wait)
+        #expect(capture.reported.wait(), sourceLocation: sourceLocation)
+        check()
+        task.cancel()
+        #expect(returned.wait(), sourceLocation: sourceLocation)
+    }
+
     @Test("await value of an operation whose upstream is in no queue: reported, naming the upstream")
     func awaitValueReported() {
-        let capture = Capture(marker: "async-upstream")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "async-upstream") { capture, queue in
             let upstream = BlockOperation {}.named("async-upstream")
             let downstream = ValueBlockOperation { 1 }.named("async-downstream")
             downstream.addDependency(upstream)
             queue.addOperation(downstream)
-            let (task, returned) = awaitInBackground { _ = try? await downstream.value }
-            #expect(capture.reported.wait())
-            #expect(capture.stalls.first?.contains("\"async-upstream\"") == true)
-            #expect(capture.stalls.first?.contains("in no queue") == true)
-            task.cancel()
-            #expect(returned.wait())
+            expectReported(by: capture, whileAwaiting: { _ = try? await downstream.value }) {
+                #expect(capture.stalls.first?.contains("\"async-upstream\"") == true)
+                #expect(capture.stalls.first?.contains("in no queue") == true)
+            }
             // Cancelling an operation in no queue does not finish it: nothing would start it.
             upstream.start()
             queue.waitUntilAllOperationsAreFinished()
@@ -326,30 +344,21 @@ struct StallReportTests {
 
     @Test("await waitUntilFinished() of an operation in no queue: reported")
     func awaitWaitUntilFinishedReported() {
-        let capture = Capture(marker: "async-alone")
-        capture.during {
+        capturingReports(naming: "async-alone") { capture, _ in
             let operation = BlockOperation {}.named("async-alone")
-            let (task, returned) = awaitInBackground { await operation.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            #expect(capture.stalls.first?.contains("awaiting operation \"async-alone\"") == true)
-            task.cancel()
-            #expect(returned.wait())
+            expectReported(by: capture, whileAwaiting: { await operation.waitUntilFinished() }) {
+                #expect(capture.stalls.first?.contains("awaiting operation \"async-alone\"") == true)
+            }
         }
     }
 
     @Test("await waitUntilAllOperationsAreFinished() on a suspended queue: reported")
     func awaitQueueReported() {
-        let capture = Capture(marker: "async-suspended")
-        capture.during {
-            let queue = OperationQueue()
-            queue.name = "async-suspended"
-            queue.isSuspended = true
-            queue.addOperation(BlockOperation {}.named("async-suspended work"))
-            let (task, returned) = awaitInBackground { await queue.waitUntilAllOperationsAreFinished() }
-            #expect(capture.reported.wait())
-            #expect(capture.stalls.first?.contains("is suspended") == true)
-            task.cancel()
-            #expect(returned.wait())
+        capturingReports(naming: "async-suspended") { capture, queue in
+            suspend(queue, named: "async-suspended", holding: "async-suspended work")
+            expectReported(by: capture, whileAwaiting: { await queue.waitUntilAllOperationsAreFinished() }) {
+                #expect(capture.stalls.first?.contains("is suspended") == true)
+            }
             queue.isSuspended = false
             queue.waitUntilAllOperationsAreFinished()
         }
@@ -357,20 +366,17 @@ struct StallReportTests {
 
     @Test("a loop over results(adding:) whose stages wait for an upstream in no queue: reported")
     func resultsLoopReported() {
-        let capture = Capture(marker: "async-forgotten")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "async-forgotten") { capture, queue in
             let forgotten = ValueBlockOperation { 2 }.named("async-forgotten")
             let stage = forgotten.then { $0 * 2 }
-            let (task, returned) = awaitInBackground {
+            let loop: @Sendable () async -> Void = {
                 do {
                     for try await _ in queue.results(adding: [stage]) {}
                 } catch {}
             }
-            #expect(capture.reported.wait())
-            #expect(capture.stalls.first?.contains("a loop over results(adding:)") == true)
-            task.cancel()
-            #expect(returned.wait())
+            expectReported(by: capture, whileAwaiting: loop) {
+                #expect(capture.stalls.first?.contains("a loop over results(adding:)") == true)
+            }
             forgotten.start()
             queue.waitUntilAllOperationsAreFinished()
         }
@@ -378,51 +384,33 @@ struct StallReportTests {
 
     @Test("an async wait that cannot make progress is reported after the delay, by the watch's timer")
     func awaitReportedAfterDelay() {
-        let capture = Capture(marker: "async-delayed")
-        capture.during(delay: .milliseconds(50)) {
+        capturingReports(naming: "async-delayed", delay: .milliseconds(50)) { capture, _ in
             let operation = BlockOperation {}.named("async-delayed")
-            let (task, returned) = awaitInBackground { await operation.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            #expect(capture.stalls.count == 1)
-            #expect(capture.stalls.first?.contains("has waited") == true)
-            task.cancel()
-            #expect(returned.wait())
+            expectReported(by: capture, whileAwaiting: { await operation.waitUntilFinished() }) {
+                #expect(capture.stalls.count == 1)
+                #expect(capture.stalls.first?.contains("has waited") == true)
+            }
         }
     }
 
     @Test("await value of an operation that is itself in no queue: reported, saying so")
     func awaitValueInNoQueueReported() {
-        let capture = Capture(marker: "async-unqueued")
-        capture.during {
+        capturingReports(naming: "async-unqueued") { capture, _ in
             let operation = ValueBlockOperation { 3 }.named("async-unqueued")
-            let (task, returned) = awaitInBackground { _ = try? await operation.value }
-            #expect(capture.reported.wait())
-            let message = capture.stalls.first ?? ""
-            #expect(message.contains("awaiting operation \"async-unqueued\""), "\(message)")
-            #expect(message.contains("\"async-unqueued\": it is in no queue"), "\(message)")
-            task.cancel()
-            #expect(returned.wait())
+            expectReported(by: capture, whileAwaiting: { _ = try? await operation.value }) {
+                expectFirstStall(in: capture, mentions: "awaiting operation \"async-unqueued\"", "\"async-unqueued\": it is in no queue")
+            }
         }
     }
 
     @Test("enqueue(_:) waiting for room in a full queue that is suspended: reported")
     func enqueueReported() {
-        let capture = Capture(marker: "async-full")
-        capture.during {
-            let queue = OperationQueue()
-            queue.name = "async-full"
+        capturingReports(naming: "async-full") { capture, queue in
+            suspend(queue, named: "async-full", holding: "async-full first")
             queue.capacity = 1
-            queue.isSuspended = true
-            queue.addOperation(BlockOperation {}.named("async-full first"))
-            let (task, returned) = awaitInBackground {
-                _ = try? await queue.enqueue(BlockOperation {}.named("async-full second"))
+            expectReported(by: capture, whileAwaiting: { _ = try? await queue.enqueue(BlockOperation {}.named("async-full second")) }) {
+                expectFirstStall(in: capture, mentions: "enqueue(_:) on queue \"async-full\"", "is suspended")
             }
-            #expect(capture.reported.wait())
-            let message = capture.stalls.first ?? ""
-            #expect(message.contains("enqueue(_:) on queue \"async-full\""), "\(message)")
-            #expect(message.contains("is suspended"), "\(message)")
-            task.cancel()
-            #expect(returned.wait())
             queue.isSuspended = false
             queue.waitUntilAllOperationsAreFinished()
         }
@@ -430,9 +418,7 @@ struct StallReportTests {
 
     @Test("no report for an async wait on an operation that is running")
     func awaitNoFalseAlarm() {
-        let capture = Capture(marker: "async-busy")
-        capture.during {
-            let queue = OperationQueue()
+        capturingReports(naming: "async-busy") { capture, queue in
             let started = BlockingSignal(), release = BlockingSignal()
             let operation = ValueBlockOperation { started.open(); release.wait(); return 1 }.named("async-busy")
             queue.addOperation(operation)
@@ -446,12 +432,8 @@ struct StallReportTests {
 
     @Test("several async waits at once, with a delay: one timer reports each of them once")
     func severalAwaitsReportedOnce() {
-        let capture = Capture(marker: "async-several")
-        capture.during(delay: .milliseconds(20)) {
-            let queue = OperationQueue()
-            queue.name = "async-several queue"
-            queue.isSuspended = true
-            queue.addOperation(BlockOperation {}.named("async-several held"))
+        capturingReports(naming: "async-several", delay: .milliseconds(20)) { capture, queue in
+            suspend(queue, named: "async-several queue", holding: "async-several held")
             let alone = BlockOperation {}.named("async-several alone")
             let waits = [
                 awaitInBackground { await queue.waitUntilAllOperationsAreFinished() },
@@ -479,18 +461,14 @@ struct StallReportTests {
     func checkWaitForLaterIsReportedAsDeadlock<Later: Operation>(
         marker: String, later makeLater: () -> Later, first makeFirst: (Later) -> Operation
     ) {
-        let capture = Capture(marker: marker)
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: marker) { capture, queue in
             queue.maxConcurrentOperationCount = 1
             queue.name = "\(marker) queue"
             let later = makeLater()
             later.name = "\(marker) later"
             let first = makeFirst(later)
             first.name = "\(marker) first"
-            queue.isSuspended = true
-            queue.addOperations([first, later], waitUntilFinished: false)
-            queue.isSuspended = false
+            addInOrder([first, later], to: queue)
             #expect(capture.reported.wait())
             // A second slot ends it.
             queue.maxConcurrentOperationCount = 2
@@ -517,9 +495,7 @@ struct StallReportTests {
 
     @Test("a task a body spawns and does not wait for is not the body waiting: no deadlock reported")
     func spawnedTaskIsNotTheBody() {
-        let capture = Capture(marker: "spawn-probe")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "spawn-probe") { capture, queue in
             queue.maxConcurrentOperationCount = 1
             queue.name = "spawn-probe queue"
             let release = TestGate(), spawnedAwaited = BlockingSignal()
@@ -535,9 +511,7 @@ struct StallReportTests {
                 return 0
             }
             first.name = "spawn-probe first"
-            queue.isSuspended = true
-            queue.addOperations([first, later], waitUntilFinished: false)
-            queue.isSuspended = false
+            addInOrder([first, later], to: queue)
             // The spawned task's wait has begun (and any report was made as it began).
             #expect(eventually { later._finishWaiterCount > 0 })
             release.open()
@@ -549,9 +523,7 @@ struct StallReportTests {
 
     @Test("an async body that awaits its own queue's waitUntilAllOperationsAreFinished() is reported as a deadlock")
     func asyncAwaitForOwnQueue() {
-        let capture = Capture(marker: "own-queue-probe")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "own-queue-probe") { capture, queue in
             queue.name = "own-queue-probe queue"
             let release = BlockingSignal()
             let waiting = AsyncBlockOperation { () async -> Int in
@@ -575,9 +547,7 @@ struct StallReportTests {
     /// The analysis runs while both waits are known to have begun (a further wait for "X"),
     /// and the queue-wide description makes it too.
     func checkSlotWaitIsNotADeadlock(marker: String, awaitsInBody: Bool) {
-        let capture = Capture(marker: marker)
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: marker) { capture, queue in
             queue.name = "\(marker) queue"
             queue.maxConcurrentOperationCount = 2
             let other = OperationQueue()
@@ -593,9 +563,7 @@ struct StallReportTests {
                 }.named("\(marker) A2")
                 : BlockOperation { x.waitUntilFinished() }.named("\(marker) A2")
             other.addOperation(d)
-            queue.isSuspended = true
-            queue.addOperations([a1, a2, x], waitUntilFinished: false)
-            queue.isSuspended = false
+            addInOrder([a1, a2, x], to: queue)
             #expect(eventually { a1._isBlockedInWait && a2._isBlockedInWait })
             #expect(!queue.waitDescription.contains("cannot make progress"), "\(queue.waitDescription)")
             let returned = waitInBackground { x.waitUntilFinished() }
@@ -618,24 +586,17 @@ struct StallReportTests {
 
     @Test("slots held by waits that each wait for work behind them are a deadlock")
     func everySlotWaitingForWorkBehindItIsADeadlock() {
-        let capture = Capture(marker: "every-slot")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "every-slot") { capture, queue in
             queue.name = "every-slot queue"
             queue.maxConcurrentOperationCount = 2
             let x = BlockOperation {}.named("every-slot X")
             let y = BlockOperation {}.named("every-slot Y")
             let a1 = BlockOperation { y.waitUntilFinished() }.named("every-slot A1")
             let a2 = BlockOperation { x.waitUntilFinished() }.named("every-slot A2")
-            queue.isSuspended = true
-            queue.addOperations([a1, a2, x, y], waitUntilFinished: false)
-            queue.isSuspended = false
+            addInOrder([a1, a2, x, y], to: queue)
             #expect(eventually { a1._isBlockedInWait && a2._isBlockedInWait })
-            let returned = waitInBackground { x.waitUntilFinished() }
-            #expect(capture.reported.wait())
             // A third slot ends it.
-            queue.maxConcurrentOperationCount = 3
-            #expect(returned.wait())
+            expectReported(by: capture, whileWaiting: { x.waitUntilFinished() }, endingIt: { queue.maxConcurrentOperationCount = 3 })
             queue.waitUntilAllOperationsAreFinished()
         }
         #expect(capture.stalls.contains { $0.contains("deadlock") && $0.contains("every-slot") }, "\(capture.stalls)")
@@ -643,9 +604,7 @@ struct StallReportTests {
 
     @Test("a wait for a child of a group queued behind other work is not reported: the group starts by itself")
     func childOfAQueuedGroup() {
-        let capture = Capture(marker: "queued-group")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "queued-group") { capture, queue in
             queue.maxConcurrentOperationCount = 1
             let release = BlockingSignal()
             let ahead = BlockOperation { _ = release.wait() }.named("queued-group ahead")
@@ -674,18 +633,13 @@ struct StallReportTests {
 
     @Test("a wait for a child of a group whose child queue the user suspended is reported")
     func childOfAGroupSuspendedByTheUser() {
-        let capture = Capture(marker: "held-group")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "held-group") { capture, queue in
             let child = BlockOperation {}.named("held-group child")
             let group = GroupOperation(operations: [child])
             group.name = "held-group"
             group.isChildQueueSuspended = true
             queue.addOperation(group)
-            let returned = waitInBackground { child.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            group.isChildQueueSuspended = false
-            #expect(returned.wait())
+            expectReported(by: capture, whileWaiting: { child.waitUntilFinished() }, endingIt: { group.isChildQueueSuspended = false })
             queue.waitUntilAllOperationsAreFinished()
         }
         #expect(capture.stalls.first?.contains("is suspended") == true, "\(capture.stalls)")
@@ -693,17 +647,13 @@ struct StallReportTests {
 
     @Test("a group holding the only slot while its child waits for work queued behind the group is reported as a deadlock")
     func groupHoldingTheSlotForItsChildsWait() {
-        let capture = Capture(marker: "slot-group")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "slot-group") { capture, queue in
             queue.maxConcurrentOperationCount = 1
             let behind = BlockOperation {}.named("slot-group behind")
             let child = BlockOperation { behind.waitUntilFinished() }.named("slot-group child")
             let group = GroupOperation(operations: [child])
             group.name = "slot-group"
-            queue.isSuspended = true
-            queue.addOperations([group, behind], waitUntilFinished: false)
-            queue.isSuspended = false
+            addInOrder([group, behind], to: queue)
             #expect(capture.reported.wait())
             // A second slot ends it.
             queue.maxConcurrentOperationCount = 2
@@ -717,19 +667,14 @@ struct StallReportTests {
     /// line for a category and returns the operation to wait for: the wait (only its report
     /// is captured; the holder's own wait is reported too) must name "lonely" as the cause.
     func checkWaitInLineFollowsTo(prefix: String, waited waitedName: String, _ addWaiting: (OperationQueue) -> Operation) {
-        let capture = Capture(marker: "\(prefix) \(waitedName)")
-        capture.during {
-            let queue = OperationQueue()
+        let capture = capturingReports(naming: "\(prefix) \(waitedName)") { capture, queue in
             let lonely = BlockOperation {}.named("\(prefix) lonely")
             let holder = BlockOperation { lonely.waitUntilFinished() }.named("\(prefix) holder")
             holder.addExclusivity("\(prefix) y")
             queue.addOperation(holder)
             #expect(eventually { holder._isBlockedInWait })
             let waited = addWaiting(queue)
-            let returned = waitInBackground { waited.waitUntilFinished() }
-            #expect(capture.reported.wait())
-            lonely.start()
-            #expect(returned.wait())
+            expectReported(by: capture, whileWaiting: { waited.waitUntilFinished() }, endingIt: { lonely.start() })
             queue.waitUntilAllOperationsAreFinished()
         }
         #expect(capture.stalls.contains { $0.contains("\"\(prefix) lonely\": it is in no queue") }, "\(capture.stalls)")
