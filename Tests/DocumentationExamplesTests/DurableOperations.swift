@@ -17,19 +17,6 @@ private let url = URL(string: "https://example.com/cat.jpg")!
 private let path = "cat-sepia.jpg"
 private let urls = [url]
 
-/// The article's kinds, for the blocks after the one that declares them.
-private struct Download: DurableOperation {
-    static let kind = "download"
-    func run(_ url: URL, context: DurableContext) async throws -> Data { try await fetch(url) }
-}
-private struct Filter: DurableOperation {
-    static let kind = "filter"
-    func run(_ download: DurableHandle<Download>, context: DurableContext) async throws -> Data { Data() }
-}
-private struct Output: DurableOperation {
-    static let kind = "output"
-    func run(_ input: String, context: DurableContext) async throws -> String { input }
-}
 private struct HTTPServer: Service {
     func run() async throws {}
 }

@@ -10,20 +10,6 @@ import Logging
 import Operations
 import OperationsDurable
 
-/// The article's kinds.
-private struct Download: DurableOperation {
-    static let kind = "download"
-    func run(_ url: URL, context: DurableContext) async throws -> Data { Data() }
-}
-private struct Filter: DurableOperation {
-    static let kind = "filter"
-    func run(_ download: DurableHandle<Download>, context: DurableContext) async throws -> Data { Data() }
-}
-private struct Output: DurableOperation {
-    static let kind = "output"
-    func run(_ input: String, context: DurableContext) async throws -> String { input }
-}
-
 func observingDurableOperationsEvents(store: any DurableOperationStore) -> (DurableQueue, DurableWorker, DurableEventSubscription) {
 let queue = DurableQueue(name: "images", store: store)
 let worker = DurableWorker(store: store, queues: ["images"], kinds: [Download(), Filter(), Output()])

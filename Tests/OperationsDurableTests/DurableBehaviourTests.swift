@@ -92,8 +92,7 @@ struct DurableBehaviourTests {
             let doomed = try await queue.add(Echo.self, input: 1, key: "report-3")
             // Claimed by a worker that runs nothing: the operation stays running, its cancel
             // requested, until that worker reports.
-            let claims = try await store.claim(queue: "default", kinds: [Echo.kind], worker: "w", limit: 1, lease: .seconds(600))
-            #expect(claims.map(\.id) == [doomed.id])
+            try await claimAlone(doomed, on: store, as: "w", lease: .seconds(600))
             try await doomed.cancel(reason: "superseded")
             let record = try #require(try await store.record(of: doomed.id, includingAttempts: false))
             #expect(record.state == .running && record.cancelReason == "superseded")
@@ -177,8 +176,7 @@ struct DurableBehaviourTests {
             let retry = DurableRetry(.exponential(initial: .seconds(3_600), maximum: .seconds(100_000)), maximumAttempts: .max)
             let operation = try await queue.add(Flaky.self, input: .max, retry: retry)
             #expect(try await store.record(of: operation.id, includingAttempts: false)?.maximumAttempts == .max)
-            let claims = try await store.claim(queue: "default", kinds: [Flaky.kind], worker: "w", limit: 1, lease: .seconds(600))
-            #expect(claims.map(\.id) == [operation.id])
+            try await claimAlone(operation, on: store, as: "w", lease: .seconds(600))
             try await store.complete(
                 [DurableCompletion(id: operation.id, attempt: 1, result: .failed(error: "first"))], worker: "w")
             let record = try #require(try await store.record(of: operation.id, includingAttempts: false))
@@ -199,8 +197,7 @@ struct DurableBehaviourTests {
             ]
             for (failure, expected) in expectations {
                 let operation = try await queue.add(Flaky.self, input: .max, retry: retry)
-                let claims = try await store.claim(queue: "default", kinds: [Flaky.kind], worker: "w", limit: 1, lease: .seconds(600))
-                #expect(claims.map(\.id) == [operation.id])
+                try await claimAlone(operation, on: store, as: "w", lease: .seconds(600))
                 // As if the attempts before had failed: the running attempt is failure number `failure`.
                 try await executeDirectly(
                     "UPDATE durable_operations SET attempt = \(failure) WHERE id = \(operation.id.rawValue)", in: store)
@@ -461,9 +458,7 @@ struct DurableBehaviourTests {
         try await withDefaultQueue(kind) { queue, store in
             let handle = try await queue.add(Work.self, input: 0, retry: DurableRetry(.immediate, maximumAttempts: 3))
             // A worker that claims and then dies (between the claim and the finish) with a short lease.
-            let claims = try await store.claim(
-                queue: "default", kinds: [Work.kind], worker: "vanished", limit: 1, lease: .milliseconds(200))
-            #expect(claims.map(\.id) == [handle.id])
+            try await claimAlone(handle, on: store, as: "vanished", lease: .milliseconds(200))
             try await pollUntil(30, "the lease expired and was rescued") { try await store.rescueExpiredLeases() == 1 }
             #expect(try await handle.state == .ready)
             // The vanished worker's finish arrives late: the attempt is no longer its to end.
@@ -487,9 +482,7 @@ struct DurableBehaviourTests {
             let handle = try await queue.add(Echo.self, input: 7, retry: DurableRetry(.immediate, maximumAttempts: 3))
             // Claimed by "w", which then runs nothing (as if the claim's answer were lost) and
             // keeps heartbeating.
-            let claims = try await store.claim(
-                queue: "default", kinds: [Echo.kind], worker: "w", limit: 1, lease: .milliseconds(300))
-            #expect(claims.map(\.id) == [handle.id])
+            try await claimAlone(handle, on: store, as: "w", lease: .milliseconds(300))
             try await pollUntil(30, "the unrun claim's lease expired and was rescued") {
                 let heartbeat = try await store.heartbeat(
                     worker: "w", queues: ["default"], kinds: [Echo.kind], holding: [], lease: .milliseconds(300))
@@ -512,6 +505,16 @@ struct DurableBehaviourTests {
             #expect(try await second.state == .cancelled)
         }
     }
+}
+
+/// Claims the next operation of "default" as `worker`, which runs nothing, and checks that
+/// the claim is `handle`'s alone.
+private func claimAlone<K: DurableOperation>(
+    _ handle: DurableHandle<K>, on store: any DurableOperationStore, as worker: String, lease: Duration,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let claims = try await store.claim(queue: "default", kinds: [K.kind], worker: worker, limit: 1, lease: lease)
+    #expect(claims.map(\.id) == [handle.id], sourceLocation: sourceLocation)
 }
 
 /// Runs until stopped on its first attempt; fails on every later one.

@@ -14,11 +14,7 @@ struct DurableLoggingTests {
     @Test("failures at error, retries at warning, cancellations at info; starts and successes at debug")
     func outcomes() async throws {
         let (memory, logger) = inMemoryLogger(label: "durable-test", level: .debug)
-        let store = SQLiteOperationStore(path: ":memory:")
-        try await store.migrate()
-        let queue = DurableQueue(name: "jobs", store: store)
-        let worker = DurableWorker(
-            store: store, queues: ["jobs"], kinds: allTestKinds, concurrency: 1, configuration: longLeaseConfiguration(name: "logging"))
+        let (store, queue, worker) = try await jobsInMemory(concurrency: 1)
         let logging = DurableLogging(worker, queue, logger: logger)
         let echo = try await queue.add(Echo.self, input: 1)
         let flaky = try await queue.add(Flaky.self, input: 9, retry: DurableRetry(.immediate, maximumAttempts: 2))
@@ -63,11 +59,7 @@ struct DurableLoggingTests {
     @Test("the logger's level filters: at info, only cancellations, retries and failures")
     func filtered() async throws {
         let (memory, logger) = inMemoryLogger(label: "durable-test", level: .info)
-        let store = SQLiteOperationStore(path: ":memory:")
-        try await store.migrate()
-        let queue = DurableQueue(name: "jobs", store: store)
-        let worker = DurableWorker(
-            store: store, queues: ["jobs"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "logging"))
+        let (store, queue, worker) = try await jobsInMemory()
         let logging = DurableLogging(worker, logger: logger)
         let echo = try await queue.add(Echo.self, input: 1)
         let failing = try await queue.add(Flaky.self, input: 9, retry: .never)
@@ -78,5 +70,17 @@ struct DurableLoggingTests {
         await store.shutdown()
         #expect(memory.entries.map(\.level) == [.error])
     }
+}
+
+/// A migrated in-memory store, its queue "jobs", and a worker of that queue with a long lease.
+private func jobsInMemory(
+    concurrency: Int = DurableWorker.defaultConcurrency
+) async throws -> (SQLiteOperationStore, DurableQueue, DurableWorker) {
+    let store = SQLiteOperationStore(path: ":memory:")
+    try await store.migrate()
+    let worker = DurableWorker(
+        store: store, queues: ["jobs"], kinds: allTestKinds, concurrency: concurrency,
+        configuration: longLeaseConfiguration(name: "logging"))
+    return (store, DurableQueue(name: "jobs", store: store), worker)
 }
 #endif

@@ -54,3 +54,10 @@ extension Operation {
         return self
     }
 }
+
+/// Adds `operation` to a new queue and waits until the queue has run it.
+public func runOnANewQueue(_ operation: Operation) {
+    let queue = OperationQueue()
+    queue.addOperation(operation)
+    queue.waitUntilAllOperationsAreFinished()
+}

@@ -23,17 +23,24 @@ struct DefaultConcurrencyTests {
         while used() - start < nanoseconds {}
     }
 
-    @Test("64 CPU-bound operations on a default queue run about one per processor")
-    func cpuBound() {
-        let queue = OperationQueue()
+    /// Adds 64 operations to `queue` that each burn `nanoseconds` of CPU time, counted by
+    /// `meter` while they do; returns the meter.
+    static func addCPUBoundOperations(burning nanoseconds: UInt64, to queue: OperationQueue) -> ConcurrencyMeter {
         let meter = ConcurrencyMeter()
         for _ in 0..<64 {
             queue.addOperation {
                 meter.enter()
-                Self.burnCPU(nanoseconds: 8_000_000)
+                burnCPU(nanoseconds: nanoseconds)
                 meter.leave()
             }
         }
+        return meter
+    }
+
+    @Test("64 CPU-bound operations on a default queue run about one per processor")
+    func cpuBound() {
+        let queue = OperationQueue()
+        let meter = Self.addCPUBoundOperations(burning: 8_000_000, to: queue)
         queue.waitUntilAllOperationsAreFinished()
         let processors = ProcessInfo.processInfo.activeProcessorCount
         #expect(meter.most <= 2 * processors, "ran \(meter.most) at once on \(processors) processors")
@@ -246,14 +253,7 @@ struct DefaultConcurrencyTests {
         }
         #expect(noWorker.wait(), "the blocked operations ended")
         #expect(met() == count, "the blocked operations ran at once")
-        let meter = ConcurrencyMeter()
-        for _ in 0..<64 {
-            queue.addOperation {
-                meter.enter()
-                Self.burnCPU(nanoseconds: 4_000_000)
-                meter.leave()
-            }
-        }
+        let meter = Self.addCPUBoundOperations(burning: 4_000_000, to: queue)
         let computed = BlockOperation {}
         for operation in queue.operations where operation !== longRunning { computed.addDependency(operation) }
         queue.addOperation(computed)

@@ -72,9 +72,7 @@ struct AsyncOperationTests {
     func cancelledBeforeStart() {
         let operation = DocumentedAsyncOperation { _ in Issue.record("work ran although cancelled") }
         operation.cancel()
-        let queue = OperationQueue()
-        queue.addOperation(operation)
-        queue.waitUntilAllOperationsAreFinished()
+        runOnANewQueue(operation)
         #expect(operation.isFinished)
     }
 
@@ -104,9 +102,7 @@ struct AsyncOperationTests {
             }
         }
         let operation = MainStyle()
-        let queue = OperationQueue()
-        queue.addOperation(operation)
-        queue.waitUntilAllOperationsAreFinished()
+        runOnANewQueue(operation)
         #expect(operation.isFinished)
     }
 

@@ -13,20 +13,19 @@ struct FoundationBehaviourTests {
 
         override var isExecuting: Bool {
             get { lock.withLock { executing } }
-            set {
-                willChangeValue(forKey: "isExecuting")
-                lock.withLock { executing = newValue }
-                didChangeValue(forKey: "isExecuting")
-            }
+            set { announcing("isExecuting") { executing = newValue } }
         }
 
         override var isFinished: Bool {
             get { lock.withLock { finished } }
-            set {
-                willChangeValue(forKey: "isFinished")
-                lock.withLock { finished = newValue }
-                didChangeValue(forKey: "isFinished")
-            }
+            set { announcing("isFinished") { finished = newValue } }
+        }
+
+        /// Makes `change` under the lock, announced under `key`.
+        private func announcing(_ key: String, _ change: () -> Void) {
+            willChangeValue(forKey: key)
+            lock.withLock(change)
+            didChangeValue(forKey: key)
         }
 
         override var isAsynchronous: Bool { true }
@@ -48,9 +47,7 @@ struct FoundationBehaviourTests {
         #expect(eventually { manual.isFinished })
         #expect(!manual.isExecuting)
         let queued = SettableStateOperation()
-        let queue = OperationQueue()
-        queue.addOperation(queued)
-        queue.waitUntilAllOperationsAreFinished()
+        runOnANewQueue(queued)
         #expect(queued.isFinished)
     }
 

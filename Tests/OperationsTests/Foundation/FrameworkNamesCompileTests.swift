@@ -86,45 +86,12 @@ private final class ProcedureSubclass: ProcedureStyleOperation, @unchecked Senda
     }
 }
 
-/// The asynchronous operation of the tutorials: a `state` enum and `finish()`.
-private final class TutorialStyleAsyncOperation: Operation, @unchecked Sendable {
-    enum State: String {
-        case ready, executing, finished
-        var keyPath: String { "is" + rawValue.capitalized }
-    }
-
-    private let lock = NSLock()
-    private var _state = State.ready
-    var state: State {
-        get { lock.withLock { _state } }
-        set {
-            let old = state
-            willChangeValue(forKey: newValue.keyPath)
-            willChangeValue(forKey: old.keyPath)
-            lock.withLock { _state = newValue }
-            didChangeValue(forKey: old.keyPath)
-            didChangeValue(forKey: newValue.keyPath)
-        }
-    }
+/// The asynchronous operation of the tutorials (its `state` enum and `finish()` are the
+/// helpers' `TutorialAsyncOperation`'s), with the `error` some of them add.
+private final class TutorialStyleAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     var error: (any Error)?
 
-    override var isReady: Bool { super.isReady && state == .ready }
-    override var isExecuting: Bool { state == .executing }
-    override var isFinished: Bool { state == .finished }
-    override var isAsynchronous: Bool { true }
-
-    override func start() {
-        if isCancelled {
-            state = .finished
-            return
-        }
-        state = .executing
-        main()
-    }
-
     override func main() { finish() }
-
-    func finish() { state = .finished }
 }
 
 /// Every member this library adds to `Operation`, declared again with its signature.
