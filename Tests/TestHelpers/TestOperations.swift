@@ -61,3 +61,11 @@ public func runOnANewQueue(_ operation: Operation) {
     queue.addOperation(operation)
     queue.waitUntilAllOperationsAreFinished()
 }
+
+/// A new queue, suspended, holding `operations`: they wait in it until it resumes.
+public func suspendedQueue(holding operations: Operation...) -> OperationQueue {
+    let queue = OperationQueue()
+    queue.isSuspended = true
+    for operation in operations { queue.addOperation(operation) }
+    return queue
+}

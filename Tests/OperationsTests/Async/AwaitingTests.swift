@@ -25,10 +25,8 @@ struct AwaitingTests {
 
     @Test("cancelling the waiting task ends the wait, leaves no hook behind, and does not cancel the operation")
     func cancelledWaiter() async throws {
-        let queue = OperationQueue()
-        queue.isSuspended = true
         let operation = AsyncBlockOperation { 5 }
-        queue.addOperation(operation)
+        let queue = suspendedQueue(holding: operation)
         let waiting = TestGate()
         let waiter = Task {
             waiting.open()

@@ -161,10 +161,8 @@ struct MainActorAndEscalationTests {
 
     @Test("raising the priority of a task that already waits raises the operation it awaits")
     func escalatedWaiterEscalates() async throws {
-        let queue = OperationQueue()
-        queue.isSuspended = true
         let operation = AsyncBlockOperation { 1 }
-        queue.addOperation(operation)
+        let queue = suspendedQueue(holding: operation)
         let waiter = Task(priority: .low) { try await operation.value }
         // The waiter is registered (its finish hook is there) before it is raised.
         #expect(await eventuallyAsync { operation._update { $0.finishWaiters.count } == 1 })

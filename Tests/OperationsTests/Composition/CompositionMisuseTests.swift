@@ -9,20 +9,15 @@ struct CompositionMisuseTests {
     @Test("adding a category to an operation in a queue", .oneExitTestAtATime)
     func exclusivityLate() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let queue = OperationQueue()
-            queue.isSuspended = true
-            let operation = Operation()
-            operation.name = "late writer"
-            queue.addOperation(operation)
-            operation.addExclusivity("database")
+            let operation = Operation().named("late writer")
+            withExtendedLifetime(suspendedQueue(holding: operation)) { operation.addExclusivity("database") }
         }.map { $0.standardErrorContent.containsText("\"late writer\"", "addExclusivity", "before adding it to a queue") }.check()
     }
 
     @Test("starting by hand an operation with conditions", .oneExitTestAtATime)
     func startConditionedByHand() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = BlockOperation {}
-            operation.name = "guarded"
+            let operation = BlockOperation {}.named("guarded")
             operation.addCondition(NoFailedDependenciesCondition())
             operation.start()
         }.map { $0.standardErrorContent.containsText("\"guarded\"", "not ready", "evaluated on its queue") }.check()
@@ -31,8 +26,7 @@ struct CompositionMisuseTests {
     @Test("producing from an operation in no queue", .oneExitTestAtATime)
     func produceWithoutQueue() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "loner"
+            let operation = Operation().named("loner")
             operation.produceOperation(Operation())
         }.map { $0.standardErrorContent.containsText("\"loner\"", "in no queue") }.check()
     }

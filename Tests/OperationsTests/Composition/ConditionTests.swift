@@ -76,8 +76,7 @@ struct ConditionTests {
 
     @Test("a predicate returning false fails with ConditionFailedError naming the condition")
     func predicateFalse() {
-        let operation = BlockOperation {}
-        operation.name = "guarded"
+        let operation = BlockOperation {}.named("guarded")
         operation.addCondition(BlockCondition(name: "is it Tuesday") { _ in false })
         OperationQueue().addOperation(operation)
         operation.waitUntilFinished()
@@ -256,12 +255,8 @@ struct ConditionTests {
     @Test("adding a condition to an operation in a queue stops with a message", .oneExitTestAtATime)
     func addAfterEnqueue() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let queue = OperationQueue()
-            queue.isSuspended = true
-            let operation = Operation()
-            operation.name = "queued"
-            queue.addOperation(operation)
-            operation.addCondition(.noFailedDependencies)
+            let operation = Operation().named("queued")
+            withExtendedLifetime(suspendedQueue(holding: operation)) { operation.addCondition(.noFailedDependencies) }
         }.map { $0.standardErrorContent.containsText("\"queued\"", "addCondition") }.check()
     }
 

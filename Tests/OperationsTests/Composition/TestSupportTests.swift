@@ -59,10 +59,8 @@ struct TestSupportTests {
 
     @Test("outcome(within:) returns nil for an operation that does not finish in time")
     func outcomeWithin() async {
-        let queue = OperationQueue()
-        queue.isSuspended = true
         let operation = BlockOperation {}
-        queue.addOperation(operation)
+        let queue = suspendedQueue(holding: operation)
         #expect(await operation.outcome(within: .milliseconds(20)) == nil)
         queue.isSuspended = false
         #expect(await operation.outcome(within: .seconds(20))?.isCancelled == false)

@@ -30,10 +30,8 @@ struct DependencyCycleTests {
     func cycleThroughBarrier() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = true
-            let queue = OperationQueue()
-            queue.isSuspended = true
             let early = ClosureOperation(name: "early")
-            queue.addOperation(early)
+            let queue = suspendedQueue(holding: early)
             queue.addBarrierBlock {}
             let late = ClosureOperation(name: "late")
             queue.addOperation(late)

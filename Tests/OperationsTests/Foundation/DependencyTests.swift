@@ -174,10 +174,8 @@ struct DependencyTests {
             }
             override func main() { ran.update { $0 = true } }
         }
-        let queue = OperationQueue()
-        queue.isSuspended = true
         let operation = Gated()
-        queue.addOperation(operation)
+        let queue = suspendedQueue(holding: operation)
         operation.set(true)  // announced ready: into the ready list
         operation.set(false)  // closed again before the queue got to it
         let finished = BlockingSignal()

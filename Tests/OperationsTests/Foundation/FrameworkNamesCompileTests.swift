@@ -272,10 +272,8 @@ struct FrameworkNamesCompileTests {
 
     @Test("a subclass's produceOperation(_:) runs through the subclass; the library's through Operation")
     func produceOperation() {
-        let queue = OperationQueue()
-        queue.isSuspended = true
         let producer = PSOperationsStyleOperation()
-        queue.addOperation(producer)
+        let queue = suspendedQueue(holding: producer)
         let mine = BlockOperation {}
         producer.produceOperation(mine)
         #expect(producer.produced.count == 1)

@@ -14,8 +14,7 @@ struct MisuseMessageTests {
     func selfDependencyAlwaysTraps() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             Operation.trapsOnDependencyCycles = false
-            let operation = Operation()
-            operation.name = "narcissus"
+            let operation = Operation().named("narcissus")
             operation.addDependency(operation)
         }.map { $0.standardErrorContent.containsText("addDependency: ", "\"narcissus\"", "cannot depend on itself") }.check()
     }
@@ -26,8 +25,7 @@ struct MisuseMessageTests {
     @Test("a duplicate in addOperations is reported by addOperations", .oneExitTestAtATime)
     func duplicateInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "dup"
+            let operation = Operation().named("dup")
             OperationQueue().addOperations([operation, operation], waitUntilFinished: false)
         }.map { $0.standardErrorContent.containsText("addOperations: ", "\"dup\"", "more than once", "only once") }.check()
     }
@@ -36,8 +34,7 @@ struct MisuseMessageTests {
     @Test("a finished operation in addOperations is reported by addOperations", .oneExitTestAtATime)
     func finishedInBatchNamesAddOperations() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let finished = Operation()
-            finished.name = "finished-one"
+            let finished = Operation().named("finished-one")
             finished.start()
             OperationQueue().addOperations([Operation(), finished], waitUntilFinished: false)
         }.map { $0.standardErrorContent.containsText("addOperations: ", "\"finished-one\"", "has finished") }.check()
@@ -47,8 +44,7 @@ struct MisuseMessageTests {
     @Test("adding to a second queue names the queue it is in and the one it was added to", .oneExitTestAtATime)
     func secondQueueIsNamed() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "shared"
+            let operation = Operation().named("shared")
             let first = OperationQueue(), second = OperationQueue()
             first.name = "first"
             second.name = "second"
@@ -68,8 +64,7 @@ struct MisuseMessageTests {
         let queue = OperationQueue()
         queue.name = "zero"
         queue.maxConcurrentOperationCount = 0
-        let operation = Operation()
-        operation.name = "idle"
+        let operation = Operation().named("idle")
         queue.addOperation(operation)
         let description = operation.waitDescription
         #expect(description.contains("its queue \"zero\" starts nothing: its maxConcurrentOperationCount is 0"), "\(description)")

@@ -10,11 +10,8 @@ struct MisuseTests {
     @Test("adding an operation twice to one queue", .oneExitTestAtATime)
     func addTwice() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let queue = OperationQueue()
-            queue.isSuspended = true
-            let operation = Operation()
-            operation.name = "twice"
-            queue.addOperation(operation)
+            let operation = Operation().named("twice")
+            let queue = suspendedQueue(holding: operation)
             queue.addOperation(operation)
         }.map { $0.standardErrorContent.containsText("\"twice\"", "already in queue") }.check()
     }
@@ -22,8 +19,7 @@ struct MisuseTests {
     @Test("adding an operation to two queues", .oneExitTestAtATime)
     func addToTwoQueues() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "shared"
+            let operation = Operation().named("shared")
             let first = OperationQueue(), second = OperationQueue()
             first.isSuspended = true
             first.addOperation(operation)
@@ -34,8 +30,7 @@ struct MisuseTests {
     @Test("adding a finished operation", .oneExitTestAtATime)
     func addFinished() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "done"
+            let operation = Operation().named("done")
             operation.start()
             OperationQueue().addOperation(operation)
         }.map { $0.standardErrorContent.containsText("\"done\"", "has finished") }.check()
@@ -52,8 +47,7 @@ struct MisuseTests {
     @Test("addOperations with one invalid operation adds none", .oneExitTestAtATime)
     func addOperationsAllOrNothing() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let finished = Operation()
-            finished.name = "finished-one"
+            let finished = Operation().named("finished-one")
             finished.start()
             let queue = OperationQueue()
             queue.isSuspended = true
@@ -66,8 +60,7 @@ struct MisuseTests {
     @Test("a batch listing one operation twice", .oneExitTestAtATime)
     func duplicateInBatch() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "dup"
+            let operation = Operation().named("dup")
             OperationQueue().addOperations([operation, operation], waitUntilFinished: false)
         }.map { $0.standardErrorContent.containsText("\"dup\"", "only once") }.check()
     }
@@ -75,8 +68,7 @@ struct MisuseTests {
     @Test("addExecutionBlock after start", .oneExitTestAtATime)
     func blockAfterStart() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = BlockOperation {}
-            operation.name = "started"
+            let operation = BlockOperation {}.named("started")
             operation.start()
             operation.addExecutionBlock {}
         }.map { $0.standardErrorContent.containsText("\"started\"", "already started") }.check()
@@ -93,8 +85,7 @@ struct MisuseTests {
     @Test("start() by hand on an operation that is not ready", .oneExitTestAtATime)
     func startNotReady() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "waiting"
+            let operation = Operation().named("waiting")
             operation.addDependency(Operation())
             operation.start()
         }.map { $0.standardErrorContent.containsText("\"waiting\"", "not ready") }.check()
@@ -130,8 +121,7 @@ struct MisuseTests {
     @Test("an operation depending on itself (always, whatever trapsOnDependencyCycles says)", .oneExitTestAtATime)
     func selfDependency() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let operation = Operation()
-            operation.name = "narcissus"
+            let operation = Operation().named("narcissus")
             operation.addDependency(operation)
         }.map { $0.standardErrorContent.containsText("\"narcissus\"", "cannot depend on itself") }.check()
     }
