@@ -90,50 +90,57 @@ final class StressLedger: @unchecked Sendable {
     var allFailures: [String] { lock.withLock { failures } }
 }
 
+/// Where the work of a stress operation counts: its number, the index of its queue (-2
+/// when started by hand), that queue's limit, and the ledger it reports to.
+struct StressPlacement: Sendable {
+    let id: Int, queueIndex: Int, limit: Int?
+    let ledger: StressLedger
+
+    func workStarted() { ledger.workStarted(id, queue: queueIndex, limit: limit) }
+    func workEnded() { ledger.workEnded(queue: queueIndex) }
+
+    /// Records a failure for each dependency of `operation` not finished as its work starts.
+    func checkDependenciesFinished(of operation: Operation, _ what: String) {
+        for dependency in operation.dependencies where !dependency.isFinished {
+            ledger.fail("\(what) \(id) started before a dependency finished")
+        }
+    }
+}
+
 /// An operation that checks its dependencies when its work starts.
 final class StressOperation: Operation, @unchecked Sendable {
-    let id: Int, queueIndex: Int
-    let ledger: StressLedger
-    let limit: Int?
+    let placement: StressPlacement
     let spin: Int
     /// Read in `deinit`: a `deinit` that re-enters the queue must never run under its lock.
     weak var probedQueue: OperationQueue?
 
     deinit { _ = probedQueue?.operationCount }
 
-    init(id: Int, queueIndex: Int, limit: Int?, spin: Int, ledger: StressLedger) {
-        self.id = id
-        self.queueIndex = queueIndex
-        self.limit = limit
+    init(_ placement: StressPlacement, spin: Int) {
+        self.placement = placement
         self.spin = spin
-        self.ledger = ledger
         super.init()
     }
 
     override func main() {
-        ledger.workStarted(id, queue: queueIndex, limit: limit)
-        for dependency in dependencies where !dependency.isFinished {
-            ledger.fail("operation \(id) started before a dependency finished")
-        }
+        placement.workStarted()
+        placement.checkDependenciesFinished(of: self, "operation")
         var x = 0
         for i in 0..<spin { x &+= i }
         if x == -1 { print(x) }
-        ledger.workEnded(queue: queueIndex)
+        placement.workEnded()
     }
 }
 
 /// An operation with an `async` body: holds its queue slot while suspended, so the
 /// ledger's limit check covers it; a cancelled body throws `CancellationError`.
 final class StressTaskOperation: TaskOperation<Int>, @unchecked Sendable {
-    let id: Int, queueIndex: Int, limit: Int?, suspensions: Int
-    let ledger: StressLedger
+    let placement: StressPlacement
+    let suspensions: Int
 
-    init(id: Int, queueIndex: Int, limit: Int?, suspensions: Int, ledger: StressLedger) {
-        self.id = id
-        self.queueIndex = queueIndex
-        self.limit = limit
+    init(_ placement: StressPlacement, suspensions: Int) {
+        self.placement = placement
         self.suspensions = suspensions
-        self.ledger = ledger
         super.init()
     }
 
@@ -143,32 +150,27 @@ final class StressTaskOperation: TaskOperation<Int>, @unchecked Sendable {
     override func run() async throws -> Int {
         bodyProgress.update { $0 = "entered" }
         defer { bodyProgress.update { $0 = "returned" } }
-        ledger.workStarted(id, queue: queueIndex, limit: limit)
-        defer { ledger.workEnded(queue: queueIndex) }
-        for dependency in dependencies where !dependency.isFinished {
-            ledger.fail("async operation \(id) started before a dependency finished")
-        }
-        if OperationQueue.current == nil { ledger.fail("async operation \(id): no current queue in its body") }
+        placement.workStarted()
+        defer { placement.workEnded() }
+        placement.checkDependenciesFinished(of: self, "async operation")
+        if OperationQueue.current == nil { placement.ledger.fail("async operation \(placement.id): no current queue in its body") }
         for index in 0..<suspensions {
             bodyProgress.update { $0 = "suspended (\(index + 1) of \(suspensions))" }
             await Task.yield()
         }
         try Task.checkCancellation()
-        return id
+        return placement.id
     }
 }
 
 /// The classic asynchronous subclass, finishing on another thread or inside `start()`.
 final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
-    let id: Int, queueIndex: Int, limit: Int?, finishInline: Bool
-    let ledger: StressLedger
+    let placement: StressPlacement
+    let finishInline: Bool
 
-    init(id: Int, queueIndex: Int, limit: Int?, finishInline: Bool, ledger: StressLedger) {
-        self.id = id
-        self.queueIndex = queueIndex
-        self.limit = limit
+    init(_ placement: StressPlacement, finishInline: Bool) {
+        self.placement = placement
         self.finishInline = finishInline
-        self.ledger = ledger
     }
 
     private let endLock = NSLock()
@@ -194,7 +196,7 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
     private func endWork() {
         endLock.withLock {
             finishAnnounced = true
-            if workRunning { ledger.workEnded(queue: queueIndex) }
+            if workRunning { placement.workEnded() }
             workRunning = false
         }
     }
@@ -220,13 +222,11 @@ final class StressAsyncOperation: TutorialAsyncOperation, @unchecked Sendable {
         let counted = endLock.withLock {
             guard !finishAnnounced else { return false }
             workRunning = true
-            ledger.workStarted(id, queue: queueIndex, limit: limit)
+            placement.workStarted()
             return true
         }
         guard counted else { return }
-        for dependency in dependencies where !dependency.isFinished {
-            ledger.fail("async operation \(id) started before a dependency finished")
-        }
+        placement.checkDependenciesFinished(of: self, "async operation")
         let finish: @Sendable () -> Void = { [self] in self.finish() }
         if finishInline { finish() } else { onNewThread(finish) }
     }
@@ -317,6 +317,9 @@ struct StressRound {
             var queueIndex = Int.random(in: 0..<4, using: &random)
             var limit = fixedLimits[queueIndex]
             let kind = Int.random(in: 0..<10, using: &random)
+            func placementOfThisOperation() -> StressPlacement {
+                StressPlacement(id: id, queueIndex: queueIndex, limit: limit, ledger: ledger)
+            }
             let operation: Operation
             switch kind {
             case 0, 1:
@@ -324,18 +327,15 @@ struct StressRound {
                     startedByHand.insert(id)
                     (queueIndex, limit) = (-2, nil)
                 }
-                operation = StressAsyncOperation(
-                    id: id, queueIndex: queueIndex, limit: limit, finishInline: Bool.random(using: &random), ledger: ledger)
+                operation = StressAsyncOperation(placementOfThisOperation(), finishInline: Bool.random(using: &random))
             case 3:
-                operation = StressTaskOperation(
-                    id: id, queueIndex: queueIndex, limit: limit, suspensions: Int.random(in: 0...3, using: &random), ledger: ledger)
+                operation = StressTaskOperation(placementOfThisOperation(), suspensions: Int.random(in: 0...3, using: &random))
             case 2:
                 let gate = StressGatedOperation(id: id, ledger: ledger)
                 gated.append(gate)
                 operation = gate
             default:
-                operation = StressOperation(
-                    id: id, queueIndex: queueIndex, limit: limit, spin: Int.random(in: 0..<2_000, using: &random), ledger: ledger)
+                operation = StressOperation(placementOfThisOperation(), spin: Int.random(in: 0..<2_000, using: &random))
             }
             operation.queuePriority = [.veryLow, .low, .normal, .high, .veryHigh].randomElement(using: &random)!
             operation.qualityOfService = [.background, .utility, .default, .userInitiated].randomElement(using: &random)!
