@@ -178,7 +178,9 @@ func expectFanInAndDiamondResults(sink: DurableHandle<Echo>, bottom: DurableHand
 /// under a limit of 6: one attempt each, never more than 6 at once, by those processes only.
 /// (Which process claims what is the scheduler's business: one may take it all.)
 func expectFanInAndDiamondAttempts(_ attempts: [DurableAttempt], leafCount: Int) {
-    #expect(attempts.count == leafCount + 5)
+    #expect(
+        attempts.count == leafCount + 5,
+        "attempts that did not succeed: \(attempts.filter { $0.error != nil }.map { "\($0.worker) #\($0.number): \($0.error!)" })")
     #expect(maximumOverlap(attempts) <= 6)
     #expect((1...3).contains(Set(attempts.map(\.worker)).count), "attempts by workers other than the three processes")
 }
