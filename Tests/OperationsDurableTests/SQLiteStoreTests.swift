@@ -123,7 +123,7 @@ struct SQLiteStoreTests {
 
     // MARK: Worker processes sharing the file
 
-    @Test("three worker processes share a file: a diamond and a fan-in of 300 within the queue's limit, nothing run twice", notUnderSanitizers)
+    @Test("three worker processes share a file: a diamond and a fan-in of 300 within the queue's limit, each operation succeeding once", notUnderSanitizers)
     func workerProcessesShareAFile() async throws {
         try await withWorkerProcessesOnSQLiteFile { file, store, workers in
             let queue = DurableQueue(name: "default", store: store)

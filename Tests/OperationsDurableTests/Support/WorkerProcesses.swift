@@ -175,12 +175,16 @@ func expectFanInAndDiamondResults(sink: DurableHandle<Echo>, bottom: DurableHand
 }
 
 /// Checks the attempts of a diamond and a fan-in of `leafCount` run by three worker processes
-/// under a limit of 6: one attempt each, never more than 6 at once, by those processes only.
-/// (Which process claims what is the scheduler's business: one may take it all.)
+/// under a limit of 6: one successful attempt each, never more than 6 at once, by those
+/// processes only. An attempt that did not succeed may only be one whose worker lost its
+/// lease (a process starved of CPU misses its renewal, and the operation runs again: at least
+/// once, as the library promises). Which process claims what is the scheduler's business.
 func expectFanInAndDiamondAttempts(_ attempts: [DurableAttempt], leafCount: Int) {
+    let unsuccessful = attempts.filter { $0.error != nil }
+    #expect(attempts.count - unsuccessful.count == leafCount + 5, "one successful attempt for each operation")
     #expect(
-        attempts.count == leafCount + 5,
-        "attempts that did not succeed: \(attempts.filter { $0.error != nil }.map { "\($0.worker) #\($0.number): \($0.error!)" })")
+        unsuccessful.allSatisfy { $0.error!.contains("could not renew its lease") },
+        "attempts that did not succeed: \(unsuccessful.map { "\($0.worker) #\($0.number): \($0.error!)" })")
     #expect(maximumOverlap(attempts) <= 6)
     #expect((1...3).contains(Set(attempts.map(\.worker)).count), "attempts by workers other than the three processes")
 }
