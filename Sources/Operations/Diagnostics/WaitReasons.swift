@@ -90,13 +90,14 @@ extension OperationExtensions where Self: Operation {
         switch snapshot.phase {
         case .dispatched, .executing, .awaitingFinish:
             // An overridden getter that says finished while the engine never heard of it.
-            if isFinished, !(_readState { $0.phase.isFinishingOrFinished }) { return [.finishedWithoutAnnouncement] }
+            // (Not while the base finish is being announced: that announcement decides.)
+            if isFinished, _readState({ $0.phase.isUnannouncedIfFinished }) { return [.finishedWithoutAnnouncement] }
         default: break
         }
         switch snapshot.phase {
         case .finishing, .announcing, .finished: return [.finished]
         // Its own `isFinished` has not said finished yet: its work goes on.
-        case .executing, .awaitingFinish: return [.executing]
+        case .executing, .announcingBaseFinish, .awaitingFinish: return [.executing]
         // Claimed by a worker: about to start, or an asynchronous subclass running.
         case .dispatched: return isExecuting || snapshot.queue == nil ? [.executing] : [.waitingForWorker(snapshot.queue!)]
         case .idle, .waiting, .checking, .parked, .ready: break

@@ -145,7 +145,7 @@ extension Operation {
         let decision = _withAttachments(when: beforeStart) { attachments, standing -> Decision in
             switch standing.phase {
             case .finishing, .announcing, .finished: return .never
-            case .executing, .awaitingFinish: return .runNow
+            case .executing, .announcingBaseFinish, .awaitingFinish: return .runNow
             case .idle, .waiting, .checking, .parked, .ready, .dispatched:
                 attachments!.startHooks.append(hook)
                 return .added

@@ -97,7 +97,7 @@ package enum WaitGraph {
                 member._readState { state in
                     guard state.queue === queue else { return false }
                     switch state.phase.kind {
-                    case .dispatched, .executing, .awaitingFinish: return true
+                    case .dispatched, .executing, .announcingBaseFinish, .awaitingFinish: return true
                     default: return false
                     }
                 }
@@ -132,7 +132,7 @@ package enum WaitGraph {
             {
                 edges.append(slot)
             }
-        case .dispatched, .executing, .awaitingFinish:
+        case .dispatched, .executing, .announcingBaseFinish, .awaitingFinish:
             if let targets = BlockedWaits.targets(of: operation) {
                 let pending = targets.filter { !$0._isFinishingFlag }
                 if !pending.isEmpty { edges.append(WaitEdge(.blockedWait, pending)) }
@@ -156,7 +156,7 @@ package enum WaitGraph {
         case .idle, .waiting, .checking, .parked, .ready:
             if !cancelled { sources += operation._gates.compactMap { $0 as? any WaitGraphSource } }
             if let source = queue as? any WaitGraphSource { sources.append(source) }
-        case .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished:
+        case .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished:
             break
         }
         if let source = operation as? any WaitGraphSource { sources.append(source) }
@@ -179,7 +179,7 @@ package enum WaitGraph {
             if isDependency, !cancelled || operation._readState({ state in state.hiddenDependencies.contains { $0 === target } }) {
                 return true
             }
-        case .dispatched, .executing, .awaitingFinish:
+        case .dispatched, .executing, .announcingBaseFinish, .awaitingFinish:
             if BlockedWaits.targets(of: operation)?.contains(where: { $0 === target }) == true { return true }
         }
         return sources(of: operation, phase: phase, cancelled: cancelled, queue: queue).contains { $0.waits(operation, for: target) }

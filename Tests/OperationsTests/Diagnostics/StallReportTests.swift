@@ -301,6 +301,69 @@ struct StallReportTests {
         }
     }
 
+    @Test("an operation whose base finish is still being announced is not named as finished without an announcement")
+    func baseFinishBeingAnnouncedIsNoMisuse() throws {
+        try #require(WorkerPausePoints.arePassed, "the engine passes its pause points in debug builds only")
+        let queue = OperationQueue()
+        queue.name = "base-finish-window queue"
+        let operation = BlockOperation {}.named("base-finish-window")
+        let paused = BlockingSignal()
+        let resume = BlockingSignal()
+        let id = WorkerPausePoints.baseFinishMade.add { pausedQueue, finishing in
+            guard pausedQueue === queue, finishing === operation else { return }
+            paused.open()
+            _ = resume.wait()
+        }
+        defer { WorkerPausePoints.baseFinishMade.remove(id) }
+        // Watched, so that its finish takes the announced path.
+        let observation = operation.observe(\.isFinished) { _, _ in }
+        queue.addOperation(operation)
+        #expect(paused.wait())
+        // The worker stands between the base finish and its announcement: isFinished reads
+        // true, and the engine is about to process it.
+        #expect(operation.isFinished)
+        #expect(operation.waitReasons == [.executing], "\(operation.waitReasons)")
+        #expect(!queue.waitDescription.contains("never announced"), "\(queue.waitDescription)")
+        resume.open()
+        operation.waitUntilFinished()
+        observation.invalidate()
+    }
+
+    @Test("a subclass that calls super.start() and reads isFinished true later without announcing it is named in waitDescription")
+    func finishedAfterBaseFinishWithoutAnnouncement() throws {
+        try #require(WorkerPausePoints.arePassed, "the engine passes its pause points in debug builds only")
+        /// The frameworks' pattern (`super.start()`, work begun in `main()`), with the
+        /// announcement of the subclass's own finish forgotten. Its work ends once `go` opens.
+        final class Forgetful: Operation, @unchecked Sendable {
+            private let done = Shared(false)
+            let go = BlockingSignal()
+            let finished = BlockingSignal()
+            override var isFinished: Bool { done() }
+            override func main() {
+                Thread.detachNewThread { [self] in
+                    _ = go.wait()
+                    done.update { $0 = true }
+                    finished.open()
+                }
+            }
+        }
+        let queue = OperationQueue()
+        let operation = Forgetful()
+        operation.name = "forgetful"
+        // Its work ends once the worker is done with its start (and with the base finish).
+        let id = WorkerPausePoints.betweenOperations.add { pausedQueue, _ in
+            if pausedQueue === queue { operation.go.open() }
+        }
+        defer { WorkerPausePoints.betweenOperations.remove(id) }
+        queue.addOperation(operation)
+        #expect(operation.finished.wait())
+        #expect(operation.waitReasons == [.finishedWithoutAnnouncement], "\(operation.waitReasons)")
+        #expect(queue.waitDescription.contains("\"forgetful\": isFinished reads true but was never announced"), "\(queue.waitDescription)")
+        operation.willChangeValue(forKey: "isFinished")
+        operation.didChangeValue(forKey: "isFinished")
+        operation.waitUntilFinished()
+    }
+
     /// Runs `wait` in a task; returns the task (to cancel) and a gate that opens when the
     /// task's body has returned.
     func awaitInBackground(_ wait: @escaping @Sendable () async -> Void) -> (Task<Void, Never>, BlockingSignal) {

@@ -14,31 +14,32 @@ struct TransitionTableTests {
     /// except to carry them along).
     static let samples: [Phase] = [
         .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing(byQueue: true),
-        .awaitingFinish(byQueue: true), .finishing(byQueue: true, .succeeded), .announcing(.succeeded),
+        .announcingBaseFinish(byQueue: true), .awaitingFinish(byQueue: true), .finishing(byQueue: true, .succeeded), .announcing(.succeeded),
         .finished(.succeeded),
     ]
 
     /// The legal moves; every pair not listed must be refused.
     static let legal: [Kind: [Event: Kind]] = [
-        .idle: [.enqueue: .waiting, .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing],
+        .idle: [.enqueue: .waiting, .start: .executing, .baseFinish: .announcingBaseFinish, .finish: .finishing],
         .waiting: [
-            .withdraw: .idle, .beginCheck: .checking, .start: .executing, .baseFinish: .awaitingFinish,
+            .withdraw: .idle, .beginCheck: .checking, .start: .executing, .baseFinish: .announcingBaseFinish,
             .finish: .finishing,
         ],
         .checking: [
             .withdraw: .idle, .confirmReady: .ready, .denyReady: .parked, .loseReadiness: .waiting,
-            .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing,
+            .start: .executing, .baseFinish: .announcingBaseFinish, .finish: .finishing,
         ],
         .parked: [
             .withdraw: .idle, .beginCheck: .checking, .loseReadiness: .waiting, .start: .executing,
-            .baseFinish: .awaitingFinish, .finish: .finishing,
+            .baseFinish: .announcingBaseFinish, .finish: .finishing,
         ],
         .ready: [
             .withdraw: .idle, .loseReadiness: .waiting, .claim: .dispatched, .start: .executing,
-            .baseFinish: .awaitingFinish, .finish: .finishing,
+            .baseFinish: .announcingBaseFinish, .finish: .finishing,
         ],
-        .dispatched: [.unclaim: .parked, .start: .executing, .baseFinish: .awaitingFinish, .finish: .finishing],
-        .executing: [.baseFinish: .awaitingFinish, .finish: .finishing],
+        .dispatched: [.unclaim: .parked, .start: .executing, .baseFinish: .announcingBaseFinish, .finish: .finishing],
+        .executing: [.baseFinish: .announcingBaseFinish, .finish: .finishing],
+        .announcingBaseFinish: [.baseFinishAnnounced: .awaitingFinish, .finish: .finishing],
         .awaitingFinish: [.finish: .finishing],
         .finishing: [.processed: .announcing],
         .announcing: [.complete: .finished],
@@ -69,10 +70,13 @@ struct TransitionTableTests {
             Issue.record(); return
         }
         #expect(finishedByQueue)
-        guard case .awaitingFinish(let awaitedByQueue)? = Phase.executing(byQueue: true).after(.baseFinish),
-            case .finishing(let finishedAfterAwaiting, _)? = Phase.awaitingFinish(byQueue: awaitedByQueue).after(.finish)
+        guard case .announcingBaseFinish(let announcedByQueue)? = Phase.executing(byQueue: true).after(.baseFinish),
+            case .awaitingFinish(let awaitedByQueue)? = Phase.announcingBaseFinish(byQueue: announcedByQueue).after(.baseFinishAnnounced),
+            case .finishing(let finishedAfterAwaiting, _)? = Phase.awaitingFinish(byQueue: awaitedByQueue).after(.finish),
+            case .finishing(let finishedWhileAnnouncing, _)? = Phase.announcingBaseFinish(byQueue: true).after(.finish)
         else { Issue.record(); return }
         #expect(finishedAfterAwaiting)
+        #expect(finishedWhileAnnouncing)
         guard case .announcing(let announced)? = Phase.finishing(byQueue: false, .cancelled).after(.processed),
             case .finished(let outcome)? = Phase.announcing(announced).after(.complete)
         else { Issue.record(); return }

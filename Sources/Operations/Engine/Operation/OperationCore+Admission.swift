@@ -14,7 +14,7 @@ extension OperationCore {
             if reportedExecuting { return .executing }
             return nil
         case .waiting, .checking, .parked, .ready, .dispatched: return .inAnotherQueue(nil)
-        case .executing, .awaitingFinish: return .executing
+        case .executing, .announcingBaseFinish, .awaitingFinish: return .executing
         case .finishing, .announcing, .finished: return .finished
         }
     }

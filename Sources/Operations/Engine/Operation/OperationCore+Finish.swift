@@ -12,7 +12,7 @@ extension OperationCore {
     /// before the lock for a start by hand; nil for a start by a queue worker.
     mutating func start(reportedReady: Bool?) -> StartAction {
         switch phase {
-        case .awaitingFinish, .finishing, .announcing, .finished:
+        case .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished:
             // The base state says finished: as on Darwin, starting again does nothing.
             return .ignore
         case .executing:
@@ -34,6 +34,14 @@ extension OperationCore {
     /// `main()`, or before a cancelled start).
     mutating func baseFinish() -> Bool {
         apply(.baseFinish)
+    }
+
+    /// The base finish was announced and the `isFinished` getter read false: the operation
+    /// awaits its subclass's own announcement. Nothing when the subclass's announcement
+    /// finished it meanwhile.
+    mutating func baseFinishAnnounced() {
+        guard case .announcingBaseFinish = phase else { return }
+        mustApply(.baseFinishAnnounced)
     }
 
     /// What a quiet finish leaves to do after the lock: free the slot in `queue` and leave it.

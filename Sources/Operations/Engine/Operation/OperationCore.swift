@@ -151,7 +151,7 @@ struct OperationCore {
         }
         switch state.phase {
         case .executing: flags |= VisibleFlags.executing
-        case .awaitingFinish: flags |= VisibleFlags.finished
+        case .announcingBaseFinish, .awaitingFinish: flags |= VisibleFlags.finished
         case .finishing, .announcing, .finished: flags |= VisibleFlags.finished | VisibleFlags.done
         default: break
         }

@@ -22,8 +22,13 @@ extension OperationCore {
         /// The base `start()` runs `main()` (or, for the library's own asynchronous
         /// operations, waits for the work `main()` started).
         case executing(byQueue: Bool)
+        /// The base `start()` is done and the base state says finished (a base `isFinished`
+        /// reads true); the thread that made it so has yet to announce it and let the
+        /// getter decide (`finish`, or `baseFinishAnnounced` when the getter reads false).
+        case announcingBaseFinish(byQueue: Bool)
         /// The base `start()` returned and the base state says finished, but the subclass
-        /// overrides `isFinished` and its getter did not read true yet: the operation keeps
+        /// overrides `isFinished` and its getter did not read true when the base finish was
+        /// announced: the operation keeps
         /// its queue, its slot and its dependents until it announces `isFinished` reading
         /// true (the frameworks' pattern: `super.start()`, asynchronous work begun in `main()`).
         case awaitingFinish(byQueue: Bool)
@@ -61,6 +66,9 @@ extension OperationCore {
             /// cancelled): the base state says finished. Whether the operation is finished is
             /// for its `isFinished` getter to say (`finish`).
             case baseFinish
+            /// The base finish was announced and the `isFinished` getter read false: the
+            /// subclass announces its own finish.
+            case baseFinishAnnounced
             /// It finished: the base `start()` returned, a cancelled start, or `isFinished`
             /// announced by a subclass.
             case finish
@@ -72,7 +80,8 @@ extension OperationCore {
 
         /// The phase without payloads, for tables and messages.
         enum Kind: CaseIterable {
-            case idle, waiting, checking, parked, ready, dispatched, executing, awaitingFinish, finishing, announcing, finished
+            case idle, waiting, checking, parked, ready, dispatched, executing, announcingBaseFinish, awaitingFinish, finishing,
+                announcing, finished
         }
 
         var kind: Kind {
@@ -84,6 +93,7 @@ extension OperationCore {
             case .ready: .ready
             case .dispatched: .dispatched
             case .executing: .executing
+            case .announcingBaseFinish: .announcingBaseFinish
             case .awaitingFinish: .awaitingFinish
             case .finishing: .finishing
             case .announcing: .announcing
@@ -106,7 +116,8 @@ extension OperationCore {
         /// | ready                                  | claim          | dispatched  |
         /// | dispatched                             | unclaim        | parked      |
         /// | idle … ready (by hand), dispatched     | start          | executing   |
-        /// | idle … executing                       | baseFinish     | awaitingFinish |
+        /// | idle … executing                       | baseFinish     | announcingBaseFinish |
+        /// | announcingBaseFinish                   | baseFinishAnnounced | awaitingFinish |
         /// | anything before finishing              | finish         | finishing   |
         /// | finishing                              | processed      | announcing  |
         /// | announcing                             | complete       | finished    |
@@ -118,53 +129,53 @@ extension OperationCore {
             case .enqueue:
                 switch self {
                 case .idle: .waiting
-                case .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                case .waiting, .checking, .parked, .ready, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing,
                     .announcing, .finished:
                     nil
                 }
             case .withdraw:
                 switch self {
                 case .waiting, .checking, .parked, .ready: .idle
-                case .idle, .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished: nil
+                case .idle, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished: nil
                 }
             case .beginCheck:
                 switch self {
                 case .waiting, .parked: .checking
-                case .idle, .checking, .ready, .dispatched, .executing, .awaitingFinish, .finishing, .announcing,
+                case .idle, .checking, .ready, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing, .announcing,
                     .finished:
                     nil
                 }
             case .confirmReady:
                 switch self {
                 case .checking: .ready
-                case .idle, .waiting, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                case .idle, .waiting, .parked, .ready, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing,
                     .announcing, .finished:
                     nil
                 }
             case .denyReady:
                 switch self {
                 case .checking: .parked
-                case .idle, .waiting, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                case .idle, .waiting, .parked, .ready, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing,
                     .announcing, .finished:
                     nil
                 }
             case .loseReadiness:
                 switch self {
                 case .checking, .parked, .ready: .waiting
-                case .idle, .waiting, .dispatched, .executing, .awaitingFinish, .finishing, .announcing, .finished:
+                case .idle, .waiting, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished:
                     nil
                 }
             case .claim:
                 switch self {
                 case .ready: .dispatched
-                case .idle, .waiting, .checking, .parked, .dispatched, .executing, .awaitingFinish, .finishing,
+                case .idle, .waiting, .checking, .parked, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish, .finishing,
                     .announcing, .finished:
                     nil
                 }
             case .unclaim:
                 switch self {
                 case .dispatched: .parked
-                case .idle, .waiting, .checking, .parked, .ready, .executing, .awaitingFinish, .finishing,
+                case .idle, .waiting, .checking, .parked, .ready, .executing, .announcingBaseFinish, .awaitingFinish, .finishing,
                     .announcing, .finished:
                     nil
                 }
@@ -172,19 +183,26 @@ extension OperationCore {
                 switch self {
                 case .dispatched: .executing(byQueue: true)
                 case .idle, .waiting, .checking, .parked, .ready: .executing(byQueue: false)
-                case .executing, .awaitingFinish, .finishing, .announcing, .finished: nil
+                case .executing, .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished: nil
                 }
             case .baseFinish:
                 switch self {
-                case .dispatched: .awaitingFinish(byQueue: true)
-                case .executing(let byQueue): .awaitingFinish(byQueue: byQueue)
-                case .idle, .waiting, .checking, .parked, .ready: .awaitingFinish(byQueue: false)
-                case .awaitingFinish, .finishing, .announcing, .finished: nil
+                case .dispatched: .announcingBaseFinish(byQueue: true)
+                case .executing(let byQueue): .announcingBaseFinish(byQueue: byQueue)
+                case .idle, .waiting, .checking, .parked, .ready: .announcingBaseFinish(byQueue: false)
+                case .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished: nil
+                }
+            case .baseFinishAnnounced:
+                switch self {
+                case .announcingBaseFinish(let byQueue): .awaitingFinish(byQueue: byQueue)
+                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish, .finishing,
+                    .announcing, .finished:
+                    nil
                 }
             case .finish:
                 switch self {
                 case .dispatched: .finishing(byQueue: true, .succeeded)
-                case .executing(let byQueue), .awaitingFinish(let byQueue):
+                case .executing(let byQueue), .announcingBaseFinish(let byQueue), .awaitingFinish(let byQueue):
                     .finishing(byQueue: byQueue, .succeeded)
                 case .idle, .waiting, .checking, .parked, .ready: .finishing(byQueue: false, .succeeded)
                 case .finishing, .announcing, .finished: nil
@@ -192,17 +210,26 @@ extension OperationCore {
             case .processed:
                 switch self {
                 case .finishing(_, let outcome): .announcing(outcome)
-                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish,
+                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish,
                     .announcing, .finished:
                     nil
                 }
             case .complete:
                 switch self {
                 case .announcing(let outcome): .finished(outcome)
-                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .awaitingFinish,
+                case .idle, .waiting, .checking, .parked, .ready, .dispatched, .executing, .announcingBaseFinish, .awaitingFinish,
                     .finishing, .finished:
                     nil
                 }
+            }
+        }
+
+        /// A phase in which an `isFinished` reading true was not announced: the engine has
+        /// not heard of a finish, and no announcement of the base finish is under way.
+        var isUnannouncedIfFinished: Bool {
+            switch self {
+            case .dispatched, .executing, .awaitingFinish: true
+            default: false
             }
         }
 
@@ -230,7 +257,7 @@ extension OperationCore {
             switch self {
             case .idle, .waiting, .checking, .parked, .ready, .finishing, .announcing, .finished: .waiting
             case .dispatched: .claimed
-            case .executing, .awaitingFinish: .started
+            case .executing, .announcingBaseFinish, .awaitingFinish: .started
             }
         }
 

@@ -23,16 +23,22 @@ extension Operation {
         if wasExecuting { _announceWillChange("isExecuting") }
         _announceWillChange("isFinished")
         let changed = _baseFinish()
+        #if DEBUG
+        if WorkerPausePoints.baseFinishMade.hasActions, let queue = WorkerContext.current?.queue {
+            WorkerPausePoints.baseFinishMade.pass(queue, self)
+        }
+        #endif
         if wasExecuting { _announceDidChange("isExecuting") }
         #if canImport(ObjectiveC)
         // Goes through `didChangeValue(forKey:)`, which processes the finish before KVO
         // tells the observers.
-        _ = changed
         _announceDidChange("isFinished")
         #else
         // Refused, the base finish only announces (and waits for a finish being processed).
         _processFinishThenAnnounce(.announce("isFinished"), mayFinish: changed)
         #endif
+        // The getter read false: the subclass announces its finish itself.
+        if changed, !_isFinishingFlag { _update { $0.baseFinishAnnounced() } }
     }
 
     /// Nobody can see this finish but its queue: a `BlockOperation` itself (whose `isFinished`

@@ -196,7 +196,7 @@ extension Operation {
     final func _unlessStarted(_ body: () -> Void) -> Bool {
         _update { state in
             switch state.phase {
-            case .executing, .awaitingFinish, .finishing, .announcing, .finished: return false
+            case .executing, .announcingBaseFinish, .awaitingFinish, .finishing, .announcing, .finished: return false
             default:
                 body()
                 return true

@@ -50,6 +50,9 @@ package enum WorkerPausePoints {
     /// An operation its worker runs found nobody watching its finish, and is about to
     /// finish quietly (`OperationCore.finishQuietly()`); the value is the operation.
     package static let quietFinishChosen = PausePoint<Operation>()
+    /// A worker set the base state of the operation it runs to finished (its `isFinished`
+    /// may read true) and is about to announce it; the value is the operation.
+    package static let baseFinishMade = PausePoint<Operation>()
 }
 
 /// One pause point: the actions tests added (tests run in parallel, each filtering for its
