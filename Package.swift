@@ -34,6 +34,10 @@ let package = Package(
         .library(name: "OperationsDurable", targets: ["OperationsDurable"]),
         .library(name: "OperationsPostgres", targets: ["OperationsPostgres"]),
         .library(name: "OperationsSQLite", targets: ["OperationsSQLite"]),
+        // A web page over durable queues and in-process queues, served from a process the
+        // user runs (a `Service`), and a command that serves it for a store.
+        .library(name: "OperationsDashboard", targets: ["OperationsDashboard"]),
+        .executable(name: "operations-dashboard", targets: ["OperationsDashboardTool"]),
     ],
     // A package that does not enable them neither fetches nor compiles the durable layer's
     // packages (postgres-nio and its graph, sqlite-nio, swift-service-lifecycle): a
@@ -43,6 +47,9 @@ let package = Package(
         .trait(name: "Durable", description: "OperationsDurable: durable queues, handles and workers (swift-service-lifecycle)."),
         .trait(name: "PostgreSQL", description: "OperationsPostgres: the PostgreSQL store (postgres-nio).", enabledTraits: ["Durable"]),
         .trait(name: "SQLite", description: "OperationsSQLite: the embedded SQLite store (sqlite-nio).", enabledTraits: ["Durable"]),
+        .trait(
+            name: "Dashboard", description: "OperationsDashboard and operations-dashboard: the web page (FlyingFox).",
+            enabledTraits: ["PostgreSQL", "SQLite"]),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -61,6 +68,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // For the SQLite store only: it bundles SQLite's amalgamation, so nothing is installed.
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
+        // For the dashboard only: a small HTTP and WebSocket server without further packages.
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // The Swift runtime's swift_tryRetain, called with the C calling convention it has.
@@ -109,6 +118,16 @@ let package = Package(
             ]),
         // The kinds of work the durable tests run (with a recorder of their events), and a
         // worker process that runs them.
+        .target(
+            name: "OperationsDashboard",
+            dependencies: [
+                "Operations", "OperationsDurable",
+                .product(name: "FlyingFox", package: "FlyingFox", condition: .when(traits: ["Dashboard"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Dashboard"])),
+            ]),
+        .executableTarget(
+            name: "OperationsDashboardTool",
+            dependencies: ["OperationsDashboard", "OperationsDurable", "OperationsPostgres", "OperationsSQLite"]),
         .target(name: "DurableTestKinds", dependencies: ["Operations", "OperationsDurable"], path: "Tests/DurableTestKinds"),
         .executableTarget(
             name: "DurableTestWorker",
@@ -183,6 +202,7 @@ let package = Package(
             dependencies: [
                 "Operations", "OperationsDurable", "OperationsPostgres", "OperationsSQLite", "DurableTestKinds", "DurableTestWorker",
                 "OperationsTestHelpers", "TestTraits", .product(name: "Logging", package: "swift-log"),
+                .target(name: "OperationsDashboard", condition: .when(traits: ["Dashboard"])),
                 .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ]),

@@ -1,0 +1,111 @@
+// The live feed: one set of reads per refresh interval, whatever the number of viewers.
+#if Dashboard
+import FlyingFox
+import Foundation
+
+/// Reads the overview at most once per refresh interval and pushes it to every viewer.
+///
+/// A viewer is a WebSocket (the page) or a request for `/api/overview`: both get the last
+/// overview while it is younger than the interval, and share one read when it is older. The
+/// refresh loop runs only while a WebSocket viewer is connected.
+actor DashboardFeed {
+    typealias Load = @Sendable (_ refresh: Int) async -> OverviewJSON
+
+    private let load: Load
+    private let interval: Duration
+    private let clock = ContinuousClock()
+    private var viewers: [UInt64: AsyncStream<WSMessage>.Continuation] = [:]
+    private var nextViewer: UInt64 = 0
+    private var loop: Task<Void, Never>?
+    private var inFlight: Task<OverviewJSON, Never>?
+    private var last: (overview: OverviewJSON, data: Data, at: ContinuousClock.Instant)?
+    /// The sets of reads made so far.
+    private(set) var refreshes = 0
+
+    init(interval: Duration, load: @escaping Load) {
+        self.interval = interval
+        self.load = load
+    }
+
+    var viewerCount: Int { viewers.count }
+
+    /// Whether the refresh loop runs (while a viewer is connected).
+    var isRefreshing: Bool { loop != nil }
+
+    /// The overview, read now unless the last one is younger than the interval.
+    func current() async -> (overview: OverviewJSON, data: Data) {
+        if let last, clock.now - last.at < interval { return (last.overview, last.data) }
+        return await refresh()
+    }
+
+    /// One set of reads, shared with any caller that asks while it runs.
+    private func refresh() async -> (overview: OverviewJSON, data: Data) {
+        if let inFlight {
+            let overview = await inFlight.value
+            return (overview, last?.data ?? DashboardCoding.encode(overview))
+        }
+        refreshes += 1
+        let task = Task { [load, refreshes] in await load(refreshes) }
+        inFlight = task
+        let overview = await task.value
+        inFlight = nil
+        let data = DashboardCoding.encode(overview)
+        last = (overview, data, clock.now)
+        return (overview, data)
+    }
+
+    /// A new viewer: the stream of overviews (JSON text) it is sent, starting with the
+    /// current one. Ends when the viewer goes (`remove`) or the feed stops.
+    func addViewer() -> (id: UInt64, messages: AsyncStream<WSMessage>) {
+        nextViewer += 1
+        let id = nextViewer
+        let (stream, continuation) = AsyncStream<WSMessage>.makeStream(bufferingPolicy: .bufferingNewest(2))
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.remove(id) }
+        }
+        viewers[id] = continuation
+        if let last { continuation.yield(.text(String(decoding: last.data, as: UTF8.self))) }
+        if loop == nil {
+            loop = Task { await self.run() }
+        }
+        return (id, stream)
+    }
+
+    func remove(_ id: UInt64) {
+        viewers.removeValue(forKey: id)?.finish()
+    }
+
+    /// Ends every viewer's stream and the loop.
+    func stop() {
+        loop?.cancel()
+        loop = nil
+        for continuation in viewers.values { continuation.finish() }
+        viewers.removeAll()
+    }
+
+    private func run() async {
+        while !viewers.isEmpty, !Task.isCancelled {
+            let (_, data) = await current()
+            let text = String(decoding: data, as: UTF8.self)
+            for continuation in viewers.values { continuation.yield(.text(text)) }
+            try? await Task.sleep(for: interval)
+        }
+        loop = nil
+    }
+}
+
+/// The WebSocket of one page: the feed's overviews out; what the page sends is ignored, and
+/// its end (or the connection's) removes the viewer.
+struct FeedSocket: WSMessageHandler {
+    let feed: DashboardFeed
+
+    func makeMessages(for client: AsyncStream<WSMessage>) async throws -> AsyncStream<WSMessage> {
+        let (id, messages) = await feed.addViewer()
+        Task { [feed] in
+            for await _ in client {}
+            await feed.remove(id)
+        }
+        return messages
+    }
+}
+#endif

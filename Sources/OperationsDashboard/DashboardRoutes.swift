@@ -1,0 +1,223 @@
+// The dashboard's HTTP routes: the page, the JSON it reads, the live feed, the actions.
+#if Dashboard
+import FlyingFox
+import Foundation
+import Operations
+import OperationsDurable
+
+/// Answers the routes for one dashboard. Every answer is JSON except the page; an error
+/// is `{"error": "…"}` with a status that says which kind: 400 (malformed), 401 (no or a
+/// wrong token), 403 (actions disabled), 404 (unknown), 503 (the store cannot be reached).
+struct DashboardRoutes: Sendable {
+    let store: (any DurableStoreInspection)?
+    let storeName: String?
+    let local: LocalQueues
+    let feed: DashboardFeed
+    let configuration: OperationsDashboard.Configuration
+
+    func install(on server: HTTPServer) async {
+        await server.appendRoute("GET /") { _ in
+            HTTPResponse(statusCode: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: Data(DashboardPage.html.utf8))
+        }
+        await server.appendRoute("GET /api/overview") { _ in
+            let (_, data) = await feed.current()
+            return json(data)
+        }
+        await server.appendRoute("GET /api/local") { _ in json(DashboardCoding.encode(local.json)) }
+        await server.appendRoute("GET /api/queues/:name") { request in try await queuePage(request) }
+        await server.appendRoute("GET /api/operations/:id") { request in try await operation(request) }
+        await server.appendRoute("GET /api/failures") { request in try await failures(request) }
+        await server.appendRoute("GET /api/workers") { _ in try await workers() }
+        await server.appendRoute("GET /api/search") { request in try await search(request) }
+        await server.appendRoute("GET /live", to: WebSocketHTTPHandler(handler: MessageFrameWSHandler(handler: FeedSocket(feed: feed))))
+        await server.appendRoute("POST /api/operations/:id/:action") { request in try await operationAction(request) }
+        await server.appendRoute("POST /api/queues/:name/:action") { request in try await queueAction(request) }
+        await server.appendRoute("GET /api/*") { _ in failure(.notFound, "no such route") }
+    }
+
+    // MARK: Reads
+
+    private func queuePage(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let store else { return noStore() }
+        let name = request.routeParameters["name"] ?? ""
+        let stateText = request.query["state"] ?? "ready"
+        guard let state = DurableState(rawValue: stateText) else {
+            return failure(.badRequest, "state must be one of waiting, ready, running, succeeded, failed, cancelled (not \"\(stateText)\")")
+        }
+        var after: DurableOperationID?
+        if let text = request.query["after"] {
+            guard let raw = Int64(text) else { return failure(.badRequest, "after must be an operation id (not \"\(text)\")") }
+            after = DurableOperationID(rawValue: raw)
+        }
+        let limit = configuration.pageSize
+        return await reading { [after] in
+            let page = try await store.operations(queue: name, state: state, after: after, limit: limit + 1)
+            let shown = Array(page.prefix(limit))
+            return OperationPageJSON(queue: name, state: state, operations: shown, next: page.count > limit ? shown.last?.id : nil)
+        }
+    }
+
+    private func operation(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let store else { return noStore() }
+        guard let id = operationID(request) else { return badID(request) }
+        let found = await readingValue { () async throws -> OperationJSON? in
+            guard let details = try await store.details(of: id, edgeLimit: 100) else { return nil }
+            let description = try await store.waitDescription(of: id) ?? ""
+            return OperationJSON(details, waitDescription: description)
+        }
+        switch found {
+        case .failure(let error): return unreachable(error)
+        case .success(nil): return failure(.notFound, "\(id) is not stored: never added, or pruned")
+        case .success(let operation?): return json(DashboardCoding.encode(operation))
+        }
+    }
+
+    private func failures(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let store else { return noStore() }
+        let queue = request.query["queue"].flatMap { $0.isEmpty ? nil : $0 }
+        return await reading {
+            try await store.failureGroups(queue: queue, window: configuration.finishedWindow, now: Date(), limit: 100)
+        }
+    }
+
+    private func workers() async throws -> HTTPResponse {
+        guard let store else { return noStore() }
+        return await reading { try await store.workers(window: configuration.finishedWindow, now: Date()) }
+    }
+
+    private func search(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let store else { return noStore() }
+        let text = (request.query["q"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return failure(.badRequest, "q is empty: search by an operation id, a kind or a key") }
+        return await reading { SearchJSON(query: text, operations: try await store.search(text, limit: 50)) }
+    }
+
+    // MARK: Actions
+
+    private func operationAction(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if let refused = authorize(request) { return refused }
+        guard let store else { return noStore() }
+        guard let id = operationID(request) else { return badID(request) }
+        switch request.routeParameters["action"] {
+        case "cancel":
+            return await reading {
+                try await store.cancel(id, reason: "cancelled from the dashboard")
+                return ActionJSON(done: "asked \(id) to cancel")
+            }
+        case "retry":
+            switch await readingValue({ try await store.retry(id) }) {
+            case .failure(let error): return unreachable(error)
+            case .success(true): return json(DashboardCoding.encode(ActionJSON(done: "\(id) runs again")))
+            case .success(false): return failure(.conflict, "\(id) cannot be retried: only a failed or cancelled operation can")
+            }
+        default:
+            return failure(.notFound, "no such action: use cancel or retry")
+        }
+    }
+
+    private func queueAction(_ request: HTTPRequest) async throws -> HTTPResponse {
+        if let refused = authorize(request) { return refused }
+        guard let store else { return noStore() }
+        let name = request.routeParameters["name"] ?? ""
+        switch request.routeParameters["action"] {
+        case "suspend":
+            return await reading {
+                try await store.setSuspended(true, queue: name)
+                return ActionJSON(done: "queue \"\(name)\" suspended")
+            }
+        case "resume":
+            return await reading {
+                try await store.setSuspended(false, queue: name)
+                return ActionJSON(done: "queue \"\(name)\" resumed")
+            }
+        case "limit":
+            let text = request.query["value"] ?? ""
+            let limit: Int?
+            if text == "none" {
+                limit = nil
+            } else {
+                guard let value = Int(text), value > 0 else {
+                    return failure(.badRequest, "value must be a positive number, or none for no limit (not \"\(text)\")")
+                }
+                limit = value
+            }
+            return await reading {
+                try await store.setMaxConcurrentOperationCount(limit, queue: name)
+                return ActionJSON(done: "queue \"\(name)\" limit \(limit.map(String.init) ?? "none")")
+            }
+        default:
+            return failure(.notFound, "no such action: use suspend, resume or limit")
+        }
+    }
+
+    /// Nil when the request may act; else the refusal.
+    private func authorize(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let token = configuration.actionToken else {
+            return failure(.forbidden, "actions are disabled: start the dashboard with an action token to enable them")
+        }
+        let given = request.headers[HTTPHeader("Authorization")] ?? ""
+        guard constantTimeEqual(given, "Bearer " + token) else {
+            return failure(.unauthorized, "this action needs the dashboard's token (Authorization: Bearer …)")
+        }
+        return nil
+    }
+
+    // MARK: Answers
+
+    private func operationID(_ request: HTTPRequest) -> DurableOperationID? {
+        Int64(request.routeParameters["id"] ?? "").map(DurableOperationID.init(rawValue:))
+    }
+
+    private func badID(_ request: HTTPRequest) -> HTTPResponse {
+        failure(.badRequest, "\"\(request.routeParameters["id"] ?? "")\" is not an operation id (a number)")
+    }
+
+    /// Runs `read` against the store: its value as JSON, or 503 saying why the store
+    /// cannot be reached.
+    private func reading<Value: Encodable & Sendable>(_ read: @escaping @Sendable () async throws -> Value) async -> HTTPResponse {
+        do {
+            return json(DashboardCoding.encode(try await withReadDeadline(configuration.readDeadline, "a dashboard read", read)))
+        } catch {
+            return unreachable(error)
+        }
+    }
+
+    /// Runs `read`, keeping its error.
+    private func readingValue<Value: Sendable>(_ read: @escaping @Sendable () async throws -> Value) async -> Result<Value, any Error> {
+        do {
+            return .success(try await withReadDeadline(configuration.readDeadline, "a dashboard read", read))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func unreachable(_ error: any Error) -> HTTPResponse {
+        failure(.serviceUnavailable, "the store cannot be reached: \(error)")
+    }
+
+    private func noStore() -> HTTPResponse {
+        failure(.notFound, "this dashboard serves in-process queues only: it has no store")
+    }
+}
+
+func json(_ data: Data, status: HTTPStatusCode = .ok) -> HTTPResponse {
+    HTTPResponse(statusCode: status, headers: [.contentType: "application/json", HTTPHeader("Cache-Control"): "no-store"], body: data)
+}
+
+func failure(_ status: HTTPStatusCode, _ message: String) -> HTTPResponse {
+    json(DashboardCoding.encode(ErrorJSON(error: message)), status: status)
+}
+
+/// Compares without stopping at the first difference, so that the time taken does not
+/// tell how much of a guessed token was right.
+func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8), y = Array(b.utf8)
+    var difference = x.count ^ y.count
+    for index in 0..<max(x.count, y.count) {
+        let left = index < x.count ? x[index] : 0
+        let right = index < y.count ? y[index] : 0
+        difference |= Int(left ^ right)
+    }
+    return difference == 0
+}
+#endif

@@ -1,0 +1,139 @@
+// The in-process queues a dashboard shows: their recent operations, from the events the
+// queues already publish, and the stall reports that name them.
+#if Dashboard
+import Dispatch
+@_spi(Engine) import Operations
+
+/// The queues one dashboard watches, each with its recent timeline.
+final class LocalQueues: Sendable {
+    /// One watched queue.
+    private final class Watched: Sendable {
+        let queue: OperationQueue
+        let subscription: OperationEventSubscription
+        let timeline: TimelineBox
+
+        init(queue: OperationQueue, subscription: OperationEventSubscription, timeline: TimelineBox) {
+            self.queue = queue
+            self.subscription = subscription
+            self.timeline = timeline
+        }
+    }
+
+    /// A queue's timeline, shared by its event handler and the readers.
+    private final class TimelineBox: Sendable {
+        let state: Locked<Timeline>
+
+        init(_ timeline: Timeline) {
+            state = Locked(timeline)
+        }
+    }
+
+    /// The last operations of a queue, by identity, oldest first; at most `capacity`.
+    struct Timeline: Sendable {
+        let origin: UInt64
+        let capacity: Int
+        var order: [ObjectIdentifier] = []
+        var entries: [ObjectIdentifier: TimelineEntryJSON] = [:]
+
+        mutating func apply(_ event: OperationEvent) {
+            let id = ObjectIdentifier(event.operation)
+            let seconds = Double(event.time &- origin) / 1e9
+            switch event.kind {
+            case .enqueued:
+                if entries[id] == nil {
+                    order.append(id)
+                    if order.count > capacity { entries[order.removeFirst()] = nil }
+                }
+                entries[id] = TimelineEntryJSON(
+                    name: event.operation.name ?? "\(type(of: event.operation))", enqueued: seconds, started: nil,
+                    finished: nil, slot: nil, cancelled: false)
+            case .started:
+                entries[id]?.started = seconds
+                entries[id]?.slot = event.slot
+            case .cancelled:
+                entries[id]?.cancelled = true
+            case .finished(let wasCancelled):
+                entries[id]?.finished = seconds
+                if wasCancelled { entries[id]?.cancelled = true }
+            }
+        }
+
+        var json: [TimelineEntryJSON] { order.compactMap { entries[$0] } }
+    }
+
+    private let watched = Locked<[Watched]>([])
+    private let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// Starts watching `queue` (again: nothing new).
+    func watch(_ queue: OperationQueue) {
+        StallLog.shared.install()
+        let already = watched.withLock { list in list.contains { $0.queue === queue } }
+        guard !already else { return }
+        let timeline = TimelineBox(Timeline(origin: DispatchTime.now().uptimeNanoseconds, capacity: capacity))
+        let subscription = queue.addEventHandler { event in
+            timeline.state.withLock { $0.apply(event) }
+        }
+        let entry = Watched(queue: queue, subscription: subscription, timeline: timeline)
+        watched.withLock { $0.append(entry) }
+    }
+
+    /// Stops watching every queue.
+    func stopAll() {
+        let all = watched.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+        for entry in all { entry.subscription.cancel() }
+    }
+
+    var json: [LocalQueueJSON] {
+        let all = watched.withLock { $0 }
+        let stalls = StallLog.shared.messages
+        return all.map { entry in
+            let queue = entry.queue
+            let name = queue.name ?? "queue"
+            return LocalQueueJSON(
+                name: name, limit: queue.maxConcurrentOperationCount, suspended: queue.isSuspended,
+                operationCount: queue.operationCount,
+                waitDescription: queue.waitDescription.split(separator: "\n").map(String.init),
+                timeline: entry.timeline.state.withLock { $0.json },
+                stalls: stalls.filter { $0.contains("\"\(name)\"") })
+        }
+    }
+}
+
+/// The stall reports of this process, newest last: the dashboard chains itself to the
+/// diagnostics handler once (the handler installed before it is still called).
+final class StallLog: Sendable {
+    static let shared = StallLog()
+
+    private let state = Locked<(installed: Bool, messages: [String])>((false, []))
+    private let keep = 50
+
+    func install() {
+        let first = state.withLock { state in
+            defer { state.installed = true }
+            return !state.installed
+        }
+        guard first else { return }
+        let previous = OperationDiagnostic.handler
+        OperationDiagnostic.handler = { [self] diagnostic in
+            if diagnostic.kind == .stall { record(diagnostic.message) }
+            previous(diagnostic)
+        }
+    }
+
+    private func record(_ message: String) {
+        state.withLock { state in
+            state.messages.append(message)
+            if state.messages.count > keep { state.messages.removeFirst(state.messages.count - keep) }
+        }
+    }
+
+    var messages: [String] { state.withLock { $0.messages } }
+}
+#endif

@@ -1,0 +1,96 @@
+// operations-dashboard: serves the dashboard for one store, given on the command line.
+#if Dashboard
+import Foundation
+import OperationsDashboard
+import OperationsDurable
+import OperationsPostgres
+import OperationsSQLite
+
+let usage = """
+    usage: operations-dashboard (--sqlite PATH | --postgres URL) [--host 127.0.0.1] [--port 8080]
+                                [--refresh SECONDS] [--window MINUTES]
+    Actions (cancel, retry, suspend, resume, limit) are enabled by setting the environment
+    variable OPERATIONS_DASHBOARD_TOKEN; requests must then carry "Authorization: Bearer <token>".
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("operations-dashboard: \(message)\n\(usage)\n".utf8))
+    exit(2)
+}
+
+var options: [String: String] = [:]
+var arguments = CommandLine.arguments.dropFirst()
+while let flag = arguments.popFirst() {
+    guard ["--sqlite", "--postgres", "--host", "--port", "--refresh", "--window"].contains(flag) else {
+        if flag == "--help" || flag == "-h" {
+            print(usage)
+            exit(0)
+        }
+        fail("unknown option \(flag)")
+    }
+    guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+    options[flag] = value
+}
+
+var configuration = OperationsDashboard.Configuration()
+if let host = options["--host"] { configuration.host = host }
+if let text = options["--port"] {
+    guard let port = Int(text), (0...65535).contains(port) else { fail("--port must be a port number, not \(text)") }
+    configuration.port = port
+}
+if let text = options["--refresh"] {
+    guard let seconds = Double(text), seconds > 0 else { fail("--refresh must be a positive number of seconds, not \(text)") }
+    configuration.refreshInterval = .milliseconds(Int(seconds * 1000))
+}
+if let text = options["--window"] {
+    guard let minutes = Int(text), minutes > 0 else { fail("--window must be a positive number of minutes, not \(text)") }
+    configuration.finishedWindow = .seconds(minutes * 60)
+}
+if let token = ProcessInfo.processInfo.environment["OPERATIONS_DASHBOARD_TOKEN"], !token.isEmpty {
+    configuration.actionToken = token
+}
+
+let opened: any DurableOperationStore
+let storeName: String
+let shutdown: @Sendable () async -> Void
+switch (options["--sqlite"], options["--postgres"]) {
+case (let path?, nil):
+    let sqlite = SQLiteOperationStore(path: path)
+    opened = sqlite
+    storeName = "SQLite \(path)"
+    shutdown = { await sqlite.shutdown() }
+case (nil, let url?):
+    let postgres: PostgresOperationStore
+    do { postgres = PostgresOperationStore(configuration: try .init(url: url)) } catch { fail("\(error)") }
+    opened = postgres
+    storeName = "PostgreSQL \(URL(string: url)?.host ?? "")\(URL(string: url)?.path ?? "")"
+    shutdown = { await postgres.shutdown() }
+default:
+    fail("give one store: --sqlite PATH or --postgres URL")
+}
+guard let store = opened as? any DurableStoreInspection else { fail("\(storeName) cannot be inspected") }
+
+do {
+    try await store.migrate()
+} catch {
+    FileHandle.standardError.write(Data("operations-dashboard: the store cannot be reached yet (\(error)); the page will say so\n".utf8))
+}
+let dashboard = OperationsDashboard(store: store, storeName: storeName, configuration: configuration)
+let url: URL
+do { url = try await dashboard.start() } catch { fail("\(error)") }
+print("operations-dashboard: serving \(storeName) at \(url)\(configuration.actionToken == nil ? " (read-only)" : " (actions enabled)")")
+let stop = AsyncStream<Void>.makeStream()
+let signals = [SIGINT, SIGTERM].map { number in
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number)
+    source.setEventHandler { stop.continuation.finish() }
+    source.resume()
+    return source
+}
+for await _ in stop.stream {}
+await dashboard.stop()
+await shutdown()
+withExtendedLifetime(signals) {}
+#else
+print("operations-dashboard is built with the Dashboard trait: swift run --traits Dashboard operations-dashboard …")
+#endif

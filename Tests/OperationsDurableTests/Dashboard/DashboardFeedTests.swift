@@ -1,0 +1,98 @@
+// The live feed: one set of reads per refresh, whatever the number of viewers.
+#if Dashboard
+
+import FlyingFox
+import Foundation
+@testable import OperationsDashboard
+import OperationsTestHelpers
+import Testing
+
+@Suite("Dashboard: the live feed")
+struct DashboardFeedTests {
+    /// Hands out refreshes one at a time: a read waits until the test allows it.
+    actor Permits {
+        private var granted = 0
+        private var taken = 0
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func grant() {
+            granted += 1
+            if !waiting.isEmpty { waiting.removeFirst().resume() }
+        }
+
+        func take() async {
+            taken += 1
+            if taken > granted { await withCheckedContinuation { waiting.append($0) } }
+        }
+
+        var reads: Int { taken }
+    }
+
+    /// The refresh number of a pushed overview.
+    func refresh(of message: WSMessage) throws -> Int {
+        guard case .text(let text) = message else { throw Failure("not text: \(message)") }
+        return try DashboardCoding.decoder().decode(OverviewJSON.self, from: Data(text.utf8)).refresh
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test("five viewers are sent the same overviews, read once per refresh for all of them")
+    func sharedReads() async throws {
+        let permits = Permits()
+        let feed = DashboardFeed(interval: .milliseconds(1)) { refresh in
+            await permits.take()
+            return OverviewJSON(refresh: refresh, generatedAt: Date(), store: nil, local: [])
+        }
+        var viewers: [AsyncStream<WSMessage>.AsyncIterator] = []
+        for _ in 0..<5 { viewers.append(await feed.addViewer().messages.makeAsyncIterator()) }
+        for expected in 1...3 {
+            await permits.grant()
+            for index in viewers.indices {
+                // A viewer may still hold the previous overview (sent when it joined).
+                var seen = try refresh(of: try #require(await viewers[index].next()))
+                if seen < expected { seen = try refresh(of: try #require(await viewers[index].next())) }
+                #expect(seen == expected, "viewer \(index)")
+            }
+            // One read per refresh: the next one may have begun, waiting for its permit.
+            let refreshes = await feed.refreshes
+            let reads = await permits.reads
+            #expect(refreshes == reads)
+            #expect(refreshes == expected || refreshes == expected + 1)
+        }
+        // Readers asking meanwhile (the JSON route) share the reads too.
+        async let a = feed.current()
+        async let b = feed.current()
+        await permits.grant()
+        await permits.grant()
+        let (first, second) = await (a, b)
+        #expect(first.overview.refresh <= 5 && second.overview.refresh <= 5)
+        let refreshes = await feed.refreshes
+        #expect(refreshes <= 5)
+        await feed.stop()
+    }
+
+    @Test("a viewer that goes away mid-stream is removed, and the reads stop with the last one")
+    func viewerLeaves() async throws {
+        let feed = DashboardFeed(interval: .milliseconds(5)) { refresh in
+            OverviewJSON(refresh: refresh, generatedAt: Date(), store: nil, local: [])
+        }
+        let staying = await feed.addViewer()
+        let leaving = await feed.addViewer()
+        var iterator = leaving.messages.makeAsyncIterator()
+        _ = await iterator.next()
+        #expect(await feed.viewerCount == 2)
+        // The socket closed: its stream ends and takes the viewer with it.
+        await feed.remove(leaving.id)
+        #expect(await feed.viewerCount == 1)
+        await feed.remove(staying.id)
+        #expect(await feed.viewerCount == 0)
+        let settled = await feed.refreshes
+        try await pollUntil(10, "the refresh loop to end") { await feed.isRefreshing == false }
+        let after = await feed.refreshes
+        #expect(after <= settled + 1)
+    }
+}
+#endif
