@@ -163,12 +163,7 @@ struct DurableBatchesAndWaitsTests {
             _ = try await queue.add(Echo.self, input: 5, dependencies: [ready])
             let cancelled = try await queue.add(Echo.self, input: 6)
             try await cancelled.cancel()
-            var expected = DurableOperationCounts()
-            expected.succeeded = 3
-            expected.failed = 1
-            expected.ready = 1
-            expected.waiting = 1
-            expected.cancelled = 1
+            let expected = DurableOperationCounts.counting([\.waiting: 1, \.ready: 1, \.succeeded: 3, \.failed: 1, \.cancelled: 1])
             #expect(try await queue.operationCounts == expected)
             #expect(try await queue.operationCount == 2)
             #expect(try await other.operationCount == 1)

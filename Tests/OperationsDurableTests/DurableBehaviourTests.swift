@@ -456,11 +456,9 @@ struct DurableBehaviourTests {
         arguments: StoreKind.all)
     func vanishedWorkerIsRescuedAndItsLateFinishIgnored(_ kind: StoreKind) async throws {
         try await withDefaultQueue(kind) { queue, store in
-            let handle = try await queue.add(Work.self, input: 0, retry: DurableRetry(.immediate, maximumAttempts: 3))
             // A worker that claims and then dies (between the claim and the finish) with a short lease.
-            try await claimAlone(handle, on: store, as: "vanished", lease: .milliseconds(200))
-            try await pollUntil(30, "the lease expired and was rescued") { try await store.rescueExpiredLeases() == 1 }
-            #expect(try await handle.state == .ready)
+            let handle = try await addClaimedUntilRescued(
+                Work.self, input: 0, to: queue, on: store, as: "vanished", lease: .milliseconds(200))
             // The vanished worker's finish arrives late: the attempt is no longer its to end.
             try await store.complete(
                 [DurableCompletion(id: handle.id, attempt: 1, result: .succeeded(output: "1"))], worker: "vanished")
@@ -479,17 +477,15 @@ struct DurableBehaviourTests {
         arguments: StoreKind.all)
     func heartbeatRenewsOnlyWhatRuns(_ kind: StoreKind) async throws {
         try await withDefaultQueue(kind) { queue, store in
-            let handle = try await queue.add(Echo.self, input: 7, retry: DurableRetry(.immediate, maximumAttempts: 3))
             // Claimed by "w", which then runs nothing (as if the claim's answer were lost) and
             // keeps heartbeating.
-            try await claimAlone(handle, on: store, as: "w", lease: .milliseconds(300))
-            try await pollUntil(30, "the unrun claim's lease expired and was rescued") {
+            let handle = try await addClaimedUntilRescued(
+                Echo.self, input: 7, to: queue, on: store, as: "w", lease: .milliseconds(300)
+            ) {
                 let heartbeat = try await store.heartbeat(
                     worker: "w", queues: ["default"], kinds: [Echo.kind], holding: [], lease: .milliseconds(300))
                 #expect(heartbeat.held.isEmpty)
-                return try await store.rescueExpiredLeases() == 1
             }
-            #expect(try await handle.state == .ready)
             let value = try await valueRunningAWorker(of: handle, on: store, "the rescued operation")
             #expect(value == 7)
         }
@@ -515,6 +511,24 @@ private func claimAlone<K: DurableOperation>(
 ) async throws {
     let claims = try await store.claim(queue: "default", kinds: [K.kind], worker: worker, limit: 1, lease: lease)
     #expect(claims.map(\.id) == [handle.id], sourceLocation: sourceLocation)
+}
+
+/// Adds an operation of kind `K` with three immediate attempts, has `worker` claim it with
+/// `lease` and run nothing, and waits until the lease has expired and the store's rescue
+/// made the operation ready again; `whileWaiting` runs before each look.
+private func addClaimedUntilRescued<K: DurableOperation>(
+    _ kind: K.Type, input: K.Input, to queue: DurableQueue, on store: any DurableOperationStore, as worker: String,
+    lease: Duration, whileWaiting: @Sendable () async throws -> Void = {},
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> DurableHandle<K> {
+    let handle = try await queue.add(K.self, input: input, retry: DurableRetry(.immediate, maximumAttempts: 3))
+    try await claimAlone(handle, on: store, as: worker, lease: lease, sourceLocation: sourceLocation)
+    try await pollUntil(30, "the claim's lease expired and was rescued") {
+        try await whileWaiting()
+        return try await store.rescueExpiredLeases() == 1
+    }
+    #expect(try await handle.state == .ready, sourceLocation: sourceLocation)
+    return handle
 }
 
 /// Runs until stopped on its first attempt; fails on every later one.

@@ -14,7 +14,7 @@ import Testing
 struct DurableEventTests {
     @Test("a run reports enqueued, started, retried, cancelled and finished in order", arguments: StoreKind.all)
     func eventsOfARun(_ kind: StoreKind) async throws {
-        try await withDefaultQueue(kind) { queue, store in
+        try await withRecordedWorker(kind) { queue, worker, workerEvents in
             let queueEvents = DurableEventRecorder()
             let queueSubscription = queue.addEventHandler(queueEvents.record)
             let echo = try await queue.add(Echo.self, input: 1)
@@ -22,10 +22,6 @@ struct DurableEventTests {
                 Flaky.self, input: 2, dependencies: [echo], retry: DurableRetry(.immediate, maximumAttempts: 3))
             let hold = try await queue.add(Hold.self, input: 99, retry: .never)
 
-            let worker = DurableWorker(
-                store: store, queues: ["default"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "events"))
-            let workerEvents = DurableEventRecorder()
-            let workerSubscription = worker.addEventHandler(workerEvents.record)
             try await withRunningWorker(worker) {
                 try await workerEvents.wait("the hold's start") { events in
                     events.contains { $0.operation == hold.id && $0.kind == .started }
@@ -36,7 +32,6 @@ struct DurableEventTests {
                 }
             }
             queueSubscription.cancel()
-            workerSubscription.cancel()
 
             // The queue: what was added and cancelled through it, numbered from 0.
             let added = queueEvents.events
@@ -72,16 +67,11 @@ struct DurableEventTests {
 
     @Test("a failure without attempts left finishes as failed", arguments: StoreKind.all)
     func finalFailure(_ kind: StoreKind) async throws {
-        try await withDefaultQueue(kind) { queue, store in
+        try await withRecordedWorker(kind) { queue, worker, recorder in
             let failing = try await queue.add(Flaky.self, input: 5, retry: DurableRetry(.immediate, maximumAttempts: 2))
-            let worker = DurableWorker(
-                store: store, queues: ["default"], kinds: allTestKinds, configuration: longLeaseConfiguration(name: "events"))
-            let recorder = DurableEventRecorder()
-            let subscription = worker.addEventHandler(recorder.record)
             try await withRunningWorker(worker) {
                 try await recorder.wait("the failure") { events in events.contains { $0.finishes(failing.id) } }
             }
-            subscription.cancel()
             #expect(recorder.events.map(\.kind) == [.started, .retried, .started, .finished(.failed("flaky attempt 2 failed"))])
             #expect(recorder.events.last?.error == "flaky attempt 2 failed")
         }
@@ -117,23 +107,35 @@ struct DurableEventTests {
 
     @Test("an attempt the worker gives back when it stops is reported as retried, saying why", arguments: StoreKind.all)
     func givenBack(_ kind: StoreKind) async throws {
-        try await withDefaultQueue(kind) { queue, store in
+        // No time for running bodies: stopping gives the attempt back at once.
+        var configuration = longLeaseConfiguration(name: "stopping")
+        configuration.shutdownDeadline = .zero
+        try await withRecordedWorker(kind, configuration: configuration) { queue, worker, recorder in
             let hold = try await queue.add(Hold.self, input: 99, retry: .never)
-            // No time for running bodies: stopping gives the attempt back at once.
-            var configuration = longLeaseConfiguration(name: "stopping")
-            configuration.shutdownDeadline = .zero
-            let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds, configuration: configuration)
-            let recorder = DurableEventRecorder()
-            let subscription = worker.addEventHandler(recorder.record)
             try await withRunningWorker(worker) {
                 try await recorder.wait("the hold's start") { events in events.contains { $0.kind == .started } }
             }
             try await recorder.wait("the hold's end") { events in events.count == 2 }
-            subscription.cancel()
             #expect(recorder.events.map(\.kind) == [.started, .retried])
             #expect(recorder.events.last?.error == "worker \(worker.id) stopped before the body finished")
             #expect(recorder.events.last?.attempt == 1)
             #expect(try await hold.state == .ready)
+        }
+    }
+
+    /// Runs the body with a fresh store of `kind`, its queue "default", and a worker of that
+    /// queue (every test kind, `configuration`) whose events the recorder records until the
+    /// body has returned.
+    private func withRecordedWorker(
+        _ kind: StoreKind, configuration: DurableWorker.Configuration = longLeaseConfiguration(name: "events"),
+        _ body: (DurableQueue, DurableWorker, DurableEventRecorder) async throws -> Void
+    ) async throws {
+        try await withDefaultQueue(kind) { queue, store in
+            let worker = DurableWorker(store: store, queues: ["default"], kinds: allTestKinds, configuration: configuration)
+            let recorder = DurableEventRecorder()
+            let subscription = worker.addEventHandler(recorder.record)
+            defer { subscription.cancel() }
+            try await body(queue, worker, recorder)
         }
     }
 

@@ -55,15 +55,10 @@ struct WorkerAttemptTrackingTests {
         try await withStore(kind) { store in
             _ = try await DurableQueue(name: "default", store: store).add(RunsUntilStopped.self, input: 0)
             // Every heartbeat after the one that registers the worker waits for a gate that opens
-            // only when the test ends: as a pool waiting for a database that went away, it
-            // answers neither the call nor its cancellation.
+            // only when the test ends.
             let unanswered = TestGate()
-            let heartbeats = Shared(0)
             var hooks = InterceptingStore.Hooks()
-            hooks.beforeHeartbeat = {
-                let number = heartbeats.update { $0 += 1; return $0 }
-                if number > 1 { await unanswered.waitIgnoringCancellation() }
-            }
+            hooks.holdHeartbeatsAfterTheFirst(until: unanswered)
             let body = RunsUntilStopped()
             var configuration = testWorkerConfiguration()
             configuration.lease = .seconds(2)

@@ -13,11 +13,7 @@ import Testing
 struct WorkerConversationTests {
     @Test("a worker whose ends claim the next operations never runs more attempts at once than its concurrency", arguments: StoreKind.all)
     func endsThatClaimKeepTheConcurrency(_ kind: StoreKind) async throws {
-        try await withDefaultQueue(kind) { queue, store in
-            let handles = try await queue.addOperations(Work.self, inputs: Array(repeating: 2, count: 120))
-            try await withWorkers(store: store, concurrency: 3) { _ async throws in
-                try await within(60, "the operations") { try await queue.waitUntilFinished(handles) }
-            }
+        try await withWorkRunOnThreeSlots(kind, count: 120, milliseconds: 2) { handles, _ in
             var attempts: [DurableAttempt] = []
             for handle in handles {
                 #expect(try await handle.outcome == .succeeded)
@@ -31,16 +27,8 @@ struct WorkerConversationTests {
 
     @Test("the ends of a batch of attempts claim the next operations in the same call", arguments: StoreKind.all)
     func endsClaimTheNextOperations(_ kind: StoreKind) async throws {
-        try await withStore(kind) { base in
-            let store = InterceptingStore(base, hooks: .init())
-            let queue = DurableQueue(name: "default", store: base)
-            try await queue.setSuspended(true)
-            let count = 120
-            let handles = try await queue.addOperations(Work.self, inputs: Array(repeating: 1, count: count))
-            try await withWorkers(store: store, concurrency: 3) { _ async throws in
-                try await queue.setSuspended(false)
-                try await within(60, "the operations") { try await queue.waitUntilFinished(handles) }
-            }
+        let count = 120
+        try await withWorkRunOnThreeSlots(kind, count: count, milliseconds: 1) { _, store in
             let (alone, withEnds) = (store.calls.claimedAlone.load(ordering: .relaxed), store.calls.claimedWithEnds.load(ordering: .relaxed))
             #expect(alone + withEnds == count)
             // Only the first slots, and slots a batch of ends could not fill, are claimed alone.
@@ -98,6 +86,27 @@ struct WorkerConversationTests {
                 return late
             }
             #expect(try await late.outcome == .succeeded)
+        }
+    }
+
+    /// Adds `count` operations of `Work` (`milliseconds` each) to the suspended queue
+    /// "default" of a fresh store of `kind`, then runs a worker with a concurrency of 3 from
+    /// the queue's resumption until every operation has finished. The worker talks to the
+    /// store through an `InterceptingStore` without hooks, which counts its calls; the body
+    /// reads the handles and that store.
+    private func withWorkRunOnThreeSlots(
+        _ kind: StoreKind, count: Int, milliseconds: Int,
+        _ body: ([DurableHandle<Work>], InterceptingStore) async throws -> Void
+    ) async throws {
+        try await withDefaultQueue(kind) { queue, base in
+            let store = InterceptingStore(base, hooks: .init())
+            try await queue.setSuspended(true)
+            let handles = try await queue.addOperations(Work.self, inputs: Array(repeating: milliseconds, count: count))
+            try await withWorkers(store: store, concurrency: 3) { _ async throws in
+                try await queue.setSuspended(false)
+                try await within(60, "the operations") { try await queue.waitUntilFinished(handles) }
+            }
+            try await body(handles, store)
         }
     }
 }

@@ -17,7 +17,6 @@ struct WorkerShutdownTests {
         // The claim is recorded, and its answer never reaches the worker (it gives up on the
         // call). Heartbeats after the one that registers the worker get no answer either, so
         // that no heartbeat finds the claim held without running and gives it back first.
-        let heartbeats = Shared(0)
         let record = try await stopAndExpectGivenBack(
             kind, input: 5, configuration: testWorkerConfiguration(), "the claim to be recorded",
             holding: { handle, claimed, unanswered in
@@ -27,10 +26,7 @@ struct WorkerShutdownTests {
                     claimed.open()
                     await unanswered.waitIgnoringCancellation()
                 }
-                hooks.beforeHeartbeat = {
-                    let number = heartbeats.update { $0 += 1; return $0 }
-                    if number > 1 { await unanswered.waitIgnoringCancellation() }
-                }
+                hooks.holdHeartbeatsAfterTheFirst(until: unanswered)
                 return hooks
             },
             whileHeld: { handle in

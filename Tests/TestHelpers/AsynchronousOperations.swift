@@ -53,6 +53,40 @@ open class TutorialAsyncOperation: Operation, @unchecked Sendable {
     public func finish() { state = .finished }
 }
 
+/// An operation with a state of its own, as the frameworks built on Operation keep theirs
+/// (PSOperations and the "Advanced NSOperations" sample): every change of `state` is
+/// announced only through the `"state"` key, and the keys a subclass lists in
+/// `keysDependingOnState` are declared dependent on it through
+/// `keyPathsForValuesAffectingValue(forKey:)`. (The frameworks' unsynchronized state is kept
+/// behind a lock here so that the suite stays Thread Sanitizer clean.)
+/// - Note: `@unchecked Sendable`: `_state` is read and written only under `lock`.
+open class OwnStateOperation<State: Sendable>: Operation, @unchecked Sendable {
+    private let lock = NSLock()
+    private var _state: State
+
+    public init(state: State) {
+        _state = state
+        super.init()
+    }
+
+    public final var state: State {
+        get { lock.withLock { _state } }
+        set {
+            willChangeValue(forKey: "state")
+            lock.withLock { _state = newValue }
+            didChangeValue(forKey: "state")
+        }
+    }
+
+    /// The keys whose values depend on `"state"`.
+    open class var keysDependingOnState: Set<String> { [] }
+
+    open override class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> {
+        if keysDependingOnState.contains(key) { return ["state"] }
+        return super.keyPathsForValuesAffectingValue(forKey: key)
+    }
+}
+
 /// An asynchronous operation that finishes, on another thread, when a closure says so.
 /// - Note: `@unchecked Sendable`: its own fields are `let`s of `Sendable` types.
 public final class DeferredOperation: TutorialAsyncOperation, @unchecked Sendable {

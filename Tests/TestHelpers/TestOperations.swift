@@ -47,6 +47,28 @@ public final class CancelEndsBodyOperation: Operation, @unchecked Sendable {
     }
 }
 
+/// A `BlockOperation` whose work runs `onStart`, then holds the operation (and its queue's
+/// slot) until `release` opens, for ten minutes at most.
+public func blockOperationHeld(
+    until release: BlockingSignal, onStart: @escaping @Sendable () -> Void = {}
+) -> BlockOperation {
+    BlockOperation {
+        onStart()
+        _ = release.wait(timeout: 600)
+    }
+}
+
+/// A `BlockOperation` whose work appends `name` to `ran`, and a signal its completion block
+/// opens: the operation has settled, having run its work or finished without it.
+public func operationLoggingItsWork(
+    _ name: String, to ran: Shared<[String]>
+) -> (BlockOperation, settled: BlockingSignal) {
+    let settled = BlockingSignal()
+    let operation = BlockOperation { ran.append(name) }
+    operation.completionBlock = { settled.open() }
+    return (operation, settled)
+}
+
 extension Operation {
     /// Sets the name and returns the operation (for tests that build lists).
     public func named(_ name: String) -> Self {
@@ -67,5 +89,13 @@ public func suspendedQueue(holding operations: Operation...) -> OperationQueue {
     let queue = OperationQueue()
     queue.isSuspended = true
     for operation in operations { queue.addOperation(operation) }
+    return queue
+}
+
+/// A new serial queue (one operation at a time), suspended: what is added to it waits, and
+/// starts in order once it is resumed.
+public func suspendedSerialQueue() -> OperationQueue {
+    let queue = suspendedQueue()
+    queue.maxConcurrentOperationCount = 1
     return queue
 }

@@ -7,6 +7,7 @@ import Foundation
 import OperationsDurable
 import OperationsPostgres
 import OperationsSQLite
+import OperationsTestSupport
 import PostgresNIO
 import Testing
 
@@ -202,6 +203,28 @@ func withWorkers<T: Sendable>(
 
 
 
+
+extension DurableOperationCounts {
+    /// The counts given, zero for each state not named.
+    static func counting(_ counts: KeyValuePairs<WritableKeyPath<DurableOperationCounts, Int>, Int>) -> Self {
+        var result = DurableOperationCounts()
+        for (state, count) in counts { result[keyPath: state] = count }
+        return result
+    }
+}
+
+extension InterceptingStore.Hooks {
+    /// Holds every heartbeat after the one that registers the worker until `unanswered`
+    /// opens, ignoring cancellation: as a pool waiting for a database that went away, the
+    /// store answers neither the call nor its cancellation.
+    mutating func holdHeartbeatsAfterTheFirst(until unanswered: TestGate) {
+        let heartbeats = Shared(0)
+        beforeHeartbeat = {
+            let number = heartbeats.update { $0 += 1; return $0 }
+            if number > 1 { await unanswered.waitIgnoringCancellation() }
+        }
+    }
+}
 
 /// The largest number of attempts whose [start, end] intervals overlap at one instant.
 func maximumOverlap(_ attempts: [DurableAttempt]) -> Int {

@@ -41,9 +41,7 @@ struct MainActorAndEscalationTests {
     /// A suspended serial queue holding a block operation and, added after it, an async one;
     /// each appends its name ("early", "late") to `order` when it runs.
     private func suspendedSerialQueueWithEarlyAndLate() -> (OperationQueue, Shared<[String]>, AsyncBlockOperation<Void>) {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let order = Shared<[String]>([])
         let early = BlockOperation { order.append("early") }
         let late = AsyncBlockOperation { order.append("late") }
@@ -75,9 +73,7 @@ struct MainActorAndEscalationTests {
 
     @Test("a dependent of higher QoS escalates its dependency and what that waits for")
     func dependencyEscalates() async {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let order = Shared<[String]>([])
         let other = BlockOperation { order.append("other") }
         let root = BlockOperation { order.append("root") }

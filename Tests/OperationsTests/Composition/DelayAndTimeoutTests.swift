@@ -13,14 +13,34 @@ private func waitsForCancel(_ gate: TestGate = TestGate()) -> AsyncBlockOperatio
 
 private let limit = Duration.seconds(20)
 
+/// Holds `operation` in a suspended queue while `clock` advances by `queued`, checks that
+/// nothing sleeps on the clock meanwhile, then resumes the queue and waits until the
+/// operation's one sleeper sleeps.
+private func startAfterWaitingInAQueue(
+    _ operation: Operation, clock: ManualClock, queued: Duration, sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    let queue = suspendedQueue(holding: operation)
+    clock.advance(by: queued)
+    #expect(clock.sleeperCount == 0, sourceLocation: sourceLocation)
+    queue.isSuspended = false
+    await clock.waitForSleepers(1)
+}
+
 @Suite("DelayOperation", .timeLimit(.minutes(1)))
 struct DelayOperationTests {
-    @Test("finishes once the interval has passed on the clock, not before")
-    func interval() async {
+    /// A delay of five seconds on a new manual clock, added to a new queue, once it sleeps
+    /// on the clock.
+    private func sleepingFiveSecondDelay() async -> (DelayOperation, ManualClock) {
         let clock = ManualClock()
         let delay = DelayOperation(for: .seconds(5), clock: clock)
         OperationQueue().addOperation(delay)
         await clock.waitForSleepers(1)
+        return (delay, clock)
+    }
+
+    @Test("finishes once the interval has passed on the clock, not before")
+    func interval() async {
+        let (delay, clock) = await sleepingFiveSecondDelay()
         clock.advance(by: .seconds(4))
         #expect(clock.sleeperCount == 1)
         #expect(!delay.isFinished)
@@ -32,13 +52,7 @@ struct DelayOperationTests {
     func startsAtStart() async {
         let clock = ManualClock()
         let delay = DelayOperation(for: .seconds(5), clock: clock)
-        let queue = OperationQueue()
-        queue.isSuspended = true
-        queue.addOperation(delay)
-        clock.advance(by: .seconds(60))
-        #expect(clock.sleeperCount == 0)
-        queue.isSuspended = false
-        await clock.waitForSleepers(1)
+        await startAfterWaitingInAQueue(delay, clock: clock, queued: .seconds(60))
         #expect(!delay.isFinished)
         clock.advance(by: .seconds(5))
         #expect(await delay.outcome(within: limit) != nil)
@@ -66,10 +80,7 @@ struct DelayOperationTests {
 
     @Test("cancelling ends the wait at once")
     func cancel() async {
-        let clock = ManualClock()
-        let delay = DelayOperation(for: .seconds(5), clock: clock)
-        OperationQueue().addOperation(delay)
-        await clock.waitForSleepers(1)
+        let (delay, clock) = await sleepingFiveSecondDelay()
         delay.cancel()
         #expect(await delay.outcome(within: limit)?.isCancelled == true)
         #expect(clock.sleeperCount == 0)
@@ -92,47 +103,53 @@ struct DelayOperationTests {
 
 @Suite("Timeouts", .timeLimit(.minutes(1)))
 struct TimeoutTests {
+    /// An operation that runs until `gate` opens or it is cancelled, with a timeout of
+    /// `interval` on `clock`.
+    private func waitsForCancelWithTimeout(
+        _ gate: TestGate = TestGate(), after interval: Duration, clock: ManualClock
+    ) -> AsyncBlockOperation<Void> {
+        let operation = waitsForCancel(gate)
+        operation.timeout(after: interval, clock: clock)
+        return operation
+    }
+
+    /// Adds an operation named `name` that runs until it is cancelled, with a timeout of
+    /// `interval` on `clock`, to a new queue; runs `afterAdding`; then expects the operation
+    /// cancelled with a `TimeoutError` that names it.
+    private func expectTimedOut(
+        named name: String, after interval: Duration, clock: ManualClock, afterAdding: () async -> Void = {},
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let operation = waitsForCancelWithTimeout(after: interval, clock: clock)
+        operation.name = name
+        OperationQueue().addOperation(operation)
+        await afterAdding()
+        guard case .cancelled(let reason as TimeoutError)? = await operation.outcome(within: limit) else {
+            Issue.record("outcome \(String(describing: operation.outcome))", sourceLocation: sourceLocation); return
+        }
+        #expect(reason.operation.contains(name), sourceLocation: sourceLocation)
+    }
+
     @Test("an operation that runs past its timeout is cancelled with a TimeoutError")
     func expires() async {
         let clock = ManualClock()
-        let operation = waitsForCancel()
-        operation.name = "slow"
-        operation.timeout(after: .seconds(2), clock: clock)
-        OperationQueue().addOperation(operation)
-        await clock.waitForSleepers(1)
-        clock.advance(by: .seconds(2))
-        guard case .cancelled(let reason as TimeoutError)? = await operation.outcome(within: limit) else {
-            Issue.record("outcome \(String(describing: operation.outcome))"); return
+        await expectTimedOut(named: "slow", after: .seconds(2), clock: clock) {
+            await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(2))
         }
-        #expect(reason.operation.contains("slow"))
     }
 
     @Test("a negative timeout has expired when the work starts: the operation is cancelled with a TimeoutError")
     func negativeTimeout() async {
-        let clock = ManualClock()
-        let operation = waitsForCancel()
-        operation.name = "late"
-        operation.timeout(after: .seconds(-1), clock: clock)
-        OperationQueue().addOperation(operation)
-        guard case .cancelled(let reason as TimeoutError)? = await operation.outcome(within: limit) else {
-            Issue.record("outcome \(String(describing: operation.outcome))"); return
-        }
-        #expect(reason.operation.contains("late"))
+        await expectTimedOut(named: "late", after: .seconds(-1), clock: ManualClock())
     }
 
     @Test("the timer starts when the operation starts, not when it is queued")
     func startsAtStart() async {
         let clock = ManualClock()
         let gate = TestGate()
-        let operation = waitsForCancel(gate)
-        operation.timeout(after: .seconds(2), clock: clock)
-        let queue = OperationQueue()
-        queue.isSuspended = true
-        queue.addOperation(operation)
-        clock.advance(by: .seconds(10))
-        #expect(clock.sleeperCount == 0)
-        queue.isSuspended = false
-        await clock.waitForSleepers(1)
+        let operation = waitsForCancelWithTimeout(gate, after: .seconds(2), clock: clock)
+        await startAfterWaitingInAQueue(operation, clock: clock, queued: .seconds(10))
         clock.advance(by: .seconds(1))
         #expect(!operation.isCancelled)
         gate.open()
@@ -143,8 +160,7 @@ struct TimeoutTests {
     func released() async {
         let clock = ManualClock()
         let gate = TestGate()
-        let operation = waitsForCancel(gate)
-        operation.timeout(after: .seconds(2), clock: clock)
+        let operation = waitsForCancelWithTimeout(gate, after: .seconds(2), clock: clock)
         OperationQueue().addOperation(operation)
         await clock.waitForSleepers(1)
         gate.open()

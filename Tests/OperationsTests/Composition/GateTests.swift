@@ -11,11 +11,46 @@ struct GateTests {
     /// An operation that, once started, opens `started` and blocks until `hold` opens.
     private func heldOperation() -> (BlockOperation, started: TestGate, hold: BlockingSignal) {
         let started = TestGate(), hold = BlockingSignal()
-        let operation = BlockOperation {
-            started.open()
-            _ = hold.wait(timeout: 600)
-        }
-        return (operation, started, hold)
+        return (blockOperationHeld(until: hold) { started.open() }, started, hold)
+    }
+
+    /// Cancels an operation whose condition contributes a held operation, once that one has
+    /// started and `beforeCancel` has run on the guarded one, and checks that the
+    /// cancellation reached the contributed operation.
+    private func expectCancellationReachesContributed(
+        beforeCancel: (BlockOperation) -> Void = { _ in }, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let (signIn, started, hold) = heldOperation()
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
+        OperationQueue().addOperation(guarded)
+        await started.wait()
+        beforeCancel(guarded)
+        guarded.cancel()
+        #expect(
+            signIn.isCancelled, "the contributed operation kept running after its guarded operation was cancelled",
+            sourceLocation: sourceLocation)
+        hold.open()
+        await guarded.waitUntilFinished()
+        await signIn.waitUntilFinished()
+    }
+
+    /// An operation in `category` whose condition holds until the returned gate opens,
+    /// added to `queue`; returned once its condition is being evaluated.
+    private func addHeldInItsCondition(
+        category: String, to queue: OperationQueue
+    ) async -> (BlockOperation, release: TestGate) {
+        let evaluating = TestGate(), release = TestGate()
+        let guarded = BlockOperation {}
+        guarded.addCondition(BlockCondition { _ async in
+            evaluating.open()
+            await release.wait()
+            return true
+        })
+        guarded.addExclusivity(category)
+        queue.addOperation(guarded)
+        await evaluating.wait()
+        return (guarded, release)
     }
 
     @Test("an operation a condition contributes joins the queue only after the guarded operation's own dependencies")
@@ -60,16 +95,7 @@ struct GateTests {
 
     @Test("cancelling the guarded operation cancels what its conditions contributed")
     func cancelCancelsContributed() async {
-        let (signIn, started, hold) = heldOperation()
-        let guarded = BlockOperation {}
-        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
-        OperationQueue().addOperation(guarded)
-        await started.wait()
-        guarded.cancel()
-        #expect(signIn.isCancelled, "the contributed operation kept running after its guarded operation was cancelled")
-        hold.open()
-        await guarded.waitUntilFinished()
-        await signIn.waitUntilFinished()
+        await expectCancellationReachesContributed()
     }
 
     @Test("a contributed operation another guarded operation still needs is not cancelled")
@@ -91,19 +117,10 @@ struct GateTests {
 
     @Test("conditions and categories add nothing to the queue: operationCount, operations and events show only the user's operations")
     func nothingHidden() async {
-        let evaluating = TestGate(), release = TestGate()
         let queue = OperationQueue()
         let seen = Shared<Set<ObjectIdentifier>>([])
         let subscription = queue.addEventHandler { event in seen.update { _ = $0.insert(ObjectIdentifier(event.operation)) } }
-        let guarded = BlockOperation {}
-        guarded.addCondition(BlockCondition { _ async in
-            evaluating.open()
-            await release.wait()
-            return true
-        })
-        guarded.addExclusivity(unique("gates"))
-        queue.addOperation(guarded)
-        await evaluating.wait()
+        let (guarded, release) = await addHeldInItsCondition(category: unique("gates"), to: queue)
         #expect(queue.operationCount == 1)
         #expect(queue.operations.count == 1 && queue.operations.first === guarded)
         release.open()
@@ -120,10 +137,7 @@ struct GateTests {
         let busyRelease = BlockingSignal(), busyStarted = TestGate()
         let serial = OperationQueue()
         serial.maxConcurrentOperationCount = 1
-        serial.addOperation {
-            busyStarted.open()
-            _ = busyRelease.wait(timeout: 600)
-        }
+        serial.addOperation(blockOperationHeld(until: busyRelease) { busyStarted.open() })
         await busyStarted.wait()
         let guarded = BlockOperation {}
         guarded.addExclusivity(category)
@@ -152,10 +166,7 @@ struct GateTests {
         // An outsider holds the category: the guarded operation's conditions held, and it
         // waits for the category.
         let holderStarted = TestGate(), holderRelease = BlockingSignal()
-        let holder = BlockOperation {
-            holderStarted.open()
-            _ = holderRelease.wait(timeout: 600)
-        }
+        let holder = blockOperationHeld(until: holderRelease) { holderStarted.open() }
         holder.addExclusivity(category)
         OperationQueue().addOperation(holder)
         await holderStarted.wait()
@@ -221,16 +232,13 @@ struct GateTests {
         let busyRelease = BlockingSignal(), busyStarted = BlockingSignal()
         let serial = OperationQueue()
         serial.maxConcurrentOperationCount = 1
-        serial.addOperation {
-            busyStarted.open()
-            _ = busyRelease.wait(timeout: 600)
-        }
+        serial.addOperation(blockOperationHeld(until: busyRelease) { busyStarted.open() })
         _ = busyStarted.wait()
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition { _ in true })
         serial.addOperation(guarded) // admitted at once, in the ready list behind the busy one
         let depRelease = BlockingSignal()
-        let dependency = BlockOperation { _ = depRelease.wait(timeout: 600) }
+        let dependency = blockOperationHeld(until: depRelease)
         OperationQueue().addOperation(dependency)
         let armed = Shared(false)
         let observation = guarded.observe(\.isReady, options: [.new]) { _, _ in
@@ -270,17 +278,7 @@ struct GateTests {
     /// later dependency ended the round in which they were.
     @Test("cancelling after a later dependency still cancels what the conditions contributed")
     func cancelAfterLaterDependency() async {
-        let (signIn, started, hold) = heldOperation()
-        let guarded = BlockOperation {}
-        guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
-        OperationQueue().addOperation(guarded)
-        await started.wait()
-        guarded.addDependency(BlockOperation {})
-        guarded.cancel()
-        #expect(signIn.isCancelled, "the contributed operation kept running after its guarded operation was cancelled")
-        hold.open()
-        await guarded.waitUntilFinished()
-        await signIn.waitUntilFinished()
+        await expectCancellationReachesContributed { guarded in guarded.addDependency(BlockOperation {}) }
     }
 
     /// A cancellation while the contributed operations join must reach all of them. Forced:
@@ -309,17 +307,8 @@ struct GateTests {
     @Test("a queue suspended while a condition is evaluated takes no category")
     func suspendedDuringCondition() async {
         let category = unique("gates")
-        let evaluating = TestGate(), release = TestGate()
         let queue = OperationQueue()
-        let guarded = BlockOperation {}
-        guarded.addCondition(BlockCondition { _ async in
-            evaluating.open()
-            await release.wait()
-            return true
-        })
-        guarded.addExclusivity(category)
-        queue.addOperation(guarded)
-        await evaluating.wait()
+        let (guarded, release) = await addHeldInItsCondition(category: category, to: queue)
         queue.isSuspended = true
         release.open()
         // Decided: either the gates opened, or the exclusivity gate waits for the resumption.

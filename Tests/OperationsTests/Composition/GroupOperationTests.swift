@@ -26,6 +26,21 @@ private func recorded(_ name: String, into log: Shared<[String]>, _ body: @escap
     return operation
 }
 
+/// Whether `other` was cancelled when the cancellation of `observed` was first announced
+/// (its `.prior` notification of `isCancelled`), nil until then; and the observer, which the
+/// test removes from `observed` at its end.
+private func wasCancelled(
+    _ other: Operation, whenTheCancellationOf observed: Operation
+) -> (Shared<Bool?>, CallbackObserver) {
+    let wasCancelled = Shared<Bool?>(nil)
+    let observer = CallbackObserver { _, change in
+        guard change.isPrior, wasCancelled() == nil else { return }
+        wasCancelled.update { $0 = other.isCancelled }
+    }
+    observed.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+    return (wasCancelled, observer)
+}
+
 @Suite("GroupOperation", .timeLimit(.minutes(3)))
 struct GroupOperationTests {
     @Test("finishes after every child, after their completion blocks")
@@ -312,19 +327,11 @@ struct GroupOperationTests {
     @Test("cancelling a group cancels its children newest first")
     func cancelsNewestFirst() {
         let started = BlockingSignal(), release = BlockingSignal()
-        let first = BlockOperation {
-            started.open()
-            _ = release.wait(timeout: 600)
-        }
+        let first = blockOperationHeld(until: release) { started.open() }
         let second = BlockOperation {}
         second.addDependency(first)
         let group = GroupOperation(operations: [first, second])
-        let secondWasCancelled = Shared<Bool?>(nil)
-        let observer = CallbackObserver { _, change in
-            guard change.isPrior, secondWasCancelled() == nil else { return }
-            secondWasCancelled.update { $0 = second.isCancelled }
-        }
-        first.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        let (secondWasCancelled, observer) = wasCancelled(second, whenTheCancellationOf: first)
         OperationQueue().addOperation(group)
         #expect(started.wait())
         group.cancel()
@@ -340,9 +347,7 @@ struct GroupOperationTests {
     @Test("cancelling a group cancels its queued children before its running one: none runs in a slot a cancelled child frees")
     func cancelsQueuedChildrenFirst() {
         let ran = Shared<[String]>([])
-        let queuedSettled = BlockingSignal()
-        let queued = BlockOperation { ran.append("queued") }
-        queued.completionBlock = { queuedSettled.open() }
+        let (queued, queuedSettled) = operationLoggingItsWork("queued", to: ran)
         let running = CancelEndsBodyOperation { #expect(queuedSettled.wait(), "the queued child neither ran nor finished") }
         let queuedLater = BlockOperation { ran.append("queued later") }
         let group = GroupOperation(operations: [running, queued, queuedLater])
@@ -398,12 +403,7 @@ struct GroupOperationTests {
         let second = BlockOperation {}
         second.addDependency(first)
         let group = GroupOperation(operations: [second, first])
-        let firstWasCancelled = Shared<Bool?>(nil)
-        let observer = CallbackObserver { _, change in
-            guard change.isPrior, firstWasCancelled() == nil else { return }
-            firstWasCancelled.update { $0 = first.isCancelled }
-        }
-        second.addObserver(observer, forKeyPath: "isCancelled", options: [.prior], context: nil)
+        let (firstWasCancelled, observer) = wasCancelled(first, whenTheCancellationOf: second)
         OperationQueue().addOperation(group)
         // Running: its cancellation is the only pass over the children (a cancelled start would
         // make a second one, concurrently).
@@ -423,10 +423,7 @@ struct GroupOperationTests {
     @Test("an operation a child's condition contributes is a child: cancelled with the group, finished before it")
     func contributedOperationsAreChildren() {
         let started = BlockingSignal(), release = BlockingSignal()
-        let signIn = BlockOperation {
-            started.open()
-            _ = release.wait(timeout: 600)
-        }
+        let signIn = blockOperationHeld(until: release) { started.open() }
         signIn.name = "sign in"
         let guarded = BlockOperation {}
         guarded.addCondition(BlockCondition(dependency: { _ in signIn }) { _ in true })
@@ -537,10 +534,7 @@ struct GroupQueueAdditionTests {
         let started = TestGate(), release = BlockingSignal()
         let added = Shared<Operation?>(nil)
         let child = BlockOperation {
-            let operation = BlockOperation {
-                started.open()
-                _ = release.wait(timeout: 600)
-            }
+            let operation = blockOperationHeld(until: release) { started.open() }
             added.update { $0 = operation }
             OperationQueue.current!.addOperation(operation)
         }

@@ -164,9 +164,7 @@ struct KeyTests {
 
     @Test("raising the priority under a key moves the operation and its dependency ahead")
     func reprioritise() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let rows = (0..<3).map { index in
             queue.addOperation(forKey: index) { () -> Operation in
@@ -216,9 +214,7 @@ private func eventuallyAsyncOperation(_ queue: OperationQueue, key: String) asyn
 struct PriorityChangeTests {
     @Test("raising the priority of an operation already waiting in its queue makes it start first")
     func refiledOnChange() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let first = BlockOperation { log.append("first") }
         let second = BlockOperation { log.append("second") }
@@ -233,10 +229,8 @@ struct PriorityChangeTests {
     @Test("an operation moved to another band is released once finished, also when it is the last one", arguments: [false, true])
     func movedReleased(alone: Bool) {
         weak var released: Operation?
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
+        let queue = suspendedSerialQueue()
         do {
-            queue.isSuspended = true
             let operation = BlockOperation {}
             released = operation
             // Another operation of the band, added first: the moved one's old entry is behind it.
@@ -254,10 +248,8 @@ struct PriorityChangeTests {
     func movedHoldingItsQueue() {
         weak var released: OperationQueue?
         do {
-            let queue = OperationQueue()
+            let queue = suspendedSerialQueue()
             released = queue
-            queue.maxConcurrentOperationCount = 1
-            queue.isSuspended = true
             queue.addOperation(BlockOperation {})
             let operation = ClosureOperation { _ in _ = queue }
             queue.addOperation(operation)
@@ -270,9 +262,7 @@ struct PriorityChangeTests {
 
     @Test("priorities changed many times while waiting, newest first: each runs in its last band, in the order added")
     func movedBackAndForth() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[Int]>([])
         let bands: [Operation.QueuePriority] = [.veryLow, .low, .normal, .high, .veryHigh]
         let count = 300

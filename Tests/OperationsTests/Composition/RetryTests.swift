@@ -199,10 +199,7 @@ struct RetryTests {
     @Test("a retry finishes after what its attempts' conditions contributed, and cancels it with itself")
     func retryWaitsForContributed() async {
         let started = TestGate(), release = BlockingSignal()
-        let prerequisite = BlockOperation {
-            started.open()
-            _ = release.wait(timeout: 600)
-        }
+        let prerequisite = blockOperationHeld(until: release) { started.open() }
         let retry = RetryOperation<Int>(maximumAttempts: 1) { _ in
             let attempt = ValueBlockOperation<Int> { 1 }
             attempt.addCondition(BlockCondition(dependency: { _ in prerequisite }) { _ in true })

@@ -103,9 +103,7 @@ struct UserCodeOutsideLocksTests {
     @Test("an operation released by the queue runs its deinit outside the queue's lock", .oneExitTestAtATime)
     func deinitOutsideQueueLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let queue = OperationQueue()
-            queue.maxConcurrentOperationCount = 1
-            queue.isSuspended = true
+            let queue = suspendedSerialQueue()
             let died = BlockingSignal()
             do {
                 let operation = DeinitProbeOperation(died: died) { _ = queue.operationCount }
@@ -130,9 +128,7 @@ struct UserCodeOutsideLocksTests {
     @Test("a barrier releases the operations it waited for outside its own lock", .oneExitTestAtATime)
     func barrierReleasesMembersOutsideItsLock() async {
         await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            let queue = OperationQueue()
-            queue.maxConcurrentOperationCount = 1
-            queue.isSuspended = true
+            let queue = suspendedSerialQueue()
             let died = BlockingSignal()
             let barrierBox = WeakOperationBox()
             do {

@@ -35,11 +35,9 @@ private final class FinishedWhileClaimedOperation: TutorialAsyncOperation, @unch
 /// `"state"` key on which `isExecuting`/`isFinished` depend; `start()` calls `super.start()`,
 /// and `main()` hands the work to `execute`, which may start something asynchronous and
 /// return. The operation is finished when its own state says so.
-final class SuperStartingOperation: Operation, @unchecked Sendable {
+final class SuperStartingOperation: OwnStateOperation<SuperStartingOperation.State>, @unchecked Sendable {
     enum State: Int { case initialized, executing, finished }
 
-    private let lock = NSLock()
-    private var _state = State.initialized
     private let execute: @Sendable (SuperStartingOperation) -> Void
     /// Called inside `start()` after `super.start()` returned, before a cancelled
     /// operation finishes itself.
@@ -47,21 +45,10 @@ final class SuperStartingOperation: Operation, @unchecked Sendable {
 
     init(execute: @escaping @Sendable (SuperStartingOperation) -> Void) {
         self.execute = execute
+        super.init(state: .initialized)
     }
 
-    var state: State {
-        get { lock.withLock { _state } }
-        set {
-            willChangeValue(forKey: "state")
-            lock.withLock { _state = newValue }
-            didChangeValue(forKey: "state")
-        }
-    }
-
-    override class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> {
-        if ["isExecuting", "isFinished"].contains(key) { return ["state"] }
-        return super.keyPathsForValuesAffectingValue(forKey: key)
-    }
+    override class var keysDependingOnState: Set<String> { ["isExecuting", "isFinished"] }
 
     override var isExecuting: Bool { state == .executing }
     override var isFinished: Bool { state == .finished }

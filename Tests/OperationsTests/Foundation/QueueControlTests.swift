@@ -34,13 +34,9 @@ struct QueueControlTests {
     /// in the order added.
     @Test("cancelAllOperations() cancels queued operations before running ones: none runs in a slot a cancelled one frees")
     func cancelAllQueuedFirst() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let ran = Shared<[String]>([])
-        let earlierSettled = BlockingSignal()
-        let earlier = BlockOperation { ran.append("earlier") }
-        earlier.completionBlock = { earlierSettled.open() }
+        let (earlier, earlierSettled) = operationLoggingItsWork("earlier", to: ran)
         let running = CancelEndsBodyOperation { #expect(earlierSettled.wait(), "the queued operation neither ran nor finished") }
         running.queuePriority = .veryHigh
         let later = BlockOperation { ran.append("later") }
@@ -62,13 +58,9 @@ struct QueueControlTests {
     /// dependency position alone cancels it first.
     @Test("cancelAllOperations() cancels an operation a worker claimed but has not started after the waiting ones; it runs no work")
     func cancelAllClaimedNotStarted() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let ran = Shared<[String]>([])
-        let queuedSettled = BlockingSignal()
-        let queued = BlockOperation { ran.append("queued") }
-        queued.completionBlock = { queuedSettled.open() }
+        let (queued, queuedSettled) = operationLoggingItsWork("queued", to: ran)
         let claimed = ClaimHeldOperation(queue: queue, work: { ran.append("claimed") }) {
             #expect(queuedSettled.wait(), "the queued operation neither ran nor finished")
         }

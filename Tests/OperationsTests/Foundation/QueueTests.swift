@@ -46,9 +46,7 @@ struct QueueTests {
 
     @Test("among ready operations the highest priority starts first; equal priorities FIFO")
     func priorityOrder() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let priorities: [(String, Operation.QueuePriority)] = [
             ("low1", .low), ("normal1", .normal), ("veryHigh", .veryHigh), ("high", .high),
@@ -66,9 +64,7 @@ struct QueueTests {
 
     @Test("priority never overrides dependencies")
     func priorityVersusDependencies() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let log = Shared<[String]>([])
         let first = BlockOperation { log.append("first") }
         first.queuePriority = .veryLow

@@ -24,15 +24,6 @@ private final class LoggingOperation: Operation, @unchecked Sendable {
 
 @Suite("OperationQueue: which ready operation starts first")
 struct StartOrderTests {
-    /// A serial queue, suspended: what is added to it waits, and starts in order once it is
-    /// resumed.
-    private func suspendedSerialQueue() -> OperationQueue {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
-        return queue
-    }
-
     private func operations(_ names: [String], log: Shared<[String]>) -> [String: LoggingOperation] {
         Dictionary(uniqueKeysWithValues: names.map { ($0, LoggingOperation($0, log: log)) })
     }

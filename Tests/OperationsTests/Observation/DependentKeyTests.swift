@@ -5,31 +5,17 @@ import Testing
 /// An operation written as PSOperations and the "Advanced NSOperations" sample write it: one
 /// `state` enum, only `"state"` announced, and `isReady`/`isExecuting`/`isFinished` declared
 /// dependent on it through `keyPathsForValuesAffectingValue(forKey:)`.
-class StateEnumOperation: Operation, @unchecked Sendable {
+class StateEnumOperation: OwnStateOperation<StateEnumOperation.State>, @unchecked Sendable {
     enum State: Int { case pending, ready, executing, finished }
 
-    // The sample's state is unsynchronized; a lock keeps the suite Thread Sanitizer clean.
-    private let lock = NSLock()
-    private var _state = State.pending
     let body: @Sendable (StateEnumOperation) -> Void
 
     init(_ body: @escaping @Sendable (StateEnumOperation) -> Void = { $0.finish() }) {
         self.body = body
+        super.init(state: .pending)
     }
 
-    var state: State {
-        get { lock.withLock { _state } }
-        set {
-            willChangeValue(forKey: "state")
-            lock.withLock { _state = newValue }
-            didChangeValue(forKey: "state")
-        }
-    }
-
-    override class func keyPathsForValuesAffectingValue(forKey key: String) -> Set<String> {
-        if ["isReady", "isExecuting", "isFinished"].contains(key) { return ["state"] }
-        return super.keyPathsForValuesAffectingValue(forKey: key)
-    }
+    override class var keysDependingOnState: Set<String> { ["isReady", "isExecuting", "isFinished"] }
 
     /// Ready once its conditions were evaluated (`state` moved to `.ready`) and its
     /// dependencies finished.

@@ -83,22 +83,29 @@ struct ObservationPerThreadTests {
             }
         }
         operation.addObserver(observer, forKeyPath: "name", options: [.old, .new, .prior], context: nil)
-        Thread {
-            operation.willChangeValue(forKey: "name")
-            operation.name = "a1"
-            operation.didChangeValue(forKey: "name")
-            afterA()
-            aDone.open()
-        }.start()
-        Thread {
-            #expect(aWilled.wait())
-            operation.name = "b0"
-            operation.willChangeValue(forKey: "name")
-            operation.name = "b1"
-            operation.didChangeValue(forKey: "name")
-            afterB()
-            bDone.open()
-        }.start()
+        /// On a thread of its own: `before`, then the rename to `newName` inside a
+        /// `willChange`/`didChange` pair, then `after`; opens `done` at the end.
+        func renameInAPair(
+            to newName: String, before: @escaping @Sendable () -> Void = {}, after: @escaping @Sendable () -> Void,
+            done: BlockingSignal
+        ) {
+            Thread {
+                before()
+                operation.willChangeValue(forKey: "name")
+                operation.name = newName
+                operation.didChangeValue(forKey: "name")
+                after()
+                done.open()
+            }.start()
+        }
+        renameInAPair(to: "a1", after: afterA, done: aDone)
+        renameInAPair(
+            to: "b1",
+            before: {
+                #expect(aWilled.wait())
+                operation.name = "b0"
+            },
+            after: afterB, done: bDone)
         #expect(aDone.wait())
         #expect(bDone.wait())
         #expect(results() == ["a1": "a0", "b1": "b0"])

@@ -159,9 +159,7 @@ struct MisuseMessageTests {
     /// starts.
     @Test("on a serial queue a userInitiated operation does not jump the line")
     func serialQueueStaysFIFO() {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        queue.isSuspended = true
+        let queue = suspendedSerialQueue()
         let order = Shared<[String]>([])
         let body: @Sendable (ClosureOperation) -> Void = { order.append($0.name ?? "?") }
         for index in 0..<6 { queue.addOperation(ClosureOperation(name: "\(index)", body)) }
