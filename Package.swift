@@ -70,6 +70,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         // For the dashboard only: a small HTTP and WebSocket server without further packages.
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        // For the dashboard's browser tests only: the DevTools connection to Chromium.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The Swift runtime's swift_tryRetain, called with the C calling convention it has.
@@ -128,6 +130,17 @@ let package = Package(
         .executableTarget(
             name: "OperationsDashboardTool",
             dependencies: ["OperationsDashboard", "OperationsDurable", "OperationsPostgres", "OperationsSQLite"]),
+        // A headless Chromium driven over the DevTools protocol, for the dashboard's page tests.
+        .target(
+            name: "BrowserDriver",
+            dependencies: [
+                "Operations",
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Dashboard"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Dashboard"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Dashboard"])),
+                .product(name: "NIOWebSocket", package: "swift-nio", condition: .when(traits: ["Dashboard"])),
+            ],
+            path: "Tests/BrowserDriver"),
         .target(name: "DurableTestKinds", dependencies: ["Operations", "OperationsDurable"], path: "Tests/DurableTestKinds"),
         .executableTarget(
             name: "DurableTestWorker",
@@ -203,6 +216,7 @@ let package = Package(
                 "Operations", "OperationsDurable", "OperationsPostgres", "OperationsSQLite", "DurableTestKinds", "DurableTestWorker",
                 "OperationsTestHelpers", "TestTraits", .product(name: "Logging", package: "swift-log"),
                 .target(name: "OperationsDashboard", condition: .when(traits: ["Dashboard"])),
+                .target(name: "BrowserDriver", condition: .when(traits: ["Dashboard"])),
                 .product(name: "SQLiteNIO", package: "sqlite-nio", condition: .when(traits: ["SQLite"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ]),

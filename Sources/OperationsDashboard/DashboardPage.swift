@@ -7,6 +7,7 @@ enum DashboardPage {
     <head>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
+    <link rel="icon" href="data:,">
     <title>Operations dashboard</title>
     <style>
     body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
@@ -171,7 +172,7 @@ enum DashboardPage {
         out += `<rect class="bar" x="${x}" y="${3 + (e.slot ?? 0) * lane}" width="${w}" height="${lane - 3}" fill="${color}"><title>${esc(e.name)}</title></rect>`;
       }
       const waiting = entries.filter((e) => e.started === null || e.started === undefined).length;
-      return out + `<text x="5" y="${(lanes + 1) * lane}">${waiting} waiting</text></svg>`;
+      return out + `<text x="5" y="${(lanes + 1) * lane}">${waiting} waiting · ${entries.length} shown over ${(span * 1000).toFixed(1)} ms</text></svg>`;
     }
     function localView(overview) {
       if (!overview.local.length) return `<p>No in-process queue is watched.</p>`;
