@@ -45,30 +45,16 @@ public final class HeadlessBrowser: Sendable {
         public var executable: String?
         /// The viewport of every new page (CSS pixels, scale 1), until `setViewport`. (The
         /// window itself would give a page less: headless windows keep room for toolbars.)
-        public var viewportWidth: Int
-        public var viewportHeight: Int
+        public var viewportWidth = 1280
+        public var viewportHeight = 800
         /// Appended after the driver's own flags.
-        public var extraArguments: [String]
+        public var extraArguments: [String] = []
         /// How long Chromium may take to print its DevTools URL and accept the connection.
-        public var launchTimeout: Duration
+        public var launchTimeout: Duration = .seconds(30)
         /// The limit for each DevTools command that has no limit of its own.
-        public var commandTimeout: Duration
+        public var commandTimeout: Duration = .seconds(30)
 
-        public init(
-            executable: String? = nil,
-            viewportWidth: Int = 1280,
-            viewportHeight: Int = 800,
-            extraArguments: [String] = [],
-            launchTimeout: Duration = .seconds(30),
-            commandTimeout: Duration = .seconds(30)
-        ) {
-            self.executable = executable
-            self.viewportWidth = viewportWidth
-            self.viewportHeight = viewportHeight
-            self.extraArguments = extraArguments
-            self.launchTimeout = launchTimeout
-            self.commandTimeout = commandTimeout
-        }
+        public init() {}
     }
 
     /// The executable that was started.
