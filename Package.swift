@@ -234,6 +234,7 @@ let package = Package(
                 .target(name: "OperationsDurable", condition: .when(traits: ["Durable"])),
                 .target(name: "OperationsPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .target(name: "OperationsSQLite", condition: .when(traits: ["SQLite"])),
+                .target(name: "OperationsDashboard", condition: .when(traits: ["Dashboard"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Durable"])),
             ]),
     ],

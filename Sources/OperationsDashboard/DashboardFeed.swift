@@ -47,8 +47,14 @@ actor DashboardFeed {
         refreshes += 1
         let task = Task { [load, refreshes] in await load(refreshes) }
         inFlight = task
-        let overview = await task.value
+        var overview = await task.value
         inFlight = nil
+        // A failed read keeps the last good values on the page, under the error.
+        if let error = overview.store?.error, let previous = last?.overview.store, !previous.queues.isEmpty {
+            var kept = previous
+            kept.error = error
+            overview.store = kept
+        }
         let data = DashboardCoding.encode(overview)
         last = (overview, data, clock.now)
         return (overview, data)

@@ -191,8 +191,17 @@ struct DashboardRoutes: Sendable {
         }
     }
 
+    /// A read or an action that threw: a refusal of the store (409, 404) or a store that
+    /// cannot be reached (503).
     private func unreachable(_ error: any Error) -> HTTPResponse {
-        failure(.serviceUnavailable, "the store cannot be reached: \(error)")
+        if let durable = error as? DurableError {
+            switch durable.code {
+            case .invalidArgument: return failure(.conflict, "\(durable.message)")
+            case .notFound: return failure(.notFound, "\(durable.message)")
+            default: break
+            }
+        }
+        return failure(.serviceUnavailable, "the store cannot be reached: \(error)")
     }
 
     private func noStore() -> HTTPResponse {

@@ -78,7 +78,9 @@ do {
 let dashboard = OperationsDashboard(store: store, storeName: storeName, configuration: configuration)
 let url: URL
 do { url = try await dashboard.start() } catch { fail("\(error)") }
-print("operations-dashboard: serving \(storeName) at \(url)\(configuration.actionToken == nil ? " (read-only)" : " (actions enabled)")")
+// Written at once (not buffered): a script that started the command reads the address.
+FileHandle.standardOutput.write(Data(
+    "operations-dashboard: serving \(storeName) at \(url)\(configuration.actionToken == nil ? " (read-only)" : " (actions enabled)")\n".utf8))
 let stop = AsyncStream<Void>.makeStream()
 let signals = [SIGINT, SIGTERM].map { number in
     signal(number, SIG_IGN)

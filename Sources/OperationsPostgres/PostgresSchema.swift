@@ -22,7 +22,70 @@ enum PostgresSchema {
             version integer NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6, version7]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5, version6, version7, version8]
+
+    // What an operator's tool reads (`DurableStoreInspection`), each page from an index:
+    // - finished operations by queue, state and finish time: a window's counts, and one
+    //   queue's failures, are ranges of it; a list of finished ones is read newest first from
+    //   it. Partial: a row enters it when it finishes.
+    // - waiting operations by queue and id (instead of by queue alone): a list of them by id
+    //   reads one page; the counts use it as they used the old one.
+    // - failed operations by finish time: every queue's failures in a window are a range of
+    //   it. Partial: a row enters it when it fails.
+    // - every operation by kind, and keyed ones by key: a search reads the newest matches
+    //   (the key index of version 5 holds only unfinished operations). The kind index is the
+    //   one that costs every write: each new version of a row (claim, end, lease renewal)
+    //   adds an entry to it; the others take only the rows that finish, fail or have a key.
+    // A retry (`durable_retry`) makes a failed or cancelled operation waiting or ready again
+    // with one more attempt, and tells the workers as an enqueue does. Its unfinished
+    // dependencies are counted again (a cancel left the counter as it was): locked as the
+    // enqueue locks them, so that none finishes between the count and the update.
+    static let version8: [String] = [
+        """
+        CREATE INDEX durable_operations_queue_finished ON durable_operations (queue, state, finished_at, id)
+            WHERE finished_at IS NOT NULL
+        """,
+        "CREATE INDEX durable_operations_failures ON durable_operations (finished_at) WHERE state = 'failed'",
+        "DROP INDEX durable_operations_waiting",
+        "CREATE INDEX durable_operations_waiting ON durable_operations (queue, id) WHERE state = 'waiting'",
+        "CREATE INDEX durable_operations_kind ON durable_operations (kind, id)",
+        "CREATE INDEX durable_operations_key_search ON durable_operations (key, id) WHERE key IS NOT NULL",
+        """
+        CREATE FUNCTION durable_retry(p_id bigint) RETURNS boolean
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            o durable_operations;
+            v_holder bigint;
+            v_pending integer;
+        BEGIN
+            SELECT * INTO o FROM durable_operations WHERE id = p_id FOR UPDATE;
+            IF NOT FOUND OR o.state NOT IN ('failed', 'cancelled') THEN
+                RETURN false;
+            END IF;
+            IF o.key IS NOT NULL THEN
+                SELECT h.id INTO v_holder FROM durable_operations h
+                WHERE h.queue = o.queue AND h.key = o.key AND h.id <> p_id AND \(keyHolder);
+                IF FOUND THEN
+                    RAISE EXCEPTION 'retrying durable operation % (%): its key "%" of queue "%" is held by operation %, which is pending or running',
+                        p_id, o.kind, o.key, o.queue, v_holder USING ERRCODE = 'P0001';
+                END IF;
+            END IF;
+            SELECT count(*) INTO v_pending FROM (
+                SELECT d.id FROM durable_operations d JOIN durable_edges e ON d.id = e.dependency
+                WHERE e.dependent = p_id AND d.state IN ('waiting', 'ready', 'running')
+                ORDER BY d.id FOR KEY SHARE OF d) unfinished;
+            UPDATE durable_operations SET state = CASE WHEN v_pending > 0 THEN 'waiting' ELSE 'ready' END,
+                pending_dependencies = v_pending, max_attempts = greatest(max_attempts, attempt::bigint + 1),
+                output = NULL, error = NULL, cancel_reason = NULL, finished_at = NULL, worker = NULL, lease_until = NULL,
+                progress_completed = 0, progress_total = 0, not_before = clock_timestamp()
+            WHERE id = p_id;
+            IF v_pending = 0 THEN
+                PERFORM pg_notify('operations_durable', 'w:' || o.queue);
+            END IF;
+            RETURN true;
+        END $$
+        """,
+    ]
 
     // Batches: one call stores many operations, which may depend on earlier ones of the same
     // call by position (`members`, from 0), in one round trip; a member whose key coalesced

@@ -15,12 +15,33 @@ enum SQLiteSchema {
             version INTEGER NOT NULL)
         """
 
-    static let migrations: [[String]] = [version1, version2, version3, version4]
+    static let migrations: [[String]] = [version1, version2, version3, version4, version5]
 
     /// What holds a key: an unfinished operation whose cancel was not requested. A running
     /// operation whose cancel was requested takes no new callers, so the next add under its
     /// key stores a fresh operation beside it.
     static let keyHolder = "key IS NOT NULL AND state IN ('waiting', 'ready', 'running') AND cancel_reason IS NULL"
+
+    // What an operator's tool reads (`DurableStoreInspection`), each page from an index:
+    // - finished operations by queue, state and finish time: a window's counts, and one
+    //   queue's failures, are ranges of it; a list of finished ones is read newest first from
+    //   it. Partial: a row enters it when it finishes.
+    // - failed operations by finish time: every queue's failures in a window are a range of
+    //   it. Partial: a row enters it when it fails.
+    // - every operation by kind, and keyed ones by key: a search reads the newest matches (the
+    //   key index of version 2 holds only unfinished operations). Neither column changes, so
+    //   an update does not touch them.
+    // Waiting and running operations are listed by id from their indexes by queue, which end
+    // in the rowid; ready ones from the claimable index, a band of priority at a time.
+    static let version5: [String] = [
+        """
+        CREATE INDEX durable_operations_queue_finished ON durable_operations (queue, state, finished_at)
+            WHERE finished_at IS NOT NULL
+        """,
+        "CREATE INDEX durable_operations_failures ON durable_operations (finished_at) WHERE state = 'failed'",
+        "CREATE INDEX durable_operations_kind ON durable_operations (kind)",
+        "CREATE INDEX durable_operations_key_search ON durable_operations (key) WHERE key IS NOT NULL",
+    ]
 
     // The index counts a queue's waiting operations, as the claimable and running indexes
     // count the others.

@@ -28,7 +28,7 @@ struct PostgresStoreTests {
         for store in stores { await store.shutdown() }
         let rows = try await first.client.query("SELECT version FROM durable_schema").collect()
         #expect(rows.count == 1)
-        #expect(try rows.first?.decode(Int.self) == 7)
+        #expect(try rows.first?.decode(Int.self) == 8)
     }
 
     @Test("a store of version 1 is upgraded: claims find an operation's dependencies by an index")
@@ -56,10 +56,14 @@ struct PostgresStoreTests {
         try await store.client.query("DROP FUNCTION durable_enqueue_batch")
         try await store.client.query("DROP FUNCTION durable_complete_and_claim")
         try await store.client.query("DROP INDEX durable_operations_waiting")
+        for index in ["durable_operations_queue_finished", "durable_operations_failures", "durable_operations_kind", "durable_operations_key_search"] {
+            try await store.client.query(PostgresQuery(unsafeSQL: "DROP INDEX \(index)"))
+        }
+        try await store.client.query("DROP FUNCTION durable_retry")
         try await store.client.query("UPDATE durable_schema SET version = 1")
         try await store.migrate()
         let version = try await store.client.query("SELECT version FROM durable_schema").collect()
-        #expect(try version.first?.decode(Int.self) == 7)
+        #expect(try version.first?.decode(Int.self) == 8)
         let index = try await store.client.query(
             "SELECT count(*) FROM pg_indexes WHERE indexname = 'durable_edges_dependent'").collect()
         #expect(try index.first?.decode(Int.self) == 1)

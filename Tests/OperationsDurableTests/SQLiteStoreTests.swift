@@ -106,7 +106,7 @@ struct SQLiteStoreTests {
             }
             for store in stores { await store.shutdown() }
             #expect(try await rawCount(file.path, "SELECT count(*) FROM durable_schema") == 1)
-            #expect(try await rawCount(file.path, "SELECT version FROM durable_schema") == 4)
+            #expect(try await rawCount(file.path, "SELECT version FROM durable_schema") == 5)
         }
     }
 

@@ -18,6 +18,8 @@ public protocol DurableStoreInspection: DurableOperationStore {
     /// One page of the operations of `queue` in `state`: unfinished ones by id ascending,
     /// finished ones most recently finished first. `after` is the last id of the previous
     /// page (nil for the first).
+    /// - Note: A page of finished ones after an operation that is no longer finished (retried,
+    ///   or pruned) is empty.
     func operations(
         queue: String, state: DurableState, after: DurableOperationID?, limit: Int
     ) async throws -> [DurableOperationSummary]
@@ -39,6 +41,8 @@ public protocol DurableStoreInspection: DurableOperationStore {
     /// Runs a failed or cancelled operation again: ready, with attempts left for one more
     /// try (its dependents cancelled by its end stay cancelled). False when the operation
     /// is unknown or not finished unsuccessfully.
+    /// - Note: One with unfinished dependencies waits for them again. One whose key another
+    ///   pending operation took meanwhile is refused (``DurableError/Code/invalidArgument``).
     func retry(_ id: DurableOperationID) async throws -> Bool
 }
 

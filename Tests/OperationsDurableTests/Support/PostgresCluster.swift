@@ -67,7 +67,7 @@ final class PostgresCluster: Sendable {
 
     private func pgctl(_ command: String) async throws {
         try await Self.runAsPostgres(
-            "\(Self.binaries)/pg_ctl -D \(directory)/data -o \"-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off\" -l \(directory)/log \(command)")
+            "\(Self.binaries)/pg_ctl -D \(directory)/data -o \"-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c max_connections=1000 -c fsync=off\" -l \(directory)/log \(command)")
     }
 
     /// `pg_ctl restart`: the server stops (connections drop) and starts again on the same port.
