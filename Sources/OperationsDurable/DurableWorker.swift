@@ -3,8 +3,7 @@
 
 import Foundation
 @_spi(Engine) import Operations
-// `TaskLocals.gracefulShutdownManager`: whether the worker runs in a `ServiceGroup`.
-@_spi(TestKit) import ServiceLifecycle
+import ServiceLifecycle
 
 /// Runs durable operations: claims them from the store in batches, runs their bodies,
 /// records how they ended, heartbeats its leases and rescues the leases of dead workers.
@@ -42,11 +41,6 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         /// and systemd send, and SIGINT (Ctrl-C). While the worker runs, they no longer end
         /// the process; the process's earlier handling is restored when it returns. Empty:
         /// the worker leaves signals alone (a `ServiceGroup`'s own handling still applies).
-        ///
-        /// In a `ServiceGroup`, the group stops the worker (its `gracefulShutdownSignals`):
-        /// a first stop signal is left to it, and a second still hurries the stop. A worker
-        /// that stopped by itself would return before its group shut down, which the group
-        /// takes for a failure.
         public var stopSignals: [Int32] = [SIGTERM, SIGINT]
         /// How long a claim or a record of ends must have waited to be given up on when the
         /// store reconnects (a healthy one answers within milliseconds).
@@ -130,10 +124,7 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
             try await store.heartbeat(worker: worker, queues: queues, kinds: kindNames, holding: [], lease: lease)
         }
         // A first signal stops the worker; a second gives back what still runs at once.
-        let inServiceGroup = TaskLocals.gracefulShutdownManager != nil
-        let signals = StopSignals.watch(configuration.stopSignals) { [weak self] in
-            self?.stopOnSignal(inServiceGroup: inServiceGroup)
-        }
+        let signals = StopSignals.watch(configuration.stopSignals) { [weak self] in self?.stopOnSignal() }
         defer { StopSignals.stopWatching(signals) }
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
@@ -161,17 +152,13 @@ public final class DurableWorker: Service, DurableEventSource, Sendable {
         wakeSignal.wake()
     }
 
-    /// A stop signal arrived: the first stops the worker, unless its `ServiceGroup` does;
-    /// the second hurries the stop.
-    private func stopOnSignal(inServiceGroup: Bool) {
-        let stops = state.withLock { state in
+    private func stopOnSignal() {
+        state.withLock { state in
             state.signals += 1
             if state.signals > 1 { state.hurried = true }
-            guard state.signals > 1 || !inServiceGroup else { return false }
             state.stopping = true
-            return true
         }
-        if stops { wakeSignal.wake() }
+        wakeSignal.wake()
     }
 }
 

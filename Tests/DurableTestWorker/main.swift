@@ -1,7 +1,6 @@
 // A worker process for the multi-process durable tests:
 // DurableTestWorker (--port P [--database D] | --sqlite PATH) --name N [--queue Q]… [--concurrency C]
 //     [--die after-claim|before-completion --die-with KIND] [--plain RUNS] [--shutdown-deadline-ms MS]
-//     [--signals apart]
 // Stops gracefully on SIGTERM; the tests also kill it with SIGKILL. With `--plain RUNS` it runs
 // the worker without a ServiceGroup, as `try await worker.run()` (RUNS times in a row).
 #if PostgreSQL && SQLite
@@ -49,10 +48,6 @@ configuration.name = options["name"]?.first ?? "worker"
 if let milliseconds = options["shutdown-deadline-ms"]?.first.flatMap(Int.init) {
     configuration.shutdownDeadline = .milliseconds(milliseconds)
 }
-// `--signals apart`: the worker's own stop signal is SIGUSR2, its group's SIGUSR1, so that a
-// test can send each alone.
-let signalsApart = options["signals"]?.first == "apart"
-if signalsApart { configuration.stopSignals = [SIGUSR2] }
 let (queues, concurrency) = (options["queue"] ?? ["default"], options["concurrency"]?.first.flatMap(Int.init) ?? 4)
 /// A worker on the store, new for each run.
 @MainActor func makeWorker() -> DurableWorker {
@@ -70,8 +65,7 @@ do {
         let worker = makeWorker()
         FileHandle.standardOutput.write(Data("worker \(worker.id) started\n".utf8))
         let group = ServiceGroup(
-            services: [worker], gracefulShutdownSignals: [signalsApart ? .sigusr1 : .sigterm],
-            logger: Logger(label: "durable-test-worker"))
+            services: [worker], gracefulShutdownSignals: [.sigterm], logger: Logger(label: "durable-test-worker"))
         try await group.run()
         FileHandle.standardOutput.write(Data("worker \(worker.id) stopped\n".utf8))
     }

@@ -25,33 +25,6 @@ struct WorkerSignalTests {
     func signalStopsTheWorkerOfAServiceGroup() async throws {
         try await checkSignalsStopTheWorker(mode: .serviceGroup, signal: SIGTERM)
     }
-
-    /// The worker's own stop signal (SIGUSR2) and its group's (SIGUSR1) are sent one at a
-    /// time: the first alone, the order in which a worker that stopped by itself would return
-    /// before its group shut down, which the group takes for a failure (exit status 1).
-    @Test("a worker in a ServiceGroup leaves the first stop signal to its group and stops with the group")
-    func workerOfAServiceGroupStopsWithTheGroup() async throws {
-        try await withWorkerProcessesOnSQLiteFile { file, store, workers in
-            let queue = DurableQueue(name: "default", store: store)
-            let held = try await queue.add(Hold.self, input: 2, retry: .never)
-            try workers.start(name: "w0", sqlite: file.path, mode: .serviceGroupWithSignalsApart, shutdownDeadlineMilliseconds: 0)
-            try await workers.recordingLogsOnFailure { () async throws in
-                try await pollUntil(60, "the held body's start") { try await held.state == .running }
-                workers.send(SIGUSR2, to: "w0")
-                // Still claiming: the signal did not stop it.
-                let echo = try await queue.add(Echo.self, input: 5)
-                #expect(try await within(60, "an operation added after the worker's own signal") { try await echo.value } == 5)
-                #expect(try await held.state == .running)
-                workers.send(SIGUSR1, to: "w0")
-                let status = try await within(60, "the worker's exit") { await workers.exitStatus("w0") }
-                #expect(status == 0, "the worker process ended with status \(String(describing: status))\n\(status == 0 ? "" : workers.logs())")
-                #expect(try await held.state == .ready)
-                let attempts = try await held.attempts
-                #expect(attempts.count == 1 && attempts[0].error?.contains("stopped before the body finished") == true, "\(attempts)")
-            }
-            await store.shutdown()
-        }
-    }
 }
 
 /// Starts a worker process as `mode` says, and for each of its runs: waits for a held body to

@@ -38,15 +38,11 @@ final class WorkerProcesses: Sendable {
         case plain(runs: Int)
         /// In a `ServiceGroup` that stops gracefully on SIGTERM.
         case serviceGroup
-        /// In a `ServiceGroup` that stops gracefully on SIGUSR1, while the worker's own stop
-        /// signal is SIGUSR2: each can be sent alone.
-        case serviceGroupWithSignalsApart
 
         var testDescription: String {
             switch self {
             case .plain(let runs): "run() \(runs == 1 ? "once" : "\(runs) times")"
             case .serviceGroup: "a ServiceGroup"
-            case .serviceGroupWithSignalsApart: "a ServiceGroup with signals apart"
             }
         }
     }
@@ -56,7 +52,6 @@ final class WorkerProcesses: Sendable {
     func start(name: String, sqlite: String, mode: RunMode, shutdownDeadlineMilliseconds: Int) throws {
         var store = ["--sqlite", sqlite, "--shutdown-deadline-ms", "\(shutdownDeadlineMilliseconds)"]
         if case .plain(let runs) = mode { store += ["--plain", "\(runs)"] }
-        if case .serviceGroupWithSignalsApart = mode { store += ["--signals", "apart"] }
         try start(name: name, store: store, queue: "default", concurrency: 4, dying: nil)
     }
 
