@@ -49,7 +49,10 @@ enum DashboardPage {
     const state = { overview: null };
     const view = document.getElementById("view");
     const esc = (value) => String(value ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-    const opLink = (id) => `<a class="op-link" href="#/operation/${id}">${id}</a>`;
+    const opLink = (id) => `<a class="op-link" href="#/operation/${esc(id)}">${esc(id)}</a>`;
+    const states = ["waiting", "ready", "running", "succeeded", "failed", "cancelled"];
+    const queueHash = (name, extra) => esc(`#/queue?name=${encodeURIComponent(name)}` + (extra || ""));
+    const queueAPI = (what, name) => `/api/queue${what}?name=${encodeURIComponent(name)}`;
     const time = (value) => value ? new Date(value).toLocaleTimeString() : "";
     async function getJSON(path) {
       const response = await fetch(path, { cache: "no-store" });
@@ -83,7 +86,7 @@ enum DashboardPage {
       const store = overview.store;
       if (!store) return `<p>No store: see <a href="#/local">in-process queues</a>.</p>`;
       const rows = store.queues.map((q) => `<tr class="queue-row" data-queue="${esc(q.name)}">
-        <td><a href="#/queue/${encodeURIComponent(q.name)}">${esc(q.name)}</a></td>
+        <td><a href="${queueHash(q.name)}">${esc(q.name)}</a></td>
         <td class="num c-waiting">${q.counts.waiting}</td><td class="num c-ready">${q.counts.ready}</td><td class="num c-running">${q.counts.running}</td>
         <td class="num c-succeeded">${q.counts.succeeded}</td><td class="num c-failed">${q.counts.failed}</td><td class="num c-cancelled">${q.counts.cancelled}</td>
         <td class="num">${q.limit ?? "none"}</td><td>${q.suspended ? "suspended" : ""}</td><td>${sparkline(q.finishedPerMinute)}</td></tr>`).join("");
@@ -109,17 +112,18 @@ enum DashboardPage {
         operations.map((o) => `<tr class="operation-row"><td>${opLink(o.id)}</td><td>${esc(o.kind)}</td><td class="state-${o.state}">${o.state}</td>
         <td>${esc(o.key)}</td><td class="num">${o.attempt}/${o.maximumAttempts}</td><td>${time(o.finishedAt)}</td><td class="error">${esc(o.error)}</td></tr>`).join("") + `</table>`;
     }
-    async function queueView(name, params) {
-      const stateName = params.get("state") || "ready";
-      const after = params.get("after");
-      const page = await getJSON(`/api/queues/${encodeURIComponent(name)}?state=${stateName}` + (after ? `&after=${after}` : ""));
+    async function queueView(params) {
+      const name = params.get("name") || "";
+      const stateName = states.includes(params.get("state")) ? params.get("state") : "ready";
+      const after = /^[0-9]+$/.test(params.get("after") || "") ? params.get("after") : null;
+      const page = await getJSON(queueAPI("", name) + `&state=${stateName}` + (after ? `&after=${after}` : ""));
       const q = state.overview && state.overview.store && state.overview.store.queues.find((x) => x.name === name);
-      const tabs = ["waiting", "ready", "running", "succeeded", "failed", "cancelled"].map((s) =>
-        `<a class="${s === stateName ? "current" : ""}" href="#/queue/${encodeURIComponent(name)}?state=${s}">${s}${q ? " (" + q.counts[s] + ")" : ""}</a>`).join("");
-      const next = page.next ? `<a id="next-page" href="#/queue/${encodeURIComponent(name)}?state=${stateName}&after=${page.next}">next page</a>` : "";
-      const actions = `<p><button id="suspend" onclick="act('/api/queues/${encodeURIComponent(name)}/suspend')">Suspend</button>
-        <button id="resume" onclick="act('/api/queues/${encodeURIComponent(name)}/resume')">Resume</button>
-        limit <input id="limit" size="4"> <button id="set-limit" onclick="act('/api/queues/${encodeURIComponent(name)}/limit?value=' + encodeURIComponent(document.getElementById('limit').value || 'none'))">Set</button>
+      const tabs = states.map((s) =>
+        `<a class="${s === stateName ? "current" : ""}" href="${queueHash(name, "&state=" + s)}">${s}${q ? " (" + q.counts[s] + ")" : ""}</a>`).join("");
+      const next = page.next ? `<a id="next-page" href="${queueHash(name, "&state=" + stateName + "&after=" + Number(page.next))}">next page</a>` : "";
+      const actions = `<p><button id="suspend" data-action="${esc(queueAPI("/suspend", name))}">Suspend</button>
+        <button id="resume" data-action="${esc(queueAPI("/resume", name))}">Resume</button>
+        limit <input id="limit" size="4"> <button id="set-limit" data-action="${esc(queueAPI("/limit", name))}" data-with-limit="1">Set</button>
         <span id="action-result"></span></p>`;
       return `<h2>Queue ${esc(name)}${q && q.suspended ? " (suspended)" : ""}</h2>${actions}<p class="tabs">${tabs}</p>${operationsTable(page.operations)}${next}`;
     }
@@ -142,9 +146,9 @@ enum DashboardPage {
         <td>${time(a.end)}</td><td class="error attempt-error">${esc(a.error)}</td></tr>`).join("");
       const pretty = (text, value) => esc(value !== null && value !== undefined ? JSON.stringify(value, null, 2) : (text ?? ""));
       return `<h2>Operation ${op.id} <span class="state-${op.state}" id="op-state">${op.state}</span></h2>
-        <p><button id="cancel" onclick="act('/api/operations/${op.id}/cancel')">Cancel</button>
-        <button id="retry" onclick="act('/api/operations/${op.id}/retry')">Retry</button><span id="action-result"></span></p>
-        <table><tr><th>queue</th><td><a href="#/queue/${encodeURIComponent(op.queue)}">${esc(op.queue)}</a></td></tr><tr><th>kind</th><td>${esc(op.kind)}</td></tr>
+        <p><button id="cancel" data-action="/api/operations/${Number(op.id)}/cancel">Cancel</button>
+        <button id="retry" data-action="/api/operations/${Number(op.id)}/retry">Retry</button><span id="action-result"></span></p>
+        <table><tr><th>queue</th><td><a href="${queueHash(op.queue)}">${esc(op.queue)}</a></td></tr><tr><th>kind</th><td>${esc(op.kind)}</td></tr>
         <tr><th>key</th><td>${esc(op.key)}</td></tr><tr><th>attempt</th><td>${op.attempt} of ${op.maximumAttempts}</td></tr>
         <tr><th>why</th><td id="wait-description">${esc(op.waitDescription)}</td></tr><tr><th>worker</th><td>${esc(op.worker)}</td></tr>
         <tr><th>error</th><td class="error" id="op-error">${esc(op.error ?? op.cancelReason)}</td></tr></table>
@@ -189,7 +193,7 @@ enum DashboardPage {
       try {
         if (!state.overview) { state.overview = await getJSON("/api/overview"); showStore(state.overview); }
         let html;
-        if (parts[0] === "queue") html = await queueView(decodeURIComponent(parts[1] || ""), params);
+        if (parts[0] === "queue") html = await queueView(params);
         else if (parts[0] === "operation") html = await operationView(parts[1] || "");
         else if (parts[0] === "failures") html = `<h2>Failures</h2>` + (state.overview.store ? failuresTable(state.overview.store.failures) : "");
         else if (parts[0] === "workers") html = `<h2>Workers</h2>` + (state.overview.store ? workersTable(state.overview.store.workers) : "");
@@ -216,6 +220,14 @@ enum DashboardPage {
       };
       socket.onclose = () => { document.getElementById("live").textContent = "disconnected, retrying"; setTimeout(connect, 2000); };
     }
+    // Actions: buttons carry their route in data-action (never in script text).
+    view.addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-action]");
+      if (!button) return;
+      let path = button.dataset.action;
+      if (button.dataset.withLimit) path += "&value=" + encodeURIComponent(document.getElementById("limit").value || "none");
+      act(path);
+    });
     document.getElementById("search-form").onsubmit = (event) => {
       event.preventDefault();
       location.hash = "#/search?q=" + encodeURIComponent(document.getElementById("search").value);

@@ -16,30 +16,72 @@ struct DashboardRoutes: Sendable {
     let configuration: OperationsDashboard.Configuration
 
     func install(on server: HTTPServer) async {
-        await server.appendRoute("GET /") { _ in
+        func route(_ path: HTTPRoute, _ handler: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) async {
+            await server.appendRoute(path, to: Guarded(routes: self, next: ClosureHTTPHandler(handler)))
+        }
+        await route("GET /") { _ in
             HTTPResponse(statusCode: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: Data(DashboardPage.html.utf8))
         }
-        await server.appendRoute("GET /api/overview") { _ in
+        await route("GET /api/overview") { _ in
             let (_, data) = await feed.current()
             return json(data)
         }
-        await server.appendRoute("GET /api/local") { _ in json(DashboardCoding.encode(local.json)) }
-        await server.appendRoute("GET /api/queues/:name") { request in try await queuePage(request) }
-        await server.appendRoute("GET /api/operations/:id") { request in try await operation(request) }
-        await server.appendRoute("GET /api/failures") { request in try await failures(request) }
-        await server.appendRoute("GET /api/workers") { _ in try await workers() }
-        await server.appendRoute("GET /api/search") { request in try await search(request) }
-        await server.appendRoute("GET /live", to: WebSocketHTTPHandler(handler: MessageFrameWSHandler(handler: FeedSocket(feed: feed))))
-        await server.appendRoute("POST /api/operations/:id/:action") { request in try await operationAction(request) }
-        await server.appendRoute("POST /api/queues/:name/:action") { request in try await queueAction(request) }
-        await server.appendRoute("GET /api/*") { _ in failure(.notFound, "no such route") }
+        await route("GET /api/local") { _ in json(DashboardCoding.encode(local.json)) }
+        // A queue's name is a query parameter: it may hold any character, "/" too.
+        await route("GET /api/queue") { request in try await queuePage(request) }
+        await route("GET /api/operations/:id") { request in try await operation(request) }
+        await route("GET /api/failures") { request in try await failures(request) }
+        await route("GET /api/workers") { _ in try await workers() }
+        await route("GET /api/search") { request in try await search(request) }
+        let socket = WebSocketHTTPHandler(handler: MessageFrameWSHandler(handler: FeedSocket(feed: feed)))
+        await route("GET /live") { request in try await socket.handleRequest(request) }
+        await route("POST /api/operations/:id/:action") { request in try await operationAction(request) }
+        await route("POST /api/queue/:action") { request in try await queueAction(request) }
+        await route("GET /api/*") { _ in failure(.notFound, "no such route") }
+    }
+
+    /// Answers only requests addressed to the dashboard by one of its names (a page of
+    /// another site that rebinds its own name to this address is refused), and, for the live
+    /// feed and the actions, sent by the dashboard's own page (the `Origin` a browser sets).
+    struct Guarded: HTTPHandler {
+        let routes: DashboardRoutes
+        let next: any HTTPHandler
+
+        func handleRequest(_ request: HTTPRequest) async throws -> HTTPResponse {
+            let allowed = routes.allowedHosts
+            guard let host = request.headers[HTTPHeader("Host")].map(hostName), allowed.contains(host) else {
+                return failure(.forbidden, "this dashboard answers only to \(allowed.sorted().joined(separator: ", ")) (the Host header)")
+            }
+            if request.method == .POST || request.path == "/live", let origin = request.headers[HTTPHeader("Origin")] {
+                guard let originHost = URL(string: origin)?.host.map({ $0.lowercased() }), allowed.contains(originHost) else {
+                    return failure(.forbidden, "a request from another site's page (Origin \(origin)) is refused")
+                }
+            }
+            return try await next.handleRequest(request)
+        }
+
+        /// The host of a Host header, without its port, in lower case.
+        private func hostName(_ header: String) -> String {
+            var text = header.lowercased()
+            if text.hasPrefix("[") {
+                return String(text.dropFirst().prefix { $0 != "]" })
+            }
+            if let colon = text.lastIndex(of: ":") { text = String(text[..<colon]) }
+            return text
+        }
+    }
+
+    /// The names the dashboard answers to: its configured ones, the address it listens on,
+    /// and this machine's loopback names.
+    var allowedHosts: Set<String> {
+        Set((configuration.allowedHosts + [configuration.host, "localhost", "127.0.0.1", "::1"]).map { $0.lowercased() })
     }
 
     // MARK: Reads
 
     private func queuePage(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard let store else { return noStore() }
-        let name = request.routeParameters["name"] ?? ""
+        guard let name = request.query["name"], !name.isEmpty else { return failure(.badRequest, "name is missing: the queue's name") }
         let stateText = request.query["state"] ?? "ready"
         guard let state = DurableState(rawValue: stateText) else {
             return failure(.badRequest, "state must be one of waiting, ready, running, succeeded, failed, cancelled (not \"\(stateText)\")")
@@ -108,7 +150,11 @@ struct DashboardRoutes: Sendable {
             switch await readingValue({ try await store.retry(id) }) {
             case .failure(let error): return unreachable(error)
             case .success(true): return json(DashboardCoding.encode(ActionJSON(done: "\(id) runs again")))
-            case .success(false): return failure(.conflict, "\(id) cannot be retried: only a failed or cancelled operation can")
+            case .success(false):
+                let stored = try? await store.record(of: id, includingAttempts: false)
+                return stored == nil
+                    ? failure(.notFound, "\(id) is not stored: never added, or pruned")
+                    : failure(.conflict, "\(id) cannot be retried: only a failed or cancelled operation can")
             }
         default:
             return failure(.notFound, "no such action: use cancel or retry")
@@ -118,7 +164,7 @@ struct DashboardRoutes: Sendable {
     private func queueAction(_ request: HTTPRequest) async throws -> HTTPResponse {
         if let refused = authorize(request) { return refused }
         guard let store else { return noStore() }
-        let name = request.routeParameters["name"] ?? ""
+        guard let name = request.query["name"], !name.isEmpty else { return failure(.badRequest, "name is missing: the queue's name") }
         switch request.routeParameters["action"] {
         case "suspend":
             return await reading {

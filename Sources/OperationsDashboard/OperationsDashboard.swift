@@ -35,6 +35,11 @@ public final class OperationsDashboard: Service, Sendable {
         /// How long a read or an action may take before the page says the store cannot be
         /// reached (a database that is down may not answer at all).
         public var readDeadline: Duration
+        /// Further names the dashboard answers to (the `Host` of a request), besides
+        /// ``host``, `localhost` and `127.0.0.1`: the machine's name when it listens on
+        /// `0.0.0.0`. Requests addressed to other names are refused, so that another site's
+        /// page cannot reach the dashboard by rebinding its own name to this address.
+        public var allowedHosts: [String] = []
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, refreshInterval: Duration = .seconds(2),
@@ -92,6 +97,9 @@ public final class OperationsDashboard: Service, Sendable {
     @discardableResult
     public func start() async throws -> URL {
         if let url { return url }
+        if let token = configuration.actionToken, token.isEmpty {
+            throw DashboardError("the action token is empty: give a token, or nil for a read-only dashboard")
+        }
         guard let port = UInt16(exactly: configuration.port) else {
             throw DashboardError("port \(configuration.port) is not a port number")
         }

@@ -8,7 +8,7 @@ import OperationsSQLite
 
 let usage = """
     usage: operations-dashboard (--sqlite PATH | --postgres URL) [--host 127.0.0.1] [--port 8080]
-                                [--refresh SECONDS] [--window MINUTES]
+                                [--refresh SECONDS] [--window MINUTES] [--allow-host NAME]…
     Actions (cancel, retry, suspend, resume, limit) are enabled by setting the environment
     variable OPERATIONS_DASHBOARD_TOKEN; requests must then carry "Authorization: Bearer <token>".
     """
@@ -19,9 +19,10 @@ func fail(_ message: String) -> Never {
 }
 
 var options: [String: String] = [:]
+var allowedHosts: [String] = []
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
-    guard ["--sqlite", "--postgres", "--host", "--port", "--refresh", "--window"].contains(flag) else {
+    guard ["--sqlite", "--postgres", "--host", "--port", "--refresh", "--window", "--allow-host"].contains(flag) else {
         if flag == "--help" || flag == "-h" {
             print(usage)
             exit(0)
@@ -29,21 +30,24 @@ while let flag = arguments.popFirst() {
         fail("unknown option \(flag)")
     }
     guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
-    options[flag] = value
+    if flag == "--allow-host" { allowedHosts.append(value) } else { options[flag] = value }
 }
 
 var configuration = OperationsDashboard.Configuration()
+configuration.allowedHosts = allowedHosts
 if let host = options["--host"] { configuration.host = host }
 if let text = options["--port"] {
     guard let port = Int(text), (0...65535).contains(port) else { fail("--port must be a port number, not \(text)") }
     configuration.port = port
 }
 if let text = options["--refresh"] {
-    guard let seconds = Double(text), seconds > 0 else { fail("--refresh must be a positive number of seconds, not \(text)") }
+    guard let seconds = Double(text), seconds.isFinite, seconds >= 0.1, seconds <= 3600 else {
+        fail("--refresh must be a number of seconds from 0.1 to 3600, not \(text)")
+    }
     configuration.refreshInterval = .milliseconds(Int(seconds * 1000))
 }
 if let text = options["--window"] {
-    guard let minutes = Int(text), minutes > 0 else { fail("--window must be a positive number of minutes, not \(text)") }
+    guard let minutes = Int(text), (1...10_080).contains(minutes) else { fail("--window must be a number of minutes from 1 to 10080, not \(text)") }
     configuration.finishedWindow = .seconds(minutes * 60)
 }
 if let token = ProcessInfo.processInfo.environment["OPERATIONS_DASHBOARD_TOKEN"], !token.isEmpty {
@@ -70,11 +74,8 @@ default:
 }
 guard let store = opened as? any DurableStoreInspection else { fail("\(storeName) cannot be inspected") }
 
-do {
-    try await store.migrate()
-} catch {
-    FileHandle.standardError.write(Data("operations-dashboard: the store cannot be reached yet (\(error)); the page will say so\n".utf8))
-}
+// The dashboard does not migrate the store: the workers do. Reads of a store whose schema
+// is older than the dashboard's fail, and the page says why.
 let dashboard = OperationsDashboard(store: store, storeName: storeName, configuration: configuration)
 let url: URL
 do { url = try await dashboard.start() } catch { fail("\(error)") }

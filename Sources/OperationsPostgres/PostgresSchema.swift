@@ -37,7 +37,8 @@ enum PostgresSchema {
     //   one that costs every write: each new version of a row (claim, end, lease renewal)
     //   adds an entry to it; the others take only the rows that finish, fail or have a key.
     // A retry (`durable_retry`) makes a failed or cancelled operation waiting or ready again
-    // with one more attempt, and tells the workers as an enqueue does. Its unfinished
+    // with one more attempt, and tells the workers as an enqueue does; it is refused while a
+    // dependency is failed or cancelled, unless the operation runs anyway. Its unfinished
     // dependencies are counted again (a cancel left the counter as it was): locked as the
     // enqueue locks them, so that none finishes between the count and the update.
     static let version8: [String] = [
@@ -56,6 +57,7 @@ enum PostgresSchema {
         DECLARE
             o durable_operations;
             v_holder bigint;
+            v_ended durable_operations;
             v_pending integer;
         BEGIN
             SELECT * INTO o FROM durable_operations WHERE id = p_id FOR UPDATE;
@@ -68,6 +70,14 @@ enum PostgresSchema {
                 IF FOUND THEN
                     RAISE EXCEPTION 'retrying durable operation % (%): its key "%" of queue "%" is held by operation %, which is pending or running',
                         p_id, o.kind, o.key, o.queue, v_holder USING ERRCODE = 'P0001';
+                END IF;
+            END IF;
+            IF NOT o.runs_anyway THEN
+                SELECT d.* INTO v_ended FROM durable_operations d JOIN durable_edges e ON d.id = e.dependency
+                WHERE e.dependent = p_id AND d.state IN ('failed', 'cancelled') ORDER BY d.id LIMIT 1;
+                IF FOUND THEN
+                    RAISE EXCEPTION 'retrying durable operation % (%): its dependency % (%) is %, and it does not run anyway; retry the dependency first',
+                        p_id, o.kind, v_ended.id, v_ended.kind, v_ended.state USING ERRCODE = 'P0001';
                 END IF;
             END IF;
             SELECT count(*) INTO v_pending FROM (

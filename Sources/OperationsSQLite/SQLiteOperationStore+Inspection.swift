@@ -244,7 +244,7 @@ extension SQLiteOperationStore: DurableStoreInspection {
     public func retry(_ id: DurableOperationID) async throws -> Bool {
         let retried = try await access.write("retrying \(id)") { transaction -> Bool in
             guard let row = try await transaction.rows(
-                "SELECT queue, kind, state, key FROM durable_operations WHERE id = ?", [.id(id)]
+                "SELECT queue, kind, state, key, runs_anyway FROM durable_operations WHERE id = ?", [.id(id)]
             ).first, ["failed", "cancelled"].contains(row.text("state"))
             else { return false }
             let queue = row.text("queue")
@@ -257,6 +257,19 @@ extension SQLiteOperationStore: DurableStoreInspection {
                 throw DurableError(
                     .invalidArgument,
                     "retrying \(id) (\(row.text("kind"))): its key \"\(key)\" of queue \"\(queue)\" is held by operation \(holder.int("id")), which is pending or running")
+            }
+            // A dependency that failed or was cancelled has no result to run with.
+            if !row.bool("runs_anyway"),
+                let ended = try await transaction.rows(
+                    """
+                    SELECT d.id, d.kind, d.state FROM durable_edges e JOIN durable_operations d ON d.id = e.dependency
+                    WHERE e.dependent = ? AND d.state IN ('failed', 'cancelled') ORDER BY d.id LIMIT 1
+                    """, [.id(id)]
+                ).first
+            {
+                throw DurableError(
+                    .invalidArgument,
+                    "retrying \(id) (\(row.text("kind"))): its dependency \(ended.int("id")) (\(ended.text("kind"))) is \(ended.text("state")), and it does not run anyway; retry the dependency first")
             }
             // Counted again: a cancel left the counter as it was. The write lock keeps every
             // dependency as it is until the commit.

@@ -399,17 +399,32 @@ struct StoreInspectionTests {
     func retryOfCancelled(_ kind: StoreKind) async throws {
         try await withDefaultQueue(kind) { queue, store in
             let inspection = try #require(store as? any DurableStoreInspection)
-            let failing = try await queue.add(Flaky.self, input: 99, retry: .never)
+            let failing = try await queue.add(Flaky.self, input: 2, retry: .never)
             let blocker = try await queue.add(Hold.self, input: 99)
             let dependent = try await queue.add(Echo.self, input: 1, dependencies: [failing, blocker])
-            try await claimAndEnd(kinds: [Flaky.kind], on: store) { _ in .failed(error: "boom") }
+            try await claimAndEnd(kinds: [Flaky.kind, Hold.kind], on: store) { id in id == failing.id ? .failed(error: "boom") : nil }
             #expect(try await dependent.state == .cancelled)
-            #expect(try await inspection.retry(dependent.id))
-            let record = try #require(try await store.record(of: dependent.id, includingAttempts: false))
-            #expect(record.state == .waiting && record.unfinishedDependencies == 1 && record.cancelReason == nil)
-            #expect(record.maximumAttempts == 3, "a cancelled operation that never ran keeps its attempts")
-            try await claimAndEnd(kinds: [Hold.kind], on: store) { _ in .succeeded(output: "99") }
-            #expect(try await dependent.state == .ready)
+
+            // A dependency failed: refused, naming it, and nothing changes.
+            let refusal = await #expect(throws: DurableError.self) { try await inspection.retry(dependent.id) }
+            #expect(refusal?.code == .invalidArgument)
+            #expect(refusal?.message.contains("dependency \(failing.id.rawValue) ") == true && refusal?.message.contains("failed") == true)
+            #expect(try await dependent.state == .cancelled)
+
+            // The dependency retried and succeeded: accepted, waiting for the unfinished one, then run.
+            #expect(try await inspection.retry(failing.id))
+            try await withWorkers(store: store) { _ in
+                let value = try await within(30, "the retried dependency's value") { try await failing.value }
+                #expect(value == 2)
+                #expect(try await inspection.retry(dependent.id))
+                let record = try #require(try await store.record(of: dependent.id, includingAttempts: false))
+                #expect(record.state == .waiting && record.unfinishedDependencies == 1 && record.cancelReason == nil)
+                #expect(record.maximumAttempts == 3, "a cancelled operation that never ran keeps its attempts")
+                try await store.complete(
+                    [DurableCompletion(id: blocker.id, attempt: 1, result: .succeeded(output: "99"))], worker: "inspector")
+                let output = try await within(30, "the retried dependent's value") { try await dependent.value }
+                #expect(output == 1)
+            }
 
             // Its key taken meanwhile by another operation: refused, naming it.
             let keyed = try await queue.add(Echo.self, input: 4, key: "report")

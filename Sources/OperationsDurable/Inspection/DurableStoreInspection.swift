@@ -40,9 +40,11 @@ public protocol DurableStoreInspection: DurableOperationStore {
 
     /// Runs a failed or cancelled operation again: ready, with attempts left for one more
     /// try (its dependents cancelled by its end stay cancelled). False when the operation
-    /// is unknown or not finished unsuccessfully.
+    /// is not finished unsuccessfully, and false too for an unknown id: the operation's
+    /// record tells the two apart.
     /// - Note: One with unfinished dependencies waits for them again. One whose key another
-    ///   pending operation took meanwhile is refused (``DurableError/Code/invalidArgument``).
+    ///   pending operation took meanwhile, or (unless it runs anyway) one with a failed or
+    ///   cancelled dependency, is refused (``DurableError/Code/invalidArgument``).
     func retry(_ id: DurableOperationID) async throws -> Bool
 }
 

@@ -24,14 +24,17 @@ struct DashboardClient: Sendable {
         var error: String? { self["error"] as? String }
     }
 
-    func get(_ path: String) async throws -> Answer {
-        try await send(URLRequest(url: URL(string: base.absoluteString + path)!))
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> Answer {
+        var request = URLRequest(url: URL(string: base.absoluteString + path)!)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try await send(request)
     }
 
-    func post(_ path: String, token: String? = nil) async throws -> Answer {
+    func post(_ path: String, token: String? = nil, headers: [String: String] = [:]) async throws -> Answer {
         var request = URLRequest(url: URL(string: base.absoluteString + path)!)
         request.httpMethod = "POST"
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         return try await send(request)
     }
 

@@ -68,7 +68,8 @@ struct DashboardPageTests {
 
     /// Shows a route and waits until the page has rendered it.
     func show(_ route: String, named name: String, on page: Page) async throws {
-        _ = try await page.evaluate("location.hash = \(javaScriptStringLiteral(route)); 'ok'")
+        // Marked first: the view of the same kind shown before does not count as rendered.
+        _ = try await page.evaluate("document.getElementById('view').dataset.route = 'leaving'; location.hash = \(javaScriptStringLiteral(route)); 'ok'")
         try await page.waitFor("document.getElementById('view').dataset.route === \(javaScriptStringLiteral(name))")
     }
 
@@ -138,6 +139,37 @@ struct DashboardPageTests {
         }
     }
 
+    @Test("names and errors from the store are shown as text, never run as the page's script")
+    func hostileNames() async throws {
+        try await withStore(StoreKind.named("SQLite")) { store in
+            let name = "q'-(window.pwned=1)-'<img src=x onerror=\"window.pwned=2\">"
+            let queue = DurableQueue(name: name, store: store)
+            try await queue.setSuspended(true)
+            try await queue.add(Echo.self, input: 1, key: "<script>window.pwned=3</script>")
+            try await withDashboard(store: store) { _, client in
+                try await HeadlessBrowser.with { browser in
+                    let page = try await browser.open(client.base.absoluteString + "/")
+                    try await page.waitFor(selector: ".queue-row a")
+                    #expect(try await page.text(of: ".queue-row a") == name)
+                    // Follows the link the page wrote for the name.
+                    _ = try await page.evaluate("location.hash = document.querySelector('.queue-row a').getAttribute('href'); 'ok'")
+                    try await page.waitFor(selector: "#operations .operation-row")
+                    #expect(try await page.text(of: "#view h2")?.contains(name) == true)
+                    try await page.click("#suspend")
+                    try await page.waitFor("document.getElementById('action-result').textContent !== ''")
+                    // A state that is not one of the six is read as "ready", not written into the page.
+                    let hostileState = "succeeded%26x%3D%22%3E%3Cimg%20src%3Dx%20onerror%3Dwindow.pwned%3D4%3E"
+                    _ = try await page.evaluate("location.hash = location.hash + '&state=\(hostileState)'; 'ok'")
+                    try await page.waitFor(selector: "#operations")
+                    #expect(try await page.evaluate("String(window.pwned)") == "undefined")
+                    // The refused action's 403 is logged by the browser; nothing else went wrong.
+                    let errors = page.errors().filter { $0.kind != .log }
+                    #expect(errors.isEmpty, "\(errors)")
+                }
+            }
+        }
+    }
+
     @Test("the queues page follows the store without a reload, pushed to it")
     func livePush() async throws {
         try await withDefaultQueue(StoreKind.named("SQLite")) { queue, store in
@@ -169,7 +201,7 @@ struct DashboardPageTests {
             configuration.actionToken = "s3cret"
             try await withDashboard(store: store, configuration: configuration) { _, client in
                 try await HeadlessBrowser.with { browser in
-                    let page = try await browser.open(client.base.absoluteString + "/#/queue/default")
+                    let page = try await browser.open(client.base.absoluteString + "/#/queue?name=default")
                     try await page.waitFor(selector: "#resume")
                     try await page.click("#resume")
                     try await page.waitFor("document.getElementById('action-result').textContent !== ''")

@@ -90,7 +90,7 @@ struct DashboardRouteTests {
             configuration.pageSize = 3
             try await withDashboard(store: store, configuration: configuration) { _, client in
                 var seen: [Int] = []
-                var path = "/api/queues/default?state=ready"
+                var path = "/api/queue?name=default&state=ready"
                 for _ in 0..<5 {
                     let page = try await client.get(path)
                     #expect(page.status == 200, "\(page.text)")
@@ -98,7 +98,7 @@ struct DashboardRouteTests {
                     #expect(operations.count <= 3)
                     seen += operations.compactMap { $0["id"] as? Int }
                     guard let next = page["next"] as? Int else { break }
-                    path = "/api/queues/default?state=ready&after=\(next)"
+                    path = "/api/queue?name=default&state=ready&after=\(next)"
                 }
                 #expect(seen == added)
             }
@@ -136,8 +136,8 @@ struct DashboardRouteTests {
                 let cases: [(String, Int, String)] = [
                     ("/api/operations/987654", 404, "is not stored"),
                     ("/api/operations/abc", 400, "is not an operation id"),
-                    ("/api/queues/default?state=sleeping", 400, "state must be one of"),
-                    ("/api/queues/default?state=ready&after=x", 400, "after must be an operation id"),
+                    ("/api/queue?name=default&state=sleeping", 400, "state must be one of"),
+                    ("/api/queue?name=default&state=ready&after=x", 400, "after must be an operation id"),
                     ("/api/search?q=", 400, "q is empty"),
                     ("/api/nothing-here", 404, "no such route"),
                 ]
@@ -147,6 +147,50 @@ struct DashboardRouteTests {
                     #expect(answer.error?.contains(message) == true, "\(path): \(answer.text)")
                 }
                 #expect(try await client.get("/api/overview").status == 200)
+            }
+        }
+    }
+
+    @Test("a request addressed to another host name, or an action from another site's page, is refused")
+    func foreignRequests() async throws {
+        try await withDefaultQueue(StoreKind.named("SQLite")) { queue, store in
+            try await queue.setSuspended(true)
+            var configuration = OperationsDashboard.Configuration(port: 0)
+            configuration.actionToken = "s3cret"
+            try await withDashboard(store: store, configuration: configuration) { dashboard, client in
+                let port = try #require(dashboard.url?.port)
+                let rebound = try await client.get("/api/overview", headers: ["Host": "attacker.example:\(port)"])
+                #expect(rebound.status == 403, "\(rebound.text)")
+                let fromAnotherSite = try await client.post(
+                    "/api/queue/resume?name=default", token: "s3cret", headers: ["Origin": "http://attacker.example"])
+                #expect(fromAnotherSite.status == 403, "\(fromAnotherSite.text)")
+                #expect(try await queue.isSuspended)
+                let local = try await client.get("/api/overview", headers: ["Host": "localhost:\(port)"])
+                #expect(local.status == 200, "\(local.text)")
+                let fromItsPage = try await client.post(
+                    "/api/queue/resume?name=default", token: "s3cret", headers: ["Origin": "http://127.0.0.1:\(port)"])
+                #expect(fromItsPage.status == 200, "\(fromItsPage.text)")
+            }
+        }
+    }
+
+    @Test("a queue whose name holds a slash and quotes is paged and acted on by its name")
+    func unusualQueueName() async throws {
+        try await withStore(StoreKind.named("SQLite")) { store in
+            let name = "emails/high 'urgent' & \"more\""
+            let queue = DurableQueue(name: name, store: store)
+            try await queue.setSuspended(true)
+            let added = try await queue.add(Echo.self, input: 1)
+            var configuration = OperationsDashboard.Configuration(port: 0)
+            configuration.actionToken = "s3cret"
+            try await withDashboard(store: store, configuration: configuration) { _, client in
+                let encoded = try #require(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+                let page = try await client.get("/api/queue?name=\(encoded)&state=ready")
+                #expect(page.status == 200, "\(page.text)")
+                #expect((page["operations"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == [Int(added.id.rawValue)])
+                let resumed = try await client.post("/api/queue/resume?name=\(encoded)", token: "s3cret")
+                #expect(resumed.status == 200, "\(resumed.text)")
+                #expect(try await !queue.isSuspended)
             }
         }
     }
