@@ -14,10 +14,12 @@ let package = Package(
         .executable(name: "durable-benchmark", targets: ["durable-benchmark"]),
     ],
     dependencies: [
-        .package(name: "swift-operations", path: "..", traits: ["PostgreSQL", "SQLite"]),
+        .package(name: "swift-operations", path: "..", traits: ["PostgreSQL", "SQLite", "Dashboard"]),
         // For the durable benchmark's own connections (baseline, setup).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // For filling an SQLite store in bulk and showing its query plans (`--only-dashboard`).
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
     ],
     targets: [
         // Counts allocations by interposing malloc & co. in the benchmark executable only.
@@ -35,7 +37,9 @@ let package = Package(
                 .product(name: "OperationsDurable", package: "swift-operations"),
                 .product(name: "OperationsPostgres", package: "swift-operations"),
                 .product(name: "OperationsSQLite", package: "swift-operations"),
+                .product(name: "OperationsDashboard", package: "swift-operations"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ],

@@ -161,7 +161,7 @@ public final class HeadlessBrowser: Sendable {
     /// Opens a new page (a new window, so that several pages all render) and navigates it to
     /// `url`, returning once the page's load event has fired. Errors and console messages of
     /// the page are collected from before the navigation starts.
-    public func open(_ url: String, timeout: Duration = .seconds(30)) async throws -> Page {
+    public func open(_ url: String, timeout: Duration = .seconds(60)) async throws -> Page {
         let created = try await connection.send(
             "Target.createTarget", ["url": "about:blank", "newWindow": true], timeout: commandTimeout
         )
@@ -343,7 +343,7 @@ public final class Page: Sendable {
     /// (say, because the app has not defined something yet) it counts as not yet true. Throws
     /// `.timeout` naming the expression, the page's URL, the last exception and the page's
     /// errors if the time runs out.
-    public func waitFor(_ javaScript: String, timeout: Duration = .seconds(10)) async throws {
+    public func waitFor(_ javaScript: String, timeout: Duration = .seconds(60)) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         let wrapped = "(async () => !!(await (\n\(javaScript)\n)))()"
@@ -373,7 +373,7 @@ public final class Page: Sendable {
     }
 
     /// Waits until an element matches `selector`.
-    public func waitFor(selector: String, timeout: Duration = .seconds(10)) async throws {
+    public func waitFor(selector: String, timeout: Duration = .seconds(60)) async throws {
         try await waitFor("document.querySelector(\(javaScriptStringLiteral(selector))) !== null", timeout: timeout)
     }
 

@@ -1,7 +1,8 @@
 // The durable layer on PostgreSQL and on SQLite, against a plain FOR UPDATE SKIP LOCKED
 // loop and against pgqueuer, on a throwaway cluster with default durability (fsync on). From
 // the repository root: `swift run -c release --package-path Benchmarks durable-benchmark
-// [--quick] [--rounds N] [--only-pgqueuer-comparison | --only-sqlite-processes | --only-waiting]`.
+// [--quick] [--rounds N] [--only-pgqueuer-comparison | --only-sqlite-processes | --only-waiting |
+// --only-dashboard]`.
 
 import Foundation
 import OperationsDurable
@@ -26,6 +27,25 @@ let roundsArgument = argument(after: "--rounds").flatMap(Int.init).map { max(1, 
 let pgqueuerCount = quick ? 2_000 : 10_000
 let count = quick ? 2_000 : 20_000
 let graphSize = quick ? 250 : 1_000
+// The dashboard's reads on a large store: SQLite, and PostgreSQL when its binaries are found.
+if CommandLine.arguments.contains("--only-dashboard") {
+    let postgres = FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb")
+    if postgres {
+        startCluster()
+    } else {
+        print("PostgreSQL's server binaries are missing (\(binaries)): SQLite only")
+        shell("mkdir -p \(directory)")
+    }
+    var failed = false
+    do {
+        try await DashboardBenchmark.run(postgres ? [StoreKind.sqlite, .postgres] : [.sqlite])
+    } catch {
+        print("the dashboard benchmark failed: \(error)")
+        failed = true
+    }
+    if postgres { stopCluster() } else { shell("rm -rf \(directory)") }
+    exit(failed ? 1 : 0)
+}
 guard FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") else {
     print("PostgreSQL's server binaries are missing (\(binaries)): apt-get install postgresql")
     exit(1)

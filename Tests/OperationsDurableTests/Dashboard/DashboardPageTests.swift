@@ -184,7 +184,7 @@ struct DashboardPageTests {
                     try await page.waitFor("Number(document.body.dataset.refresh) >= 1")
                     for value in 2...3 { try await queue.add(Echo.self, input: value) }
                     try await page.waitFor(
-                        "document.querySelector(\".queue-row[data-queue='default'] .c-ready\")?.textContent === '3'", timeout: .seconds(20))
+                        "document.querySelector(\".queue-row[data-queue='default'] .c-ready\")?.textContent === '3'", timeout: .seconds(60))
                     #expect(try await page.evaluate("String(performance.getEntriesByType('navigation').length)") == "1")
                     #expect(page.errors().isEmpty, "\(page.errors())")
                 }
