@@ -17,7 +17,9 @@ actor DashboardFeed {
     private var viewers: [UInt64: AsyncStream<WSMessage>.Continuation] = [:]
     private var nextViewer: UInt64 = 0
     private var loop: Task<Void, Never>?
-    private var inFlight: Task<OverviewJSON, Never>?
+    private var inFlight: Task<(overview: OverviewJSON, data: Data), Never>?
+    /// Which loop is the current one: a loop that ends leaves a newer one alone.
+    private var loopGeneration = 0
     private var last: (overview: OverviewJSON, data: Data, at: ContinuousClock.Instant)?
     /// The sets of reads made so far.
     private(set) var refreshes = 0
@@ -40,24 +42,25 @@ actor DashboardFeed {
 
     /// One set of reads, shared with any caller that asks while it runs.
     private func refresh() async -> (overview: OverviewJSON, data: Data) {
-        if let inFlight {
-            let overview = await inFlight.value
-            return (overview, last?.data ?? DashboardCoding.encode(overview))
-        }
+        if let inFlight { return await inFlight.value }
         refreshes += 1
-        let task = Task { [load, refreshes] in await load(refreshes) }
-        inFlight = task
-        var overview = await task.value
-        inFlight = nil
-        // A failed read keeps the last good values on the page, under the error.
-        if let error = overview.store?.error, let previous = last?.overview.store, !previous.queues.isEmpty {
-            var kept = previous
-            kept.error = error
-            overview.store = kept
+        let previous = last?.overview.store
+        // The whole answer (read, kept values, encoding) is the shared task's: every caller
+        // that waits for it gets the same overview and the same text.
+        let task = Task { [load, refreshes] in
+            var overview = await load(refreshes)
+            // A failed read keeps the last good values on the page, under the error.
+            if let error = overview.store?.error, var kept = previous, !kept.queues.isEmpty {
+                kept.error = error
+                overview.store = kept
+            }
+            return (overview: overview, data: DashboardCoding.encode(overview))
         }
-        let data = DashboardCoding.encode(overview)
-        last = (overview, data, clock.now)
-        return (overview, data)
+        inFlight = task
+        let answer = await task.value
+        inFlight = nil
+        last = (answer.overview, answer.data, clock.now)
+        return answer
     }
 
     /// A new viewer: the stream of overviews (JSON text) it is sent, starting with the
@@ -72,7 +75,9 @@ actor DashboardFeed {
         viewers[id] = continuation
         if let last { continuation.yield(.text(String(decoding: last.data, as: UTF8.self))) }
         if loop == nil {
-            loop = Task { await self.run() }
+            loopGeneration += 1
+            let generation = loopGeneration
+            loop = Task { await self.run(generation) }
         }
         return (id, stream)
     }
@@ -89,14 +94,14 @@ actor DashboardFeed {
         viewers.removeAll()
     }
 
-    private func run() async {
+    private func run(_ generation: Int) async {
         while !viewers.isEmpty, !Task.isCancelled {
             let (_, data) = await current()
             let text = String(decoding: data, as: UTF8.self)
             for continuation in viewers.values { continuation.yield(.text(text)) }
             try? await Task.sleep(for: interval)
         }
-        loop = nil
+        if loopGeneration == generation { loop = nil }
     }
 }
 
