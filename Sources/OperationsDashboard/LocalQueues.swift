@@ -71,14 +71,19 @@ final class LocalQueues: Sendable {
     /// Starts watching `queue` (again: nothing new).
     func watch(_ queue: OperationQueue) {
         StallLog.shared.install()
-        let already = watched.withLock { list in list.contains { $0.queue === queue } }
-        guard !already else { return }
+        guard !watched.withLock({ list in list.contains { $0.queue === queue } }) else { return }
         let timeline = TimelineBox(Timeline(origin: DispatchTime.now().uptimeNanoseconds, capacity: capacity))
         let subscription = queue.addEventHandler { event in
             timeline.state.withLock { $0.apply(event) }
         }
         let entry = Watched(queue: queue, subscription: subscription, timeline: timeline)
-        watched.withLock { $0.append(entry) }
+        // Two calls at once both subscribe; the one that comes second to the list withdraws.
+        let added = watched.withLock { list in
+            guard !list.contains(where: { $0.queue === queue }) else { return false }
+            list.append(entry)
+            return true
+        }
+        if !added { subscription.cancel() }
     }
 
     /// Stops watching every queue.
