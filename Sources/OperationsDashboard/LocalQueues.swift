@@ -28,33 +28,40 @@ final class LocalQueues: Sendable {
         }
     }
 
-    /// The last operations of a queue, by identity, oldest first; at most `capacity`.
+    /// The last operations of a queue, oldest first; at most `capacity`. An operation is
+    /// known by its identity only from its enqueue to its finish (the queue holds it until
+    /// then); its entry has a number of its own, since a later operation may take its address.
     struct Timeline: Sendable {
         let origin: UInt64
         let capacity: Int
-        var order: [ObjectIdentifier] = []
-        var entries: [ObjectIdentifier: TimelineEntryJSON] = [:]
+        var nextNumber = 0
+        var live: [ObjectIdentifier: Int] = [:]
+        var order: [Int] = []
+        var entries: [Int: TimelineEntryJSON] = [:]
 
         mutating func apply(_ event: OperationEvent) {
             let id = ObjectIdentifier(event.operation)
             let seconds = Double(event.time &- origin) / 1e9
             switch event.kind {
             case .enqueued:
-                if entries[id] == nil {
-                    order.append(id)
-                    if order.count > capacity { entries[order.removeFirst()] = nil }
-                }
-                entries[id] = TimelineEntryJSON(
+                nextNumber += 1
+                live[id] = nextNumber
+                order.append(nextNumber)
+                if order.count > capacity { entries[order.removeFirst()] = nil }
+                entries[nextNumber] = TimelineEntryJSON(
                     name: event.operation.name ?? "\(type(of: event.operation))", enqueued: seconds, started: nil,
                     finished: nil, slot: nil, cancelled: false)
             case .started:
-                entries[id]?.started = seconds
-                entries[id]?.slot = event.slot
+                guard let number = live[id] else { return }
+                entries[number]?.started = seconds
+                entries[number]?.slot = event.slot
             case .cancelled:
-                entries[id]?.cancelled = true
+                guard let number = live[id] else { return }
+                entries[number]?.cancelled = true
             case .finished(let wasCancelled):
-                entries[id]?.finished = seconds
-                if wasCancelled { entries[id]?.cancelled = true }
+                guard let number = live.removeValue(forKey: id) else { return }
+                entries[number]?.finished = seconds
+                if wasCancelled { entries[number]?.cancelled = true }
             }
         }
 
