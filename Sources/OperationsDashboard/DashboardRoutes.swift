@@ -221,10 +221,9 @@ struct DashboardRoutes: Sendable {
     /// Runs `read` against the store: its value as JSON, or 503 saying why the store
     /// cannot be reached.
     private func reading<Value: Encodable & Sendable>(_ read: @escaping @Sendable () async throws -> Value) async -> HTTPResponse {
-        do {
-            return json(DashboardCoding.encode(try await withReadDeadline(configuration.readDeadline, "a dashboard read", read)))
-        } catch {
-            return unreachable(error)
+        switch await readingValue(read) {
+        case .success(let value): json(DashboardCoding.encode(value))
+        case .failure(let error): unreachable(error)
         }
     }
 

@@ -39,7 +39,9 @@ final class LocalQueues: Sendable {
         var order: [Int] = []
         var entries: [Int: TimelineEntryJSON] = [:]
 
-        mutating func apply(_ event: OperationEvent) {
+        /// `name`: the operation's, read by the caller before the lock (an overridden getter
+        /// is user code); used for an enqueue only.
+        mutating func apply(_ event: OperationEvent, name: String) {
             let id = ObjectIdentifier(event.operation)
             let seconds = Double(event.time &- origin) / 1e9
             switch event.kind {
@@ -49,7 +51,7 @@ final class LocalQueues: Sendable {
                 order.append(nextNumber)
                 if order.count > capacity { entries[order.removeFirst()] = nil }
                 entries[nextNumber] = TimelineEntryJSON(
-                    name: event.operation.name ?? "\(type(of: event.operation))", enqueued: seconds, started: nil,
+                    name: name, enqueued: seconds, started: nil,
                     finished: nil, slot: nil, cancelled: false)
             case .started:
                 guard let number = live[id] else { return }
@@ -81,7 +83,13 @@ final class LocalQueues: Sendable {
         guard !watched.withLock({ list in list.contains { $0.queue === queue } }) else { return }
         let timeline = TimelineBox(Timeline(origin: DispatchTime.now().uptimeNanoseconds, capacity: capacity))
         let subscription = queue.addEventHandler { event in
-            timeline.state.withLock { $0.apply(event) }
+            let name: String
+            if case .enqueued = event.kind {
+                name = event.operation.name ?? "\(type(of: event.operation))"
+            } else {
+                name = ""
+            }
+            timeline.state.withLock { $0.apply(event, name: name) }
         }
         let entry = Watched(queue: queue, subscription: subscription, timeline: timeline)
         // Two calls at once both subscribe; the one that comes second to the list withdraws.

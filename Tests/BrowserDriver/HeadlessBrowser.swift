@@ -218,6 +218,9 @@ public final class HeadlessBrowser: Sendable {
         }
     }
 
+    /// Whether a Chromium would be found (a test suite may be skipped without one).
+    public static var isInstalled: Bool { (try? findChromium(nil)) != nil }
+
     private static func findChromium(_ explicit: String?) throws -> String {
         let environment = ProcessInfo.processInfo.environment
         let candidates: [String]

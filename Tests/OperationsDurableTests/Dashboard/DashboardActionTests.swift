@@ -10,6 +10,13 @@ import Testing
 
 @Suite("Dashboard: actions need the token")
 struct DashboardActionTests {
+    @Test("an empty action token is refused at start: no token could match it")
+    func emptyToken() async throws {
+        let dashboard = OperationsDashboard(configuration: .init(port: 0, actionToken: ""))
+        await #expect(throws: DashboardError.self) { try await dashboard.start() }
+        #expect(dashboard.url == nil)
+    }
+
     @Test("with no token configured every action is refused as disabled, and nothing changes")
     func disabled() async throws {
         try await withDefaultQueue(StoreKind.named("SQLite")) { queue, store in

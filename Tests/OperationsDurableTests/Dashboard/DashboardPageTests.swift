@@ -16,15 +16,7 @@ import class Operations.OperationQueue
 
 /// Whether Chromium can be started here. `.ci/run` installs it and sets
 /// `OPERATIONS_REQUIRE_CHROMIUM=1`, so that a missing browser fails there instead of skipping.
-let chromiumIsAvailable: Bool = {
-    let names = [ProcessInfo.processInfo.environment["OPERATIONS_CHROMIUM"], "chromium", "chromium-browser", "google-chrome"]
-    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    return names.compactMap { $0 }.contains { name in
-        name.hasPrefix("/")
-            ? FileManager.default.isExecutableFile(atPath: name)
-            : path.split(separator: ":").contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(name)") }
-    }
-}()
+let chromiumIsAvailable = HeadlessBrowser.isInstalled
 
 let chromiumRequired = ProcessInfo.processInfo.environment["OPERATIONS_REQUIRE_CHROMIUM"] == "1"
 
