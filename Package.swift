@@ -48,8 +48,9 @@ let package = Package(
         .trait(name: "PostgreSQL", description: "OperationsPostgres: the PostgreSQL store (postgres-nio).", enabledTraits: ["Durable"]),
         .trait(name: "SQLite", description: "OperationsSQLite: the embedded SQLite store (sqlite-nio).", enabledTraits: ["Durable"]),
         .trait(
-            name: "Dashboard", description: "OperationsDashboard and operations-dashboard: the web page (FlyingFox).",
-            enabledTraits: ["PostgreSQL", "SQLite"]),
+            name: "Dashboard",
+            description: "OperationsDashboard and operations-dashboard: the web page (FlyingFox). Add SQLite or PostgreSQL for the stores it shows.",
+            enabledTraits: ["Durable"]),
         .default(enabledTraits: []),
     ],
     dependencies: [

@@ -25,7 +25,8 @@ enum DashboardPage {
     .state-succeeded { color: #067647; }
     .state-running { color: #175cd3; }
     .state-cancelled { color: #6b7380; }
-    pre { background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow: auto; max-height: 300px; }
+    pre { background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow: auto; max-height: 300px; white-space: pre-wrap; overflow-wrap: anywhere; }
+    #store-name { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
     .tabs a { margin-right: 12px; }
     .tabs a.current { font-weight: 700; }
     button { margin-right: 6px; }
@@ -140,14 +141,17 @@ enum DashboardPage {
       out += `<rect x="230" y="${cy}" width="180" height="20" rx="4" fill="#e8f0fe" stroke="#175cd3"></rect><text x="236" y="${cy + 14}">${op.id} ${esc(op.kind)}</text></svg>`;
       return out;
     }
+    // What the store accepts: a cancel of an unfinished operation, a retry of a failed or cancelled one.
+    const unfinished = ["waiting", "ready", "running"];
+    const retryable = ["failed", "cancelled"];
     async function operationView(id) {
       const op = await getJSON(`/api/operations/${encodeURIComponent(id)}`);
       const attempts = op.attempts.map((a) => `<tr class="attempt-row"><td class="num">${a.number}</td><td>${esc(a.worker)}</td><td>${time(a.start)}</td>
         <td>${time(a.end)}</td><td class="error attempt-error">${esc(a.error)}</td></tr>`).join("");
       const pretty = (text, value) => esc(value !== null && value !== undefined ? JSON.stringify(value, null, 2) : (text ?? ""));
       return `<h2>Operation ${op.id} <span class="state-${op.state}" id="op-state">${op.state}</span></h2>
-        <p><button id="cancel" data-action="/api/operations/${Number(op.id)}/cancel">Cancel</button>
-        <button id="retry" data-action="/api/operations/${Number(op.id)}/retry">Retry</button><span id="action-result"></span></p>
+        <p>${unfinished.includes(op.state) ? `<button id="cancel" data-action="/api/operations/${Number(op.id)}/cancel">Cancel</button>` : ""}
+        ${retryable.includes(op.state) ? `<button id="retry" data-action="/api/operations/${Number(op.id)}/retry">Retry</button>` : ""}<span id="action-result"></span></p>
         <table><tr><th>queue</th><td><a href="${queueHash(op.queue)}">${esc(op.queue)}</a></td></tr><tr><th>kind</th><td>${esc(op.kind)}</td></tr>
         <tr><th>key</th><td>${esc(op.key)}</td></tr><tr><th>attempt</th><td>${op.attempt} of ${op.maximumAttempts}</td></tr>
         <tr><th>why</th><td id="wait-description">${esc(op.waitDescription)}</td></tr><tr><th>worker</th><td>${esc(op.worker)}</td></tr>
@@ -209,7 +213,7 @@ enum DashboardPage {
     }
     const live = ["queues", "failures", "workers", "local"];
     function connect() {
-      const socket = new WebSocket(`ws://${location.host}/live`);
+      const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/live`);
       socket.onopen = () => { document.getElementById("live").textContent = "live"; };
       socket.onmessage = (message) => {
         state.overview = JSON.parse(message.data);

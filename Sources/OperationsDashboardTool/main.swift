@@ -3,8 +3,12 @@
 import Foundation
 import OperationsDashboard
 import OperationsDurable
+#if PostgreSQL
 import OperationsPostgres
+#endif
+#if SQLite
 import OperationsSQLite
+#endif
 
 let usage = """
     usage: operations-dashboard (--sqlite PATH | --postgres URL) [--host 127.0.0.1] [--port 8080]
@@ -59,16 +63,24 @@ let storeName: String
 let shutdown: @Sendable () async -> Void
 switch (options["--sqlite"], options["--postgres"]) {
 case (let path?, nil):
+    #if SQLite
     let sqlite = SQLiteOperationStore(path: path)
     opened = sqlite
     storeName = "SQLite \(path)"
     shutdown = { await sqlite.shutdown() }
+    #else
+    fail("--sqlite needs the SQLite trait: swift run --traits Dashboard,SQLite operations-dashboard --sqlite \(path)")
+    #endif
 case (nil, let url?):
+    #if PostgreSQL
     let postgres: PostgresOperationStore
     do { postgres = PostgresOperationStore(configuration: try .init(url: url)) } catch { fail("\(error)") }
     opened = postgres
     storeName = "PostgreSQL \(URL(string: url)?.host ?? "")\(URL(string: url)?.path ?? "")"
     shutdown = { await postgres.shutdown() }
+    #else
+    fail("--postgres needs the PostgreSQL trait: swift run --traits Dashboard,PostgreSQL operations-dashboard --postgres URL")
+    #endif
 default:
     fail("give one store: --sqlite PATH or --postgres URL")
 }
@@ -95,5 +107,5 @@ await dashboard.stop()
 await shutdown()
 withExtendedLifetime(signals) {}
 #else
-print("operations-dashboard is built with the Dashboard trait: swift run --traits Dashboard operations-dashboard …")
+print("operations-dashboard is built with the Dashboard trait and a store's: swift run --traits Dashboard,SQLite operations-dashboard --sqlite PATH (or Dashboard,PostgreSQL and --postgres URL)")
 #endif

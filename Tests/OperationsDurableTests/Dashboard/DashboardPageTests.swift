@@ -102,12 +102,14 @@ struct DashboardPageTests {
                     #expect(try await page.texts(of: "#graph .graph-node.dependent").count == 2)
                     #expect(try await page.text(of: "#input")?.contains("\"value\": 2") == true)
                     #expect(try await page.text(of: "#op-state") == "succeeded")
+                    #expect(try await page.texts(of: "#cancel, #retry").isEmpty, "a finished operation offers no cancel; a succeeded one no retry")
                     try await screenshot(page, "operation.png")
 
                     // A failed operation: its attempt's error.
                     try await show("#/operation/\(filled.failed.rawValue)", named: "operation", on: page)
                     try await page.waitFor(selector: "#attempts .attempt-row")
                     #expect(try await page.texts(of: ".attempt-error") == ["flaky attempt 1 failed"])
+                    #expect(try await page.texts(of: "#cancel, #retry") == ["Retry"], "a failed operation offers a retry only")
 
                     // Failures, workers, search.
                     try await show("#/failures", named: "failures", on: page)
