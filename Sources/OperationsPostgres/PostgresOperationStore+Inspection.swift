@@ -96,12 +96,20 @@ extension PostgresOperationStore: DurableStoreInspection {
         // A literal, so that the planner matches the state's partial index.
         let stateLiteral = "'\(state.rawValue)'"
         let query: PostgresQuery
+        // A page's ids are read from the range of the state's index that leads with the
+        // queue (from the index alone where it holds them), then its rows by id. The queue is
+        // matched with `= ANY`, not `=`: equal to a constant, it drops out of the order, and
+        // the planner may then walk the primary key (or the finished index) instead, filtering
+        // out every row of other queues and states that lies between two of the page's.
         switch state {
         case .waiting, .running:
             query = """
-                SELECT \(unescaped: columns) FROM durable_operations
-                WHERE queue = \(queue) AND state = \(unescaped: stateLiteral) AND id > \(start)
-                ORDER BY id LIMIT \(limit)
+                SELECT \(unescaped: Self.summaryColumns("o")) FROM (
+                    SELECT id FROM durable_operations
+                    WHERE queue = ANY(ARRAY[\(queue)]) AND state = \(unescaped: stateLiteral) AND id > \(start)
+                    ORDER BY queue, id LIMIT \(limit)) page
+                JOIN durable_operations o ON o.id = page.id
+                ORDER BY o.id
                 """
         case .ready:
             // The claimable index orders by priority first: each band of priority is read
@@ -125,20 +133,18 @@ extension PostgresOperationStore: DurableStoreInspection {
         case .succeeded, .failed, .cancelled:
             // The cursor's finish time is read in the statement: a time that went through a
             // `Date` could lose a microsecond, and with it the rows finished at that instant.
-            if let after {
-                query = """
-                    SELECT \(unescaped: columns) FROM durable_operations
-                    WHERE queue = \(queue) AND state = \(unescaped: stateLiteral) AND finished_at IS NOT NULL
-                        AND (finished_at, id) < (SELECT c.finished_at, c.id FROM durable_operations c WHERE c.id = \(after.rawValue))
-                    ORDER BY finished_at DESC, id DESC LIMIT \(limit)
-                    """
-            } else {
-                query = """
-                    SELECT \(unescaped: columns) FROM durable_operations
-                    WHERE queue = \(queue) AND state = \(unescaped: stateLiteral) AND finished_at IS NOT NULL
-                    ORDER BY finished_at DESC, id DESC LIMIT \(limit)
-                    """
+            let cursor = after.map {
+                "AND (finished_at, id) < (SELECT c.finished_at, c.id FROM durable_operations c WHERE c.id = \($0.rawValue))"
             }
+            query = """
+                SELECT \(unescaped: Self.summaryColumns("o")) FROM (
+                    SELECT id FROM durable_operations
+                    WHERE queue = ANY(ARRAY[\(queue)]) AND state = \(unescaped: stateLiteral) AND finished_at IS NOT NULL
+                        \(unescaped: cursor ?? "")
+                    ORDER BY queue DESC, finished_at DESC, id DESC LIMIT \(limit)) page
+                JOIN durable_operations o ON o.id = page.id
+                ORDER BY o.finished_at DESC, o.id DESC
+                """
         }
         return try await rows(query, what).map(Self.summary(from:))
     }

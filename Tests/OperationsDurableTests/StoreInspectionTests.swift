@@ -161,6 +161,62 @@ struct StoreInspectionTests {
         }
     }
 
+    @Test(
+        "pages of a queue among others hold its operations of the state alone, a rare state's too, ties in finish time by id",
+        arguments: StoreKind.all)
+    func pagingAmongQueues(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let inspection = try #require(store as? any DurableStoreInspection)
+            let names = ["alpha", "beta", "gamma"]
+            // Added in turn, so that each queue's ids interleave with the others'; every third fails.
+            var finished: [(queue: String, id: DurableOperationID, state: DurableState)] = []
+            for round in 0..<7 {
+                for name in names {
+                    let handle = try await DurableQueue(name: name, store: store).add(Flaky.self, input: round, retry: .never)
+                    finished.append((name, handle.id, finished.count % 3 == 1 ? .failed : .succeeded))
+                }
+            }
+            for name in names {
+                try await claimAndEnd(queue: name, kinds: [Flaky.kind], on: store) { id in
+                    finished.first { $0.id == id }?.state == .failed ? .failed(error: "flaky attempt 1 failed") : .succeeded(output: "0")
+                }
+            }
+            // The store's only cancelled operations: three of beta's.
+            for _ in 0..<3 {
+                let handle = try await DurableQueue(name: "beta", store: store).add(Echo.self, input: 0)
+                try await handle.cancel(reason: "not wanted")
+                finished.append(("beta", handle.id, .cancelled))
+            }
+            // Two instants of finishing: most pages hold operations finished at the same one.
+            let base = Date().addingTimeInterval(-600)
+            for (position, operation) in finished.enumerated() {
+                try await setFinishedAt(operation.id, base.addingTimeInterval(Double(position % 2)), in: store)
+            }
+            let finishOffset = Dictionary(uniqueKeysWithValues: finished.enumerated().map { ($0.element.id, $0.offset % 2) })
+
+            // Waiting ones of two queues, interleaved, behind an operation of a third.
+            let blocker = try await DurableQueue(name: "blocker", store: store).add(Hold.self, input: 99)
+            var waiting: [(queue: String, id: DurableOperationID)] = []
+            for index in 0..<10 {
+                let name = names[index % 2]
+                waiting.append((name, try await DurableQueue(name: name, store: store).add(Echo.self, input: index, dependencies: [blocker]).id))
+            }
+
+            for name in names {
+                for state in [DurableState.succeeded, .failed, .cancelled] {
+                    let expected = finished.filter { $0.queue == name && $0.state == state }.map(\.id)
+                        .sorted { (finishOffset[$0]!, $0) > (finishOffset[$1]!, $1) }
+                    let pages = try await allPages(inspection, queue: name, state: state, limit: 2)
+                    #expect(pages.flatMap { $0 }.map(\.id) == expected, "\(state) operations of \(name)")
+                    #expect(pages.flatMap { $0 }.allSatisfy { $0.queue == name && $0.state == state })
+                }
+                let pages = try await allPages(inspection, queue: name, state: .waiting, limit: 3)
+                #expect(pages.flatMap { $0 }.map(\.id) == waiting.filter { $0.queue == name }.map(\.id), "waiting operations of \(name)")
+            }
+            #expect(finished.filter { $0.state == .cancelled }.count == 3)
+        }
+    }
+
     @Test("details show the record, its attempts with their errors, and the operations around it", arguments: StoreKind.all)
     func details(_ kind: StoreKind) async throws {
         try await withDefaultQueue(kind) { queue, store in

@@ -1,7 +1,8 @@
 // The dashboard's reads on a large store: one queue with 1,000,000 finished operations and
 // 100,000 pending ones, filled by bulk SQL; each read of `DurableStoreInspection` timed as
 // the dashboard makes it (best of 5), the plans of the main queries (the SQL copied from the
-// stores), and the overview's shared reads under ten viewers polling `/api/overview`.
+// stores), and the overview's shared reads under ten viewers polling `/api/overview`; then
+// the pages of a small queue among many (`DashboardPaging.swift`).
 
 import Foundation
 import OperationsDashboard
@@ -67,6 +68,7 @@ enum DashboardBenchmark {
         viewers.forEach { print($0) }
         print("\nQuery plans\n")
         plans.forEach { print($0) }
+        try await DashboardPagingBenchmark.run(storeKinds)
     }
 
     // MARK: Filling
@@ -234,6 +236,7 @@ enum DashboardBenchmark {
         let since30 = now.addingTimeInterval(-1800)
         let names = [queue]
         let columns = "id, queue, kind, state, key, attempt, max_attempts, finished_at, error, cancel_reason"
+        let outer = "o." + columns.replacingOccurrences(of: ", ", with: ", o.")
         let limit = pageSize + 1
         let start = Int64(0)
         let text = "report.build"
@@ -290,15 +293,21 @@ enum DashboardBenchmark {
                 ORDER BY page.id LIMIT \(limit)
                 """),
             ("operations waiting, after the middle", """
-                SELECT \(unescaped: columns) FROM durable_operations
-                WHERE queue = \(queue) AND state = 'waiting' AND id > \(middleWaiting.rawValue)
-                ORDER BY id LIMIT \(limit)
+                SELECT \(unescaped: outer) FROM (
+                    SELECT id FROM durable_operations
+                    WHERE queue = ANY(ARRAY[\(queue)]) AND state = 'waiting' AND id > \(middleWaiting.rawValue)
+                    ORDER BY queue, id LIMIT \(limit)) page
+                JOIN durable_operations o ON o.id = page.id
+                ORDER BY o.id
                 """),
             ("operations succeeded, after the middle", """
-                SELECT \(unescaped: columns) FROM durable_operations
-                WHERE queue = \(queue) AND state = 'succeeded' AND finished_at IS NOT NULL
-                    AND (finished_at, id) < (SELECT c.finished_at, c.id FROM durable_operations c WHERE c.id = \(middleSucceeded.rawValue))
-                ORDER BY finished_at DESC, id DESC LIMIT \(limit)
+                SELECT \(unescaped: outer) FROM (
+                    SELECT id FROM durable_operations
+                    WHERE queue = ANY(ARRAY[\(queue)]) AND state = 'succeeded' AND finished_at IS NOT NULL
+                        AND (finished_at, id) < (SELECT c.finished_at, c.id FROM durable_operations c WHERE c.id = \(middleSucceeded.rawValue))
+                    ORDER BY queue DESC, finished_at DESC, id DESC LIMIT \(limit)) page
+                JOIN durable_operations o ON o.id = page.id
+                ORDER BY o.finished_at DESC, o.id DESC
                 """),
             ("search (by kind)", """
                 SELECT \(unescaped: columns) FROM durable_operations WHERE id IN (
