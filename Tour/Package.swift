@@ -16,10 +16,10 @@ let package = Package(
     // fresh build.
     traits: [.trait(name: "PostgreSQL", description: "The durable chapter on PostgreSQL (--postgres URL).")],
     dependencies: [
-        // The durable chapter's stores.
+        // The durable chapter's stores, and the dashboard that shows them.
         .package(
             name: "swift-operations", path: "..",
-            traits: ["SQLite", .trait(name: "PostgreSQL", condition: .when(traits: ["PostgreSQL"]))]),
+            traits: ["SQLite", "Dashboard", .trait(name: "PostgreSQL", condition: .when(traits: ["PostgreSQL"]))]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
@@ -35,6 +35,7 @@ let package = Package(
                 .product(name: "OperationsRecording", package: "swift-operations"),
                 .product(name: "OperationsDurable", package: "swift-operations"),
                 .product(name: "OperationsSQLite", package: "swift-operations"),
+                .product(name: "OperationsDashboard", package: "swift-operations"),
                 .product(name: "OperationsPostgres", package: "swift-operations", condition: .when(traits: ["PostgreSQL"])),
                 "CZlib",
                 .product(name: "FlyingFox", package: "FlyingFox"),

@@ -12,6 +12,8 @@ public struct TourSettings: Sendable {
     public var outputPath = "operations-demo-output"
     /// 0: any free port.
     public var port = 0
+    /// The dashboard chapter's port on 127.0.0.1 (0: any free port).
+    public var dashboardPort = 0
     /// The executable the durable chapter starts as its worker processes (`nil`: this one).
     public var durableWorkerExecutable: String?
     /// The durable chapter's PostgreSQL database (`nil`: a SQLite file in the output folder).
@@ -155,7 +157,7 @@ public enum Tour {
     public static let chapters: [any Chapter.Type] = [
         PrinterChapter.self, BlocksChapter.self, FilterChapter.self, AsyncChapter.self, ChainChapter.self,
         CancelChapter.self, GroupsChapter.self, ListChapter.self, QueueControlChapter.self, CompositionChapter.self,
-        DurableChapter.self,
+        DurableChapter.self, DashboardChapter.self,
     ]
 
     /// Chapters that the tour's run leaves out, each run by its subcommand

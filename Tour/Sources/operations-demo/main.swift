@@ -92,6 +92,7 @@ struct QueueControlCommand: ChapterCommand { typealias TheChapter = QueueControl
 struct CompositionCommand: ChapterCommand { typealias TheChapter = CompositionChapter; @OptionGroup var options: TourOptions }
 struct ScaleCommand: ChapterCommand { typealias TheChapter = ScaleChapter; @OptionGroup var options: TourOptions }
 struct DurableCommand: ChapterCommand { typealias TheChapter = DurableChapter; @OptionGroup var options: TourOptions }
+struct DashboardCommand: ChapterCommand { typealias TheChapter = DashboardChapter; @OptionGroup var options: TourOptions }
 
 /// The durable chapter's worker process (hidden: the chapter starts it).
 struct DurableWorkerCommand: AsyncParsableCommand {
@@ -121,5 +122,5 @@ struct DurableWorkerCommand: AsyncParsableCommand {
 let chapterCommands: [any ParsableCommand.Type] = [
     PrinterCommand.self, BlocksCommand.self, FilterCommand.self, AsyncCommand.self, ChainCommand.self,
     CancelCommand.self, GroupsCommand.self, ListCommand.self, QueueControlCommand.self, CompositionCommand.self, ScaleCommand.self,
-    DurableCommand.self, DurableWorkerCommand.self,
+    DurableCommand.self, DashboardCommand.self, DurableWorkerCommand.self,
 ]

@@ -15,10 +15,9 @@ public struct CancelChapter: Chapter {
         let context: TourContext
         let chunks = 60
         let sumProgress = Progress(totalUnitCount: 60)
-        /// Signalled when `main()` begins.
-        let started = DispatchSemaphore(value: 0)
-        /// Signalled (by the sum that reports progress) when a third of the chunks are done.
+        /// Signalled when a third of the chunks are done; the sum then waits for `resume`.
         let thirdDone = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
         private let lock = NSLock()
         private var _processed = 0, _total = 0
 
@@ -32,7 +31,6 @@ public struct CancelChapter: Chapter {
         var processed: Int { lock.withLock { _processed } }
 
         override func main() {
-            started.signal()
             for chunk in 0..<chunks {
                 if style != .ignoresCancellation && isCancelled { return }
                 context.work(0.05)
@@ -41,9 +39,10 @@ public struct CancelChapter: Chapter {
                     _total += partial
                     _processed += 1
                 }
-                if style == .reportsProgress {
-                    sumProgress.completedUnitCount = Int64(chunk + 1)
-                    if chunk + 1 == chunks / 3 { thirdDone.signal() }
+                if style == .reportsProgress { sumProgress.completedUnitCount = Int64(chunk + 1) }
+                if chunk + 1 == chunks / 3 {
+                    thirdDone.signal()
+                    resume.wait()
                 }
             }
         }
@@ -64,11 +63,12 @@ public struct CancelChapter: Chapter {
                 try await Task.sleep(nanoseconds: UInt64(context.settings.unit * 0.25 * 1e9))
             }
         }
-        // Cancel when the one that reports progress is a third done (one unit of chunks):
-        // an event, not a clock, so that a loaded machine cannot let all three finish first.
-        for sum in sums { sum.started.wait() }
-        sums[2].thirdDone.wait()
+        // Cancel when each sum is a third done, each held there until the cancel is made:
+        // events, not a clock, so that a loaded machine that runs one sum ahead of the others
+        // cannot let it finish first.
+        for sum in sums { sum.thirdDone.wait() }
         queue.cancelAllOperations()
+        for sum in sums { sum.resume.signal() }
         queue.waitUntilAllOperationsAreFinished()
         watcher.cancel()
         var notes: [String] = []

@@ -30,13 +30,9 @@ public struct DurableChapter: Chapter {
     public func run(in context: TourContext) throws -> ChapterResult {
         var result = ChapterResult(chapter: Self.name)
         let server = try context.blockingImageServer()
-        let location: DurableStoreLocation
-        if let url = context.settings.durablePostgresURL {
-            location = .postgres(url: url)
-        } else {
-            let path = context.output.url.appendingPathComponent("11-durable.sqlite").path
+        let location = Self.storeLocation(in: context)
+        if case .sqlite(let path) = location {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            location = .sqlite(path: path)
         }
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("operations-tour-durable-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -113,15 +109,22 @@ public struct DurableChapter: Chapter {
         }
         let succeeded = records.filter { $0.2.state == .succeeded }.count
         let once = records.filter { $0.2.attempts.count == 1 }.count
+        // Steps run more than once: the killed worker's download, and on a machine so loaded
+        // that a live worker could not renew a lease in time, that step too (at-least-once).
         let interrupted = records.filter { $0.2.attempts.count > 1 }
-        let rescuedAttempt = interrupted.first?.2.attempts.last
-        let lost = rescuedAttempt.map { $0.start.timeIntervalSince(killed) } ?? 0
+        let victimRecord = records.first { $0.2.id == victimPipeline.download.id }?.2
+        let lost = victimRecord?.attempts.last.map { $0.start.timeIntervalSince(killed) } ?? 0
         result.numbers["steps"] = Double(records.count)
         result.numbers["steps succeeded"] = Double(succeeded)
         result.numbers["steps run once"] = Double(once)
-        result.numbers["attempts of the interrupted step"] = Double(interrupted.first?.2.attempts.count ?? 0)
+        result.numbers["attempts"] = Double(records.map(\.2.attempts.count).reduce(0, +))
+        result.numbers["attempts of the interrupted step"] = Double(victimRecord?.attempts.count ?? 0)
         result.numbers["seconds lost to the crash"] = lost
         result.lists["interrupted"] = interrupted.map(\.0)
+        result.lists["interrupted attempts"] = interrupted.flatMap { step in
+            step.2.attempts.map { "\(step.0) attempt \($0.number) by \($0.worker): \($0.error ?? "succeeded")" }
+        }
+        result.lists["attempt errors"] = records.flatMap { $0.2.attempts.compactMap(\.error) }
         result.lists["images"] = pipelines.compactMap { pipeline in
             records.first { $0.2.id == pipeline.write.id && $0.2.state == .succeeded }.map { _ in "\(pipeline.index)" }
         }
@@ -138,7 +141,7 @@ public struct DurableChapter: Chapter {
             "interrupted: \(interrupted.map { "\($0.0) (\($0.2.attempts.count) attempts)" }.joined(separator: ", "))",
             String(format: "time lost to the crash: %.2f s (SIGKILL → the interrupted step's second attempt); whole run %.2f s", lost, finished.timeIntervalSince(started)),
         ]
-        if let error = interrupted.first?.2.attempts.first?.error { notes.append("attempt 1 ended: \(error)") }
+        if let error = victimRecord?.attempts.first?.error { notes.append("attempt 1 ended: \(error)") }
         for note in notes { context.console.say("   " + note) }
         let timeline = DurableTimeline(
             title: "Durable: the image pipeline, a worker killed with SIGKILL, another finishing it",
@@ -148,6 +151,12 @@ public struct DurableChapter: Chapter {
         result.files += [page, trace]
         result.files += pipelines.map { context.output.url.appendingPathComponent("11-durable-\($0.index).png") }
         return result
+    }
+
+    /// Where the chapter keeps its operations: `--postgres`, else a SQLite file in the output folder.
+    static func storeLocation(in context: TourContext) -> DurableStoreLocation {
+        if let url = context.settings.durablePostgresURL { return .postgres(url: url) }
+        return .sqlite(path: context.output.url.appendingPathComponent("11-durable.sqlite").path)
     }
 
     static func enqueue(
