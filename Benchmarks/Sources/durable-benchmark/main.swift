@@ -2,7 +2,7 @@
 // loop and against pgqueuer, on a throwaway cluster with default durability (fsync on). From
 // the repository root: `swift run -c release --package-path Benchmarks durable-benchmark
 // [--quick] [--rounds N] [--only-pgqueuer-comparison | --only-sqlite-processes | --only-waiting |
-// --only-dashboard]`.
+// --only-dashboard | --only-dashboard-viewers [--processes N]]`.
 
 import Foundation
 import OperationsDurable
@@ -27,6 +27,12 @@ let roundsArgument = argument(after: "--rounds").flatMap(Int.init).map { max(1, 
 let pgqueuerCount = quick ? 2_000 : 10_000
 let count = quick ? 2_000 : 20_000
 let graphSize = quick ? 250 : 1_000
+// Worker processes' throughput with 0 and 10 dashboard viewers, alternately (SQLite, and
+// PostgreSQL when its binaries are found).
+if CommandLine.arguments.contains("--only-dashboard-viewers") {
+    let processes = argument(after: "--processes").flatMap(Int.init).map { max(1, $0) } ?? 2
+    exit(await DashboardViewersBenchmark.main(rounds: max(3, roundsArgument ?? 5), processes: processes, quick: quick))
+}
 // The dashboard's reads on a large store: SQLite, and PostgreSQL when its binaries are found.
 if CommandLine.arguments.contains("--only-dashboard") {
     let postgres = FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb")
