@@ -95,12 +95,13 @@ enum DashboardViewersBenchmark {
                 }
             }
         }
-        print("| store | N | ops/s, 0 viewers | ops/s, 10 viewers | 10 / 0 (medians) | 10 / 0 per round | overview reads per 10-viewer run | runs, 0 viewers | runs, 10 viewers |")
+        print("| store | N | ops/s, 0 viewers | ops/s, 10 viewers | 10 / 0 (medians) | 10 / 0 in each round | overview reads per 10-viewer run | runs, 0 viewers | runs, 10 viewers |")
         print("|---|---:|---:|---:|---:|---|---:|---|---|")
         for kind in kinds {
             let none = runs.filter { $0.kind == kind && $0.viewers == 0 }, ten = runs.filter { $0.kind == kind && $0.viewers == viewerCount }
             let zero = median(none.map(\.perSecond)), loaded = median(ten.map(\.perSecond))
-            let pairs = zip(none, ten).map { format($1.perSecond / $0.perSecond, 3) }.joined(separator: ", ")
+            let ratios = zip(none, ten).map { $1.perSecond / $0.perSecond }
+            let pairs = "median \(format(median(ratios), 3)): " + ratios.map { format($0, 3) }.joined(separator: ", ")
             print(
                 "| \(kind.rawValue) | \(counts[kind] ?? 0) | \(format(zero)) | \(format(loaded)) | \(format(loaded / zero, 3)) | \(pairs) | \(ten.map { String($0.overviewReads) }.joined(separator: ", ")) | \(none.map { format($0.perSecond) }.joined(separator: ", ")) | \(ten.map { format($0.perSecond) }.joined(separator: ", ")) |"
             )
