@@ -61,7 +61,21 @@ public final class OperationsDashboard: Service, Sendable {
     private let configuration: Configuration
     private let local: LocalQueues
     private let feed: DashboardFeed
-    private let running = Locked<(server: HTTPServer, task: Task<Void, any Error>, url: URL)?>(nil)
+    private let lifecycle = Locked<Lifecycle>(.idle)
+
+    /// A server that listens, and the task that runs it.
+    private struct Running: Sendable {
+        let server: HTTPServer
+        let task: Task<Void, any Error>
+        let url: URL
+    }
+
+    /// Not serving; binding (every start waits for the one task); serving.
+    private enum Lifecycle {
+        case idle
+        case starting(Task<Running, any Error>)
+        case running(Running)
+    }
 
     /// A dashboard for `store` (nil: this process's queues only), named `storeName` on the
     /// page, and for the queues given to ``watch(_:)``.
@@ -85,7 +99,11 @@ public final class OperationsDashboard: Service, Sendable {
     }
 
     /// The address the page is served at, once started.
-    public var url: URL? { running.withLock { $0?.url } }
+    public var url: URL? {
+        lifecycle.withLock { state in
+            if case .running(let running) = state { running.url } else { nil }
+        }
+    }
 
     /// The sets of reads the overview took so far (one per refresh interval at most,
     /// whatever the number of viewers).
@@ -94,12 +112,75 @@ public final class OperationsDashboard: Service, Sendable {
     }
 
     /// Starts serving; returns the page's address. Throws when the address cannot be bound.
+    /// Starts made while one is under way wait for it and share its server.
     @discardableResult
     public func start() async throws -> URL {
-        if let url { return url }
         if let token = configuration.actionToken, token.isEmpty {
             throw DashboardError("the action token is empty: give a token, or nil for a read-only dashboard")
         }
+        enum Step {
+            case serving(URL)
+            case waiting(Task<Running, any Error>)
+        }
+        // The start is registered before anything suspends: no second one can begin meanwhile.
+        let step: Step = lifecycle.withLock { state in
+            switch state {
+            case .running(let running): return .serving(running.url)
+            case .starting(let task): return .waiting(task)
+            case .idle:
+                let task = Task { try await self.listen() }
+                state = .starting(task)
+                return .waiting(task)
+            }
+        }
+        let task: Task<Running, any Error>
+        switch step {
+        case .serving(let url): return url
+        case .waiting(let starting): task = starting
+        }
+        let result = await task.result
+        return try lifecycle.withLock { state in
+            switch (state, result) {
+            case (.starting(let current), .success(let running)) where current == task:
+                state = .running(running)
+                return running.url
+            case (.starting(let current), .failure(let error)) where current == task:
+                state = .idle
+                throw error
+            case (.running(let running), .success):
+                // Another caller waiting for the same start recorded it first.
+                return running.url
+            case (_, .failure(let error)):
+                throw error
+            case (_, .success):
+                throw DashboardError("the dashboard was stopped while it started")
+            }
+        }
+    }
+
+    /// Stops serving: closes the viewers' connections and the listening socket. A start
+    /// under way is waited for, then stopped.
+    public func stop() async {
+        let taken = lifecycle.withLock { state in
+            defer { state = .idle }
+            return state
+        }
+        let running: Running
+        switch taken {
+        case .idle: return
+        case .running(let serving): running = serving
+        case .starting(let task):
+            guard let started = try? await task.value else { return }
+            running = started
+        }
+        await feed.stop()
+        await running.server.stop(timeout: 1)
+        running.task.cancel()
+        local.stopAll()
+    }
+
+    /// Binds the address and serves in a task of its own.
+    private func listen() async throws -> Running {
         guard let port = UInt16(exactly: configuration.port) else {
             throw DashboardError("port \(configuration.port) is not a port number")
         }
@@ -119,18 +200,7 @@ public final class OperationsDashboard: Service, Sendable {
             task.cancel()
             throw DashboardError("no listening address on \(configuration.host):\(configuration.port)")
         }
-        let url = URL(string: "http://\(configuration.host):\(bound)")!
-        running.withLock { $0 = (server, task, url) }
-        return url
-    }
-
-    /// Stops serving: closes the viewers' connections and the listening socket.
-    public func stop() async {
-        guard let (server, task, _) = running.withLock({ state in defer { state = nil }; return state }) else { return }
-        await feed.stop()
-        await server.stop(timeout: 1)
-        task.cancel()
-        local.stopAll()
+        return Running(server: server, task: task, url: URL(string: "http://\(configuration.host):\(bound)")!)
     }
 
     /// Serves until the task is cancelled or the service group shuts down gracefully.
