@@ -114,17 +114,22 @@ extension SQLiteOperationStore: DurableStoreInspection {
                     SELECT priority FROM bands WHERE priority IS NOT NULL
                     """, [.text(queue)]
                 ).map { $0.int("priority") }
-                guard !bands.isEmpty else { return [] }
-                let pages = bands.map { priority in
-                    """
-                    SELECT * FROM (SELECT \(columns) FROM durable_operations
-                        WHERE queue = ?1 AND state = 'ready' AND priority = \(priority) AND id > ?2 ORDER BY id LIMIT ?3)
-                    """
+                // A statement merges at most 500 (SQLite's limit on a compound SELECT): the bands
+                // go 200 to a statement, and the statements' pages are merged here.
+                var merged: [DurableOperationSummary] = []
+                for first in stride(from: 0, to: bands.count, by: 200) {
+                    let pages = bands[first..<min(first + 200, bands.count)].map { priority in
+                        """
+                        SELECT * FROM (SELECT \(columns) FROM durable_operations
+                            WHERE queue = ?1 AND state = 'ready' AND priority = \(priority) AND id > ?2 ORDER BY id LIMIT ?3)
+                        """
+                    }
+                    merged += try await connection.rows(
+                        "SELECT * FROM (\(pages.joined(separator: " UNION ALL "))) ORDER BY id LIMIT ?3",
+                        [.text(queue), start, .int(limit)]
+                    ).map(Self.summary(from:))
                 }
-                return try await connection.rows(
-                    "SELECT * FROM (\(pages.joined(separator: " UNION ALL "))) ORDER BY id LIMIT ?3",
-                    [.text(queue), start, .int(limit)]
-                ).map(Self.summary(from:))
+                return Array(merged.sorted { $0.id < $1.id }.prefix(limit))
             case .succeeded, .failed, .cancelled:
                 var cursor: (finishedAt: Double, id: Int) = (.infinity, Int.max)
                 if let after {

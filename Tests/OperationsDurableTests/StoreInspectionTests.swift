@@ -217,6 +217,22 @@ struct StoreInspectionTests {
         }
     }
 
+    @Test("ready operations of a queue with more priorities than a statement can merge are paged by id all the same", arguments: StoreKind.all)
+    func readyPagesAcrossManyPriorities(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let inspection = try #require(store as? any DurableStoreInspection)
+            // A priority per operation, as a store's own requests may carry (timestamps, scores):
+            // more bands than SQLite merges in one compound statement (500).
+            let requests = (0..<700).map { index in
+                DurableEnqueueRequest(queue: "scored", kind: Echo.kind, input: "\(index)", priority: (index * 7_919) % 700 - 350)
+            }
+            let enqueued = try await store.enqueue(requests).map(\.id)
+            let pages = try await allPages(inspection, queue: "scored", state: .ready, limit: 250)
+            #expect(pages.map(\.count) == [250, 250, 200])
+            #expect(pages.flatMap { $0 }.map(\.id) == enqueued.sorted())
+        }
+    }
+
     @Test("details show the record, its attempts with their errors, and the operations around it", arguments: StoreKind.all)
     func details(_ kind: StoreKind) async throws {
         try await withDefaultQueue(kind) { queue, store in
