@@ -36,6 +36,8 @@ enum DashboardViewersBenchmark {
         var overviewReads: Int
         /// The overviews the viewers received over their WebSockets in that time.
         var messages: Int
+        /// Attempts recorded: more than `count` when a claim was given up and the operation run again.
+        var attempts: Int
         /// Cores busy on the machine, of which the PostgreSQL server's and this process's
         /// (the dashboard and its viewers), on average between the spawn and the exit.
         var busyCores: Double
@@ -108,11 +110,11 @@ enum DashboardViewersBenchmark {
         }
         let cores = ProcessInfo.processInfo.activeProcessorCount
         print("\nEvery run (cores: averages between the spawn and the last exit; this process = the dashboard and its viewers):\n")
-        print("| store | round | viewers | first start → last end s | ops/s | spawn → exit s | overview reads | overviews received | cores busy (of \(cores)) | PostgreSQL | this process |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| store | round | viewers | first start → last end s | ops/s | spawn → exit s | attempts | overview reads | overviews received | cores busy (of \(cores)) | PostgreSQL | this process |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for run in runs {
             print(
-                "| \(run.kind.rawValue) | \(run.round + 1) | \(run.viewers) | \(format(run.workSeconds, 2)) | \(format(run.perSecond)) | \(format(run.spawnToExit, 2)) | \(run.overviewReads) | \(run.messages) | \(format(run.busyCores, 2)) | \(run.kind == .postgres ? format(run.serverCores, 2) : "—") | \(format(run.ownCores, 3)) |"
+                "| \(run.kind.rawValue) | \(run.round + 1) | \(run.viewers) | \(format(run.workSeconds, 2)) | \(format(run.perSecond)) | \(format(run.spawnToExit, 2)) | \(run.attempts) | \(run.overviewReads) | \(run.messages) | \(format(run.busyCores, 2)) | \(run.kind == .postgres ? format(run.serverCores, 2) : "—") | \(format(run.ownCores, 3)) |"
             )
         }
         print("\nLoad average at the end \(loadAverage())")
@@ -168,10 +170,10 @@ enum DashboardViewersBenchmark {
             for viewer in connected { await viewer.close() }
             await dashboard.stop()
             await database.close()
-            let workSeconds = try await firstStartToLastEnd(database, count: count)
+            let (attempts, workSeconds) = try await firstStartToLastEnd(database, count: count)
             return Run(
                 kind: kind, round: round, viewers: viewers, count: count, workSeconds: workSeconds, spawnToExit: elapsed,
-                overviewReads: reads, messages: messages, busyCores: (cpuAfter.busy - cpuBefore.busy) / elapsed,
+                overviewReads: reads, messages: messages, attempts: attempts, busyCores: (cpuAfter.busy - cpuBefore.busy) / elapsed,
                 serverCores: (serverAfter - serverBefore) / elapsed, ownCores: (ownAfter - ownBefore) / elapsed)
         } catch {
             for child in children where child.status == nil { kill(child.pid, SIGKILL) }
@@ -183,28 +185,37 @@ enum DashboardViewersBenchmark {
         }
     }
 
-    /// Seconds from the first attempt's start to the last attempt's end; checks that every
-    /// operation ran once.
-    static func firstStartToLastEnd(_ database: Database, count: Int) async throws -> Double {
-        let (attempts, span): (Int, Double)
+    /// The attempts recorded, and the seconds from the first one's start to the last one's
+    /// end; checks that every operation succeeded.
+    static func firstStartToLastEnd(_ database: Database, count: Int) async throws -> (attempts: Int, seconds: Double) {
+        let (attempts, span, succeeded): (Int, Double, Int)
         switch database.kind {
         case .postgres:
             let connection = try await connect(database.name)
             let rows = try await connection.query(
-                "SELECT count(*)::bigint, extract(epoch FROM max(ended_at) - min(started_at))::float8 FROM durable_attempts",
-                logger: logger
+                """
+                SELECT count(*)::bigint, extract(epoch FROM max(ended_at) - min(started_at))::float8,
+                    (SELECT count(*) FROM durable_operations WHERE state = 'succeeded')::bigint
+                FROM durable_attempts
+                """, logger: logger
             ).collect()
             try await connection.close()
-            let (found, seconds) = try rows[0].decode((Int64, Double).self)
-            (attempts, span) = (Int(found), seconds)
+            let (found, seconds, done) = try rows[0].decode((Int64, Double, Int64).self)
+            (attempts, span, succeeded) = (Int(found), seconds, Int(done))
         case .sqlite:
             let connection = try await SQLiteConnection.open(storage: .file(path: database.path))
-            let rows = try await connection.query("SELECT count(*) AS n, max(ended_at) - min(started_at) AS span FROM durable_attempts")
+            let rows = try await connection.query(
+                """
+                SELECT count(*) AS n, max(ended_at) - min(started_at) AS span,
+                    (SELECT count(*) FROM durable_operations WHERE state = 'succeeded') AS done
+                FROM durable_attempts
+                """)
             try await connection.close()
-            (attempts, span) = (Int(rows[0].column("n")?.integer ?? 0), rows[0].column("span")?.double ?? .nan)
+            let row = rows[0]
+            (attempts, span, succeeded) = (Int(row.column("n")?.integer ?? 0), row.column("span")?.double ?? .nan, Int(row.column("done")?.integer ?? 0))
         }
-        guard attempts == count else { throw BenchmarkError("\(attempts) attempts for \(count) operations") }
-        return span
+        guard succeeded == count else { throw BenchmarkError("\(succeeded) of \(count) operations succeeded") }
+        return (attempts, span)
     }
 
     /// CPU seconds this benchmark's cluster used so far: its postmaster's, with the backends
