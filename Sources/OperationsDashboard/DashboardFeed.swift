@@ -13,20 +13,33 @@ actor DashboardFeed {
 
     private let load: Load
     private let interval: Duration
-    private let clock = ContinuousClock()
+    private let maximumReadShare: Double
+    private let clock: FeedClock
+    /// How long the last read took.
+    private var lastRead: Duration = .zero
     private var viewers: [UInt64: AsyncStream<WSMessage>.Continuation] = [:]
     private var nextViewer: UInt64 = 0
     private var loop: Task<Void, Never>?
     private var inFlight: Task<(overview: OverviewJSON, data: Data), Never>?
     /// Which loop is the current one: a loop that ends leaves a newer one alone.
     private var loopGeneration = 0
-    private var last: (overview: OverviewJSON, data: Data, at: ContinuousClock.Instant)?
+    private var last: (overview: OverviewJSON, data: Data, at: Duration)?
     /// The sets of reads made so far.
     private(set) var refreshes = 0
 
-    init(interval: Duration, load: @escaping Load) {
+    /// `maximumReadShare`: the largest share of time spent reading (1: the interval alone
+    /// paces the reads).
+    init(interval: Duration, maximumReadShare: Double = 1, clock: FeedClock = .continuous, load: @escaping Load) {
         self.interval = interval
+        self.maximumReadShare = min(1, max(maximumReadShare, 0.000_1))
+        self.clock = clock
         self.load = load
+    }
+
+    /// The time from the end of a read to the next: the interval, or longer after a long
+    /// read, so that reading takes at most `maximumReadShare` of the time.
+    var pace: Duration {
+        max(interval, lastRead * (1 / maximumReadShare - 1))
     }
 
     var viewerCount: Int { viewers.count }
@@ -36,7 +49,7 @@ actor DashboardFeed {
 
     /// The overview, read now unless the last one is younger than the interval.
     func current() async -> (overview: OverviewJSON, data: Data) {
-        if let last, clock.now - last.at < interval { return (last.overview, last.data) }
+        if let last, clock.elapsed() - last.at < pace { return (last.overview, last.data) }
         return await refresh()
     }
 
@@ -57,9 +70,12 @@ actor DashboardFeed {
             return (overview: overview, data: DashboardCoding.encode(overview))
         }
         inFlight = task
+        let started = clock.elapsed()
         let answer = await task.value
         inFlight = nil
-        last = (answer.overview, answer.data, clock.now)
+        let now = clock.elapsed()
+        lastRead = now - started
+        last = (answer.overview, answer.data, now)
         return answer
     }
 
@@ -99,10 +115,24 @@ actor DashboardFeed {
             let (_, data) = await current()
             let text = String(decoding: data, as: UTF8.self)
             for continuation in viewers.values { continuation.yield(.text(text)) }
-            try? await Task.sleep(for: interval)
+            try? await clock.sleep(pace)
         }
         if loopGeneration == generation { loop = nil }
     }
+}
+
+/// The feed's time: how much has passed since it began, and a sleep (a manual clock in tests).
+struct FeedClock: Sendable {
+    let elapsed: @Sendable () -> Duration
+    let sleep: @Sendable (Duration) async throws -> Void
+
+    init<C: Clock>(_ clock: C) where C.Duration == Duration {
+        let origin = clock.now
+        elapsed = { origin.duration(to: clock.now) }
+        sleep = { try await clock.sleep(for: $0) }
+    }
+
+    static let continuous = FeedClock(ContinuousClock())
 }
 
 /// The WebSocket of one page: the feed's overviews out; what the page sends is ignored, and

@@ -6,6 +6,7 @@ import Foundation
 @testable import OperationsDashboard
 import OperationsDurable
 import OperationsTestHelpers
+import OperationsTestSupport
 import Testing
 
 @Suite("Dashboard: the live feed")
@@ -38,6 +39,35 @@ struct DashboardFeedTests {
     struct Failure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }
+    }
+
+    @Test("after a long read the next one waits for the read's share of time, however short the interval")
+    func longReadsSpaceTheNext() async throws {
+        let clock = ManualClock()
+        let feed = DashboardFeed(interval: .seconds(1), maximumReadShare: 0.02, clock: FeedClock(clock)) { refresh in
+            // A read that takes 2 s: a large store, or a busy one.
+            clock.advance(by: .seconds(2))
+            return OverviewJSON(refresh: refresh, generatedAt: Date(), store: nil, local: [])
+        }
+        #expect(await feed.current().overview.refresh == 1)
+        #expect(await feed.pace == .seconds(98), "2 s of reading in every 100 s: 2 %")
+        clock.advance(by: .seconds(97))
+        #expect(await feed.current().overview.refresh == 1, "within 98 s of the read's end, the same overview")
+        clock.advance(by: .seconds(1))
+        #expect(await feed.current().overview.refresh == 2)
+    }
+
+    @Test("short reads are paced by the interval alone")
+    func shortReadsFollowTheInterval() async throws {
+        let clock = ManualClock()
+        let feed = DashboardFeed(interval: .seconds(1), maximumReadShare: 0.02, clock: FeedClock(clock)) { refresh in
+            clock.advance(by: .milliseconds(10))
+            return OverviewJSON(refresh: refresh, generatedAt: Date(), store: nil, local: [])
+        }
+        #expect(await feed.current().overview.refresh == 1)
+        #expect(await feed.pace == .seconds(1))
+        clock.advance(by: .seconds(1))
+        #expect(await feed.current().overview.refresh == 2)
     }
 
     @Test("five viewers are sent the same overviews, read once per refresh for all of them")
