@@ -3,10 +3,11 @@
 import FlyingFox
 import Foundation
 
-/// Reads the overview at most once per refresh interval and pushes it to every viewer.
+/// Reads the overview at most once per refresh interval (longer after long reads: ``pace``)
+/// and pushes it to every viewer.
 ///
 /// A viewer is a WebSocket (the page) or a request for `/api/overview`: both get the last
-/// overview while it is younger than the interval, and share one read when it is older. The
+/// overview while it is younger than the pace, and share one read when it is older. The
 /// refresh loop runs only while a WebSocket viewer is connected.
 actor DashboardFeed {
     typealias Load = @Sendable (_ refresh: Int) async -> OverviewJSON
@@ -15,8 +16,11 @@ actor DashboardFeed {
     private let interval: Duration
     private let maximumReadShare: Double
     private let clock: FeedClock
-    /// How long the last read took.
-    private var lastRead: Duration = .zero
+    /// How long the last two reads that succeeded took (a failed read, such as one past the
+    /// deadline, says nothing of the store's cost).
+    private var readDurations: (last: Duration, before: Duration) = (.zero, .zero)
+    /// The longest the pacing holds the next read back, however long reads take.
+    static let longestPause: Duration = .seconds(30)
     private var viewers: [UInt64: AsyncStream<WSMessage>.Continuation] = [:]
     private var nextViewer: UInt64 = 0
     private var loop: Task<Void, Never>?
@@ -38,8 +42,11 @@ actor DashboardFeed {
 
     /// The time from the end of a read to the next: the interval, or longer after a long
     /// read, so that reading takes at most `maximumReadShare` of the time.
+    /// The shorter of the last two reads counts, so that one slow read (a cold connection)
+    /// does not hold the page back; the pause is at most ``longestPause``.
     var pace: Duration {
-        max(interval, lastRead * (1 / maximumReadShare - 1))
+        let read = min(readDurations.last, readDurations.before)
+        return max(interval, min(read * (1 / maximumReadShare - 1), Self.longestPause))
     }
 
     var viewerCount: Int { viewers.count }
@@ -47,7 +54,7 @@ actor DashboardFeed {
     /// Whether the refresh loop runs (while a viewer is connected).
     var isRefreshing: Bool { loop != nil }
 
-    /// The overview, read now unless the last one is younger than the interval.
+    /// The overview, read now unless the last one is younger than ``pace``.
     func current() async -> (overview: OverviewJSON, data: Data) {
         if let last, clock.elapsed() - last.at < pace { return (last.overview, last.data) }
         return await refresh()
@@ -74,7 +81,9 @@ actor DashboardFeed {
         let answer = await task.value
         inFlight = nil
         let now = clock.elapsed()
-        lastRead = now - started
+        if answer.overview.store?.error == nil {
+            readDurations = (now - started, readDurations.last)
+        }
         last = (answer.overview, answer.data, now)
         return answer
     }

@@ -41,9 +41,11 @@ public final class OperationsDashboard: Service, Sendable {
         /// page cannot reach the dashboard by rebinding its own name to this address.
         public var allowedHosts: [String] = []
         /// The largest share of time the dashboard spends reading the overview, 0.02 by
-        /// default: after a read that took 100 ms, the next one waits at least 5 s, however
-        /// short ``refreshInterval`` is. It bounds what viewers cost the workers on a large or
-        /// busy store, where one overview takes long. 1: no bound beyond the interval.
+        /// default: after reads that took 100 ms, the next one waits 4.9 s from the end of the
+        /// last, however short ``refreshInterval`` is (the shorter of the last two successful
+        /// reads counts; the pause is at most 30 s). It bounds what viewers cost the workers on
+        /// a large or busy store, where one overview takes long; the in-process queues are
+        /// refreshed with it. 1: no bound beyond the interval.
         public var maximumReadShare: Double = 0.02
 
         public init(
@@ -75,11 +77,13 @@ public final class OperationsDashboard: Service, Sendable {
         let url: URL
     }
 
-    /// Not serving; binding (every start waits for the one task); serving.
+    /// Not serving; binding (every start waits for the one task); serving; closing (a start
+    /// waits for it, then binds anew).
     private enum Lifecycle {
         case idle
         case starting(Task<Running, any Error>)
         case running(Running)
+        case stopping(Task<Void, Never>)
     }
 
     /// A dashboard for `store` (nil: this process's queues only), named `storeName` on the
@@ -126,22 +130,29 @@ public final class OperationsDashboard: Service, Sendable {
         enum Step {
             case serving(URL)
             case waiting(Task<Running, any Error>)
-        }
-        // The start is registered before anything suspends: no second one can begin meanwhile.
-        let step: Step = lifecycle.withLock { state in
-            switch state {
-            case .running(let running): return .serving(running.url)
-            case .starting(let task): return .waiting(task)
-            case .idle:
-                let task = Task { try await self.listen() }
-                state = .starting(task)
-                return .waiting(task)
-            }
+            case afterStop(Task<Void, Never>)
         }
         let task: Task<Running, any Error>
-        switch step {
-        case .serving(let url): return url
-        case .waiting(let starting): task = starting
+        waiting: while true {
+            // The start is registered before anything suspends: no second one can begin meanwhile.
+            let step: Step = lifecycle.withLock { state in
+                switch state {
+                case .running(let running): return .serving(running.url)
+                case .starting(let task): return .waiting(task)
+                case .stopping(let task): return .afterStop(task)
+                case .idle:
+                    let task = Task { try await self.listen() }
+                    state = .starting(task)
+                    return .waiting(task)
+                }
+            }
+            switch step {
+            case .serving(let url): return url
+            case .afterStop(let stopping): await stopping.value
+            case .waiting(let starting):
+                task = starting
+                break waiting
+            }
         }
         let result = await task.result
         return try lifecycle.withLock { state in
@@ -164,23 +175,39 @@ public final class OperationsDashboard: Service, Sendable {
     }
 
     /// Stops serving: closes the viewers' connections and the listening socket. A start
-    /// under way is waited for, then stopped.
+    /// under way is waited for, then stopped; a stop under way is waited for. The queues given
+    /// to ``watch(_:)`` stay watched: a later start shows them.
     public func stop() async {
-        let taken = lifecycle.withLock { state in
-            defer { state = .idle }
-            return state
+        let stopping: Task<Void, Never>? = lifecycle.withLock { state in
+            switch state {
+            case .idle: return nil
+            case .stopping(let task): return task
+            case .running(let running):
+                let task = Task { await self.shutDown(running) }
+                state = .stopping(task)
+                return task
+            case .starting(let starting):
+                let task = Task {
+                    if let running = try? await starting.value { await self.shutDown(running) }
+                }
+                state = .stopping(task)
+                return task
+            }
         }
-        let running: Running
-        switch taken {
-        case .idle: return
-        case .running(let serving): running = serving
-        case .starting(let task):
-            guard let started = try? await task.value else { return }
-            running = started
+        guard let stopping else { return }
+        await stopping.value
+        lifecycle.withLock { state in
+            if case .stopping(let task) = state, task == stopping { state = .idle }
         }
+    }
+
+    private func shutDown(_ running: Running) async {
         await feed.stop()
         await running.server.stop(timeout: 1)
         running.task.cancel()
+    }
+
+    deinit {
         local.stopAll()
     }
 

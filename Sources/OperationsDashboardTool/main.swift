@@ -13,6 +13,8 @@ import OperationsSQLite
 let usage = """
     usage: operations-dashboard (--sqlite PATH | --postgres URL) [--host 127.0.0.1] [--port 8080]
                                 [--refresh SECONDS] [--window MINUTES] [--allow-host NAME]…
+    --refresh is the shortest time between two reads of the overview (2 s): after long reads
+    the dashboard waits longer, so that reading takes at most 2 % of the time (30 s at most).
     Actions (cancel, retry, suspend, resume, limit) are enabled by setting the environment
     variable OPERATIONS_DASHBOARD_TOKEN; requests must then carry "Authorization: Bearer <token>".
     """

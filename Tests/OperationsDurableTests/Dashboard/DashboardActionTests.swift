@@ -1,5 +1,5 @@
 // The dashboard's actions: refused without the token, done with it.
-#if Dashboard
+#if Dashboard && SQLite
 
 import DurableTestKinds
 import Foundation

@@ -1,5 +1,5 @@
 // A client of the dashboard's JSON routes, for the tests.
-#if Dashboard
+#if Dashboard && SQLite
 
 import Foundation
 #if canImport(FoundationNetworking)

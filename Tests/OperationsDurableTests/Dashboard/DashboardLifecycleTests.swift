@@ -1,11 +1,12 @@
 // Starting and stopping the dashboard's server.
-#if Dashboard
+#if Dashboard && SQLite
 
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import OperationsDashboard
+import class Operations.OperationQueue
 import Testing
 
 @Suite("Dashboard: starting and stopping")
@@ -31,6 +32,45 @@ struct DashboardLifecycleTests {
         let (_, response) = try await URLSession.shared.data(from: again.appendingPathComponent("api/overview"))
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         await dashboard.stop()
+    }
+
+    @Test("a queue watched before a stop is shown after the next start")
+    func watchesOutliveARestart() async throws {
+        let dashboard = OperationsDashboard(configuration: .init(port: 0))
+        let queue = OperationQueue()
+        queue.name = "kept-across-restarts"
+        dashboard.watch(queue)
+        _ = try await dashboard.start()
+        await dashboard.stop()
+        let url = try await dashboard.start()
+        let (data, _) = try await URLSession.shared.data(from: url.appendingPathComponent("api/overview"))
+        let local = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["local"] as? [[String: Any]]
+        #expect(local?.map { $0["name"] as? String } == ["kept-across-restarts"])
+        await dashboard.stop()
+    }
+
+    @Test("a start made while a stop closes the server waits for it, then serves; stops made at once all return")
+    func startDuringStop() async throws {
+        let dashboard = OperationsDashboard(configuration: .init(port: 0))
+        let first = try await dashboard.start()
+        // Both stops and the start are begun together; whatever their order, the dashboard
+        // ends serving on one new address, and the first one no longer answers.
+        async let stopA: Void = dashboard.stop()
+        async let stopB: Void = dashboard.stop()
+        async let restarted = dashboard.start()
+        _ = await (stopA, stopB)
+        let url = try await restarted
+        if url != first {
+            await #expect(throws: (any Error).self) {
+                _ = try await URLSession.shared.data(from: first.appendingPathComponent("api/overview"))
+            }
+        }
+        if let serving = dashboard.url {
+            let (_, response) = try await URLSession.shared.data(from: serving.appendingPathComponent("api/overview"))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        }
+        await dashboard.stop()
+        #expect(dashboard.url == nil)
     }
 }
 #endif

@@ -1,6 +1,6 @@
 // The dashboard's page in a real browser (headless Chromium): what a person sees, the live
 // updates, and the actions with and without the token.
-#if Dashboard
+#if Dashboard && SQLite
 
 import BrowserDriver
 import DurableTestKinds

@@ -1,5 +1,5 @@
 // The in-process timeline: one entry per operation enqueued, whatever addresses they had.
-#if Dashboard
+#if Dashboard && SQLite
 
 @testable import Operations
 @testable import OperationsDashboard

@@ -57,10 +57,8 @@ public struct DashboardChapter: Chapter {
         }
         defer {
             // Not for a worker of a later run: the two stay on the page as cancelled.
-            try? blocking {
-                try await sepia.cancel(reason: "the dashboard chapter's example, not run")
-                try await download.cancel(reason: "the dashboard chapter's example, not run")
-            }
+            try? blocking { try await sepia.cancel(reason: "the dashboard chapter's example, not run") }
+            try? blocking { try await download.cancel(reason: "the dashboard chapter's example, not run") }
         }
 
         // An in-process queue: thumbnails, then an approval that holds a slot until the
@@ -145,17 +143,24 @@ public struct DashboardChapter: Chapter {
         return result
     }
 
-    /// The durable chapter's download that ran twice, if the store holds the chapter's run.
+    /// The durable chapter's download that ran again after its worker was killed, if the
+    /// store holds the chapter's run: a lease its worker stopped renewing (a download rerun
+    /// because a live worker renewed too late, on a loaded machine, says "could not renew").
     static func interruptedDownload(in store: any DurableOperationStore) async throws -> DurableOperationID? {
         guard let inspection = store as? any DurableStoreInspection else { return nil }
         try await store.migrate()
         var after: DurableOperationID? = nil
+        var rerun: [DurableOperationID] = []
         repeat {
             let page = try await inspection.operations(queue: DurableChapter.queueName, state: .succeeded, after: after, limit: 100)
-            if let found = page.first(where: { $0.kind == DurableDownload.kind && $0.attempt > 1 }) { return found.id }
+            rerun += page.filter { $0.kind == DurableDownload.kind && $0.attempt > 1 }.map(\.id)
             after = page.count == 100 ? page.last?.id : nil
         } while after != nil
-        return nil
+        for id in rerun {
+            let attempts = try await inspection.details(of: id, edgeLimit: 0)?.record.attempts ?? []
+            if attempts.contains(where: { $0.error?.contains("stopped renewing") == true }) { return id }
+        }
+        return rerun.first
     }
 
     static func get(_ url: URL) async throws -> Data {

@@ -34,8 +34,8 @@ final class Screenshots {
 
     private let executable: String
     private let pid: pid_t
-    private let commands: Int32
-    private let answers: Int32
+    /// This end of the socket pair: commands out, answers in.
+    private let socket: Int32
     private let profile: URL
     private var received: [UInt8] = []
     private var nextID = 0
@@ -47,19 +47,27 @@ final class Screenshots {
         self.executable = executable
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("operations-tour-chromium-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
-        // Writing to a Chromium that died must be an error here, not SIGPIPE for the tour.
-        signal(SIGPIPE, SIG_IGN)
-        var toChromium: [Int32] = [0, 0]
-        var fromChromium: [Int32] = [0, 0]
-        guard pipe(&toChromium) == 0, pipe(&fromChromium) == 0 else { throw Self.error("cannot make pipes: \(String(cString: strerror(errno)))") }
-        // Above the descriptors the child gets (3 and 4), and closed in it at exec but for those two.
-        let childReads = fcntl(toChromium[0], F_DUPFD_CLOEXEC, 10)
-        let childWrites = fcntl(fromChromium[1], F_DUPFD_CLOEXEC, 10)
-        for descriptor in [toChromium[0], fromChromium[1]] { close(descriptor) }
-        for descriptor in [toChromium[1], fromChromium[0]] { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        commands = toChromium[1]
-        answers = fromChromium[0]
-        defer { close(childReads); close(childWrites) }
+        // One socket pair, Chromium's end as both its descriptors 3 and 4 (a socket, not
+        // pipes: writing to a Chromium that died is an error here, not SIGPIPE for the tour).
+        var pair: [Int32] = [-1, -1]
+        #if os(Linux)
+        let made = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+        #else
+        let made = socketpair(AF_UNIX, SOCK_STREAM, 0, &pair)
+        for descriptor in pair { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var on: Int32 = 1
+        _ = setsockopt(pair[0], SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        guard made == 0 else {
+            try? FileManager.default.removeItem(at: profile)
+            throw Self.error("cannot make a socket pair: \(String(cString: strerror(errno)))")
+        }
+        // Chromium's end above 4, so that moving it to 3 and 4 cannot overwrite it first; it is
+        // closed at exec, as is ours (dup2 clears close-on-exec on 3 and 4 only).
+        let theirs = fcntl(pair[1], F_DUPFD_CLOEXEC, 10)
+        close(pair[1])
+        socket = pair[0]
+        defer { close(theirs) }
 
         let log = profile.appendingPathComponent("chromium.log").path
         var actions = posix_spawn_file_actions_t()
@@ -68,8 +76,8 @@ final class Screenshots {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_adddup2(&actions, childReads, 3)
-        posix_spawn_file_actions_adddup2(&actions, childWrites, 4)
+        posix_spawn_file_actions_adddup2(&actions, theirs, 3)
+        posix_spawn_file_actions_adddup2(&actions, theirs, 4)
         let arguments = [
             executable, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
             "--user-data-dir=\(profile.path)", "--remote-debugging-pipe", "about:blank",
@@ -88,29 +96,27 @@ final class Screenshots {
         var pid: pid_t = 0
         let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         guard status == 0 else {
-            close(commands)
-            close(answers)
+            close(socket)
+            try? FileManager.default.removeItem(at: profile)
             throw Self.error("cannot start \(executable): \(String(cString: strerror(status)))")
         }
         self.pid = pid
     }
 
     deinit {
-        _ = try? send("Browser.close")
-        close(commands)
-        close(answers)
+        // Asked to close; a Chromium that does not is killed. Closing the socket ends its
+        // pipe of commands, which also ends it.
+        _ = try? send("Browser.close", bound: .seconds(2))
+        close(socket)
         var status: Int32 = 0
-        // Browser.close ends it; a Chromium that ignores it is killed.
-        if waitpid(pid, &status, WNOHANG) == 0 {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while waitpid(pid, &status, WNOHANG) == 0 {
-                if ContinuousClock.now > deadline {
-                    kill(pid, SIGKILL)
-                    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-                    break
-                }
-                usleep(20_000)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if ContinuousClock.now > deadline {
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                break
             }
+            usleep(20_000)
         }
         try? FileManager.default.removeItem(at: profile)
     }
@@ -123,7 +129,8 @@ final class Screenshots {
         guard let session else { throw Self.error("Chromium attached to no tab") }
         defer { _ = try? send("Target.closeTarget", ["targetId": target]) }
         _ = try send("Emulation.setDeviceMetricsOverride", ["width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false], session: session)
-        _ = try send("Page.navigate", ["url": page.absoluteString], session: session)
+        let navigation = try send("Page.navigate", ["url": page.absoluteString], session: session)
+        if let failure = navigation["errorText"] as? String, !failure.isEmpty { throw Self.error("\(page): \(failure)") }
         let deadline = ContinuousClock.now + bound
         while true {
             let answer = try send("Runtime.evaluate", ["expression": "Boolean(\(ready))", "returnByValue": true], session: session)
@@ -137,7 +144,9 @@ final class Screenshots {
     }
 
     /// Sends a command and returns its result, skipping the events Chromium sends meanwhile.
-    private func send(_ method: String, _ parameters: [String: Any] = [:], session: String? = nil) throws -> [String: Any] {
+    private func send(
+        _ method: String, _ parameters: [String: Any] = [:], session: String? = nil, bound: Duration? = nil
+    ) throws -> [String: Any] {
         nextID += 1
         var message: [String: Any] = ["id": nextID, "method": method, "params": parameters]
         if let session { message["sessionId"] = session }
@@ -145,11 +154,15 @@ final class Screenshots {
         bytes.append(0)
         var written = 0
         while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(commands, $0.baseAddress, $0.count) }
+            #if os(Linux)
+            let count = bytes[written...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            #else
+            let count = bytes[written...].withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
+            #endif
             guard count > 0 else { throw Self.error("Chromium stopped reading (\(String(cString: strerror(errno)))); \(recentOutput())") }
             written += count
         }
-        let deadline = ContinuousClock.now + bound
+        let deadline = ContinuousClock.now + (bound ?? self.bound)
         while true {
             let answer = try nextMessage(deadline: deadline)
             guard answer["id"] as? Int == nextID else { continue }
@@ -165,14 +178,14 @@ final class Screenshots {
                 received.removeFirst(end + 1)
                 return try JSONSerialization.jsonObject(with: Data(message)) as? [String: Any] ?? [:]
             }
-            var ready = pollfd(fd: answers, events: Int16(POLLIN), revents: 0)
+            var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
             let left = deadline - ContinuousClock.now
             guard left > .zero else { throw Self.error("Chromium did not answer within \(bound); \(recentOutput())") }
-            let milliseconds = Int32(min(left.components.seconds * 1000 + 1, 1000))
+            let milliseconds = Int32(max(10, min(left.components.seconds * 1000 + 1, 1000)))
             guard poll(&ready, 1, milliseconds) >= 0 || errno == EINTR else { throw Self.error("poll: \(String(cString: strerror(errno)))") }
             guard ready.revents != 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 65_536)
-            let count = chunk.withUnsafeMutableBytes { read(answers, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
             guard count > 0 else { throw Self.error("Chromium closed its pipe; \(recentOutput())") }
             received += chunk[..<count]
         }
