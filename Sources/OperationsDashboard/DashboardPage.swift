@@ -27,6 +27,8 @@ enum DashboardPage {
     .state-cancelled { color: #6b7380; }
     pre { background: #fff; border: 1px solid #e3e6ea; padding: 8px; overflow: auto; max-height: 300px; white-space: pre-wrap; overflow-wrap: anywhere; }
     #store-name { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+    /* A fixed width: the live indicator's text changes at every push, and must not reflow the page under a click. */
+    #live { display: inline-block; width: 11em; white-space: nowrap; overflow: hidden; }
     .tabs a { margin-right: 12px; }
     .tabs a.current { font-weight: 700; }
     button { margin-right: 6px; }

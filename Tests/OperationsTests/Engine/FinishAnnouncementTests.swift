@@ -26,7 +26,12 @@ final class FinishWitness: NSObject, @unchecked Sendable {
         forKeyPath keyPath: String?, of object: Any?, change: [NSKeyValueChangeKey: Any]?,
         context: UnsafeMutableRawPointer?
     ) {
-        guard let operation = object as? Operation, operation.isFinished else { return }
+        // For isFinished, the value the announcement carries, not the getter read again here:
+        // a subclass that sets its own state on another thread before announcing it makes the
+        // getter read true before any announcement of the finish (on Darwin as here), and an
+        // earlier announcement of the base state (which read false) may be told in that
+        // moment. An observer of the state itself is told of that state's announcement.
+        guard let operation = object as? Operation, (change?[.newKey] as? Bool) ?? operation.isFinished else { return }
         let taken = Snapshot(
             operationCount: queue.operationCount,
             listed: queue.operations.contains { $0 === operation },
