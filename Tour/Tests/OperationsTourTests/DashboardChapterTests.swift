@@ -7,14 +7,9 @@ import Testing
 struct DashboardChapterTests {
     @Test("dashboard: the page serves the durable pipeline and the in-process queue; with Chromium, four screenshots of them")
     func dashboard() async throws {
-        var settings = TourSettings.quick
-        settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/dashboard-\(UUID().uuidString)"
         // The chapter runs the durable chapter first, whose workers are `operations-demo`.
-        settings.durableWorkerExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("operations-demo").path
-        let context = try TourContext(settings: settings, console: Console.silent())
-        let result = try await runOnOwnThread(DashboardChapter.self, context: context)
-        await context.stop()
+        let (result, context) = try await runChapter(DashboardChapter.self, durableWorkers: true)
+        let settings = context.settings
         defer { try? FileManager.default.removeItem(at: context.output.url) }
 
         // What the overview said while the page was up.

@@ -6,15 +6,8 @@ import Testing
 struct DurableChapterTests {
     @Test("durable: a worker process killed with SIGKILL mid-pipeline; another finishes it, redoing only the interrupted step")
     func durable() async throws {
-        var settings = TourSettings.quick
-        settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/durable-\(UUID().uuidString)"
-        // The test runner is not the tour's executable: the worker processes are `operations-demo`,
-        // built beside the tests.
-        settings.durableWorkerExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("operations-demo").path
-        let context = try TourContext(settings: settings, console: Console.silent())
-        let result = try await runOnOwnThread(DurableChapter.self, context: context)
-        await context.stop()
+        let (result, context) = try await runChapter(DurableChapter.self, durableWorkers: true)
+        let settings = context.settings
         defer { try? FileManager.default.removeItem(at: context.output.url) }
 
         let steps = try #require(result.numbers["steps"])

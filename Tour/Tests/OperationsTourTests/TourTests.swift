@@ -5,11 +5,19 @@ import Testing
 import FoundationXML
 #endif
 
-/// Runs one chapter on the quick settings in a fresh folder.
-func runChapter<C: Chapter>(_ chapter: C.Type, unit: Double? = nil) async throws -> (ChapterResult, TourContext) {
+/// Runs one chapter on the quick settings in a fresh folder. With `durableWorkers`, the
+/// durable chapter's worker processes are `operations-demo`, built beside the tests (the test
+/// runner is not the tour's executable).
+func runChapter<C: Chapter>(
+    _ chapter: C.Type, unit: Double? = nil, durableWorkers: Bool = false
+) async throws -> (ChapterResult, TourContext) {
     var settings = TourSettings.quick
     if let unit { settings.unit = unit }
     settings.outputPath = NSTemporaryDirectory() + "operations-tour-tests/\(C.name)-\(UUID().uuidString)"
+    if durableWorkers {
+        settings.durableWorkerExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("operations-demo").path
+    }
     let context = try TourContext(settings: settings, console: Console.silent())
     let result = try await runOnOwnThread(chapter, context: context)
     await context.stop()

@@ -69,15 +69,6 @@ final class Screenshots {
         socket = pair[0]
         defer { close(theirs) }
 
-        let log = profile.appendingPathComponent("chromium.log").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_adddup2(&actions, theirs, 3)
-        posix_spawn_file_actions_adddup2(&actions, theirs, 4)
         let arguments = [
             executable, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
             "--user-data-dir=\(profile.path)", "--remote-debugging-pipe", "about:blank",
@@ -87,14 +78,12 @@ final class Screenshots {
         environment["XDG_CONFIG_HOME"] = profile.path + "/config"
         environment["XDG_CACHE_HOME"] = profile.path + "/cache"
         environment["BREAKPAD_DUMP_LOCATION"] = profile.path + "/crashpad"
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let (pid, status) = spawn(
+            arguments, environment: environment, log: profile.appendingPathComponent("chromium.log").path
+        ) { actions in
+            posix_spawn_file_actions_adddup2(&actions, theirs, 3)
+            posix_spawn_file_actions_adddup2(&actions, theirs, 4)
         }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         guard status == 0 else {
             close(socket)
             try? FileManager.default.removeItem(at: profile)
