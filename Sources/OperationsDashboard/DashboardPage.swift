@@ -64,14 +64,17 @@ enum DashboardPage {
       return body;
     }
     async function act(path) {
-      const out = document.getElementById("action-result");
       const token = document.getElementById("token").value;
       const headers = token ? { "Authorization": "Bearer " + token } : {};
       const response = await fetch(path, { method: "POST", headers });
       const body = await response.json();
+      // A done action shows its effect: the view is read again, then told what was done
+      // (the new view's result line, not the one the re-render replaced).
+      if (response.ok) await route();
+      const out = document.getElementById("action-result");
+      if (!out) return;
       out.textContent = response.ok ? body.done : "refused: " + body.error;
       out.className = response.ok ? "done" : "error";
-      if (response.ok) setTimeout(route, 0);
     }
     function sparkline(values) {
       const max = Math.max(1, ...values), w = 4;
@@ -208,6 +211,7 @@ enum DashboardPage {
         else html = queuesView(state.overview);
         view.innerHTML = html;
         view.dataset.route = parts[0] || "queues";
+        view.dataset.renders = String(Number(view.dataset.renders || 0) + 1);
       } catch (error) {
         view.innerHTML = `<p class="error" id="page-error">${esc(error.message)}</p>`;
         view.dataset.route = "error";

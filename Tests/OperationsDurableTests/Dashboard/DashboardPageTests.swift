@@ -203,8 +203,11 @@ struct DashboardPageTests {
                     #expect(try await queue.isSuspended)
 
                     try await page.fill("#token", with: "s3cret")
+                    let renders = try await page.evaluate("document.getElementById('view').dataset.renders") ?? "0"
                     try await page.click("#resume")
-                    try await page.waitFor("document.getElementById('action-result').textContent.includes('resumed')")
+                    // A done action reads the view again: its result is still shown after that.
+                    try await page.waitFor(
+                        "Number(document.getElementById('view').dataset.renders) > \(Int(renders) ?? 0) && document.getElementById('action-result').textContent.includes('resumed')")
                     #expect(try await !queue.isSuspended)
                     try await screenshot(page, "action.png")
                 }
