@@ -317,23 +317,7 @@ enum DashboardBenchmark {
                 ORDER BY id DESC LIMIT \(50)
                 """),
         ]
-        let connection = try await connect(database.name)
-        var lines: [String] = []
-        do {
-            for (name, statement) in statements {
-                var explain = statement
-                explain.sql = "EXPLAIN (COSTS OFF) " + explain.sql
-                let rows = try await connection.query(explain, logger: logger).collect()
-                lines.append("PostgreSQL, \(name):")
-                lines += try rows.map { "    " + (try $0.decode(String.self)) }
-                lines.append("")
-            }
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
-        return lines
+        return try await QueryPlans.postgres(database.name, options: "COSTS OFF", statements)
     }
 
     /// The statements of `SQLiteOperationStore+Inspection.swift`, with the values the timed
@@ -423,27 +407,7 @@ enum DashboardBenchmark {
                 ORDER BY id DESC LIMIT ?2
                 """, [.text("report.build"), .integer(50), .null]),
         ]
-        let connection = try await SQLiteConnection.open(storage: .file(path: database.path))
-        var lines: [String] = []
-        do {
-            for (name, sql, binds) in statements {
-                let rows = try await connection.query("EXPLAIN QUERY PLAN " + sql, binds)
-                var depth: [Int: Int] = [0: 0]
-                lines.append("SQLite, \(name):")
-                for row in rows {
-                    let id = Int(row.column("id")?.integer ?? 0), parent = Int(row.column("parent")?.integer ?? 0)
-                    let level = (depth[parent] ?? 0) + 1
-                    depth[id] = level
-                    lines.append(String(repeating: "  ", count: level + 1) + (row.column("detail")?.string ?? ""))
-                }
-                lines.append("")
-            }
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
-        return lines
+        return try await QueryPlans.sqlite(path: database.path) { _ in statements }
     }
 
     // MARK: Viewers

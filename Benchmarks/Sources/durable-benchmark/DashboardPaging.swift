@@ -237,23 +237,9 @@ enum DashboardPagingBenchmark {
     }
 
     static func postgresPlans(_ database: Database) async throws -> [String] {
-        let connection = try await connect(database.name)
-        var lines: [String] = []
-        do {
-            for page in pages {
-                var explain = postgresStatement(page, limit: DashboardBenchmark.pageSize + 1)
-                explain.sql = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + explain.sql
-                let rows = try await connection.query(explain, logger: logger).collect()
-                lines.append("PostgreSQL, \(page.name):")
-                lines += try rows.map { "    " + (try $0.decode(String.self)) }
-                lines.append("")
-            }
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-        try await connection.close()
-        return lines
+        try await QueryPlans.postgres(
+            database.name, options: "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF",
+            pages.map { ($0.name, postgresStatement($0, limit: DashboardBenchmark.pageSize + 1)) })
     }
 
     /// The statements of `SQLiteOperationStore.operations(queue:state:after:limit:)` (for a
@@ -297,9 +283,8 @@ enum DashboardPagingBenchmark {
     }
 
     static func sqlitePlans(_ database: Database) async throws -> [String] {
-        let connection = try await SQLiteConnection.open(storage: .file(path: database.path))
-        var lines: [String] = []
-        do {
+        try await QueryPlans.sqlite(path: database.path) { connection in
+            var statements: [(name: String, sql: String, binds: [SQLiteData])] = []
             for page in pages {
                 var cursorFinishedAt: Double?
                 if let after = page.after, page.state.isFinished {
@@ -308,22 +293,9 @@ enum DashboardPagingBenchmark {
                     ).first?.column("finished_at")?.double
                 }
                 let (sql, binds) = sqliteStatement(page, limit: DashboardBenchmark.pageSize + 1, cursorFinishedAt: cursorFinishedAt)
-                let rows = try await connection.query("EXPLAIN QUERY PLAN " + sql, binds)
-                var depth: [Int: Int] = [0: 0]
-                lines.append("SQLite, \(page.name):")
-                for row in rows {
-                    let id = Int(row.column("id")?.integer ?? 0), parent = Int(row.column("parent")?.integer ?? 0)
-                    let level = (depth[parent] ?? 0) + 1
-                    depth[id] = level
-                    lines.append(String(repeating: "  ", count: level + 1) + (row.column("detail")?.string ?? ""))
-                }
-                lines.append("")
+                statements.append((page.name, sql, binds))
             }
-        } catch {
-            try? await connection.close()
-            throw error
+            return statements
         }
-        try await connection.close()
-        return lines
     }
 }
